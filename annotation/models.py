@@ -1,0 +1,321 @@
+"""The annotation data model: conditions -> clips -> pairs -> assignments -> judgments.
+
+Every answer is stored in terms of the underlying clips, never of the screen
+side, so answers from annotators who saw different sides can be compared.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+
+
+class Modality(models.TextChoices):
+    TEXT = "text", "Text"
+    TEXT_LYRICS = "text+lyrics", "Text + lyrics"
+    TEXT_REF = "text+ref", "Text + reference audio"
+    TEXT_LYRICS_REF = "text+lyrics+ref", "Text + lyrics + reference audio"
+
+
+class Dimension(models.TextChoices):
+    ALIGNMENT = "alignment", "Instruction following"
+    MUSICALITY = "musicality", "Musicality"
+
+
+def modality_for(*, has_lyrics: bool, has_reference: bool) -> str:
+    """CMI-RewardBench's modality rule: text is always implied; lyrics and reference add to it."""
+    if has_lyrics and has_reference:
+        return Modality.TEXT_LYRICS_REF
+    if has_lyrics:
+        return Modality.TEXT_LYRICS
+    if has_reference:
+        return Modality.TEXT_REF
+    return Modality.TEXT
+
+
+class System(models.Model):
+    """A generating system. Its name is never shown to annotators or to arena visitors before they vote."""
+
+    name = models.CharField(max_length=120, unique=True)
+    organisation = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def clip_upload_to(instance: Clip, filename: str) -> str:
+    # Content-addressed names: they reveal neither the system nor the original file name.
+    return f"clips/{instance.sha256[:2]}/{instance.sha256}{instance.extension}"
+
+
+class Clip(models.Model):
+    class Kind(models.TextChoices):
+        GENERATED = "generated", "Generated"
+        REFERENCE = "reference", "Reference audio"
+        DERIVED = "derived", "Degraded variant"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    sha256 = models.CharField(max_length=64, unique=True, help_text="Content hash: the same file imported twice is one clip.")
+    file = models.FileField(upload_to=clip_upload_to, max_length=300)
+    extension = models.CharField(max_length=10, default=".wav")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.GENERATED)
+    system = models.ForeignKey(System, null=True, blank=True, on_delete=models.PROTECT, related_name="clips")
+    duration = models.FloatField(validators=[MinValueValidator(0.0)])
+    sample_rate = models.PositiveIntegerField()
+    channels = models.PositiveSmallIntegerField()
+    original_name = models.CharField(max_length=500, blank=True, help_text="Path at import time; never shown to annotators.")
+    # Hard negatives: the clip they were built from and how (see scoring hard-negative builder).
+    derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="variants")
+    degradation = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(duration__gt=0), name="clip_duration_positive"),
+            models.CheckConstraint(condition=Q(sample_rate__gt=0), name="clip_sample_rate_positive"),
+            models.CheckConstraint(condition=Q(channels__gt=0), name="clip_channels_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"clip {self.sha256[:12]}"
+
+
+class Condition(models.Model):
+    """What the music was asked to be: a text prompt, lyrics and/or reference audio."""
+
+    prompt = models.TextField(blank=True)
+    lyrics = models.TextField(blank=True)
+    reference = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="conditions_as_reference")
+    modality = models.CharField(max_length=20, choices=Modality.choices, editable=False)
+    external_id = models.CharField(max_length=200, blank=True, help_text="`prompt id` in CMI-RewardBench files.")
+    # sha256 of (prompt, lyrics, reference hash): one condition per distinct content.
+    content_key = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return (self.prompt or self.lyrics or "reference only")[:60]
+
+    def clean(self) -> None:
+        if not (self.prompt.strip() or self.lyrics.strip() or self.reference_id):
+            raise ValidationError("A condition needs at least one of: text prompt, lyrics, reference audio.")
+
+    @property
+    def has_lyrics(self) -> bool:
+        return bool(self.lyrics.strip())
+
+    @property
+    def has_reference(self) -> bool:
+        return self.reference_id is not None
+
+
+class Study(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    instructions = models.TextField(blank=True)
+    overlap_target = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(50)], help_text="Votes wanted on an overlap pair."
+    )
+    overlap_share = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of pairs that get the overlap target (the rest get one vote).",
+    )
+    min_listen_seconds = models.FloatField(default=10.0, validators=[MinValueValidator(0.0)])
+    rationale_min_length = models.PositiveIntegerField(default=0)
+    lock_ttl_seconds = models.PositiveIntegerField(default=1800, validators=[MinValueValidator(10)])
+    gold_rate = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
+    is_active = models.BooleanField(default=True)
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyAnnotator", related_name="studies", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+
+class StudyAnnotator(models.Model):
+    """Membership; the seed makes each annotator's pair order random but reproducible."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
+    seed = models.BigIntegerField()
+    is_active = models.BooleanField(default=True)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "annotator"], name="unique_study_annotator")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.study}"
+
+
+class AnnotatorProfile(models.Model):
+    """Pseudonym, consent and withdrawal. Exports and analyses only ever use the pseudonym."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator_profile")
+    pseudonym = models.CharField(max_length=100, unique=True)
+    is_imported = models.BooleanField(default=False, help_text="Created from a dataset's `user id`; cannot log in.")
+    consent_version = models.CharField(max_length=40, blank=True)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    excluded_at = models.DateTimeField(null=True, blank=True, help_text="Excluded from analysis and export by a researcher.")
+    excluded_reason = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+    @property
+    def has_consented(self) -> bool:
+        return self.consented_at is not None and self.withdrawn_at is None
+
+
+class Pair(models.Model):
+    class Split(models.TextChoices):
+        TRAIN = "train", "Train"
+        TEST = "test", "Test"
+
+    class Kind(models.TextChoices):
+        REGULAR = "regular", "Regular"
+        GOLD = "gold", "Gold (known answer)"
+        CATCH = "catch", "Catch trial (one clip degraded)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="pairs")
+    condition = models.ForeignKey(Condition, on_delete=models.PROTECT, related_name="pairs")
+    clip_a = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="pairs_as_a")
+    clip_b = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="pairs_as_b")
+    # "<low id>-<high id>": makes (A, B) and (B, A) the same pair for uniqueness.
+    clip_key = models.CharField(max_length=50, editable=False)
+    split = models.CharField(max_length=5, choices=Split.choices, default=Split.TRAIN)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.REGULAR)
+    # For gold and catch pairs: the clip that must win (per dimension; blank = not checked).
+    expected_alignment = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    expected_musicality = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)], help_text="Votes wanted on this pair.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(clip_a=F("clip_b")), name="pair_clips_distinct"),
+            models.UniqueConstraint(fields=["study", "condition", "clip_key"], name="unique_pair_per_study"),
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="pair_overlap_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"pair {self.pk} ({self.study.name})"
+
+    @staticmethod
+    def key_for(clip_a_id: int, clip_b_id: int) -> str:
+        low, high = sorted((clip_a_id, clip_b_id))
+        return f"{low}-{high}"
+
+    def clean(self) -> None:
+        if self.clip_a_id and self.clip_a_id == self.clip_b_id:
+            raise ValidationError("A pair needs two distinct clips.")
+        for field in ("expected_alignment_id", "expected_musicality_id"):
+            value = getattr(self, field)
+            if value is not None and value not in (self.clip_a_id, self.clip_b_id):
+                raise ValidationError("An expected answer must be one of the pair's clips.")
+
+    def other_clip_id(self, clip_id: int) -> int:
+        return self.clip_b_id if clip_id == self.clip_a_id else self.clip_a_id
+
+
+class Assignment(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active", "Locked to the annotator"
+        SUBMITTED = "submitted", "Judgment submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Lock expired"
+
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="assignments")
+    a_clip = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+", help_text="The clip shown as A.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
+    served_at = models.DateTimeField()
+    lock_expires_at = models.DateTimeField()
+    skip_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["annotator", "pair"], name="unique_assignment_per_annotator_pair")]
+        indexes = [models.Index(fields=["pair", "state", "lock_expires_at"]), models.Index(fields=["annotator", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} -> {self.pair} ({self.state})"
+
+    @property
+    def b_clip_id(self) -> int:
+        return self.pair.other_clip_id(self.a_clip_id)
+
+
+CONFIDENCE_VALIDATORS = [MinValueValidator(Decimal("1.0")), MaxValueValidator(Decimal("5.0"))]
+
+
+class Judgment(models.Model):
+    class Source(models.TextChoices):
+        PLATFORM = "platform", "Annotated here"
+        IMPORT = "import", "Imported"
+
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")
+    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment")
+    a_clip = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+", help_text="The clip that was shown as A.")
+    alignment_choice = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
+    alignment_confidence = models.DecimalField(max_digits=2, decimal_places=1, validators=CONFIDENCE_VALIDATORS)
+    musicality_choice = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
+    musicality_confidence = models.DecimalField(max_digits=2, decimal_places=1, validators=CONFIDENCE_VALIDATORS)
+    rationale = models.TextField(blank=True)
+    # {"A": {"plays", "seconds", "seeks", "loops"}, "B": {...}, "switches": n}; sides as shown, see a_clip.
+    listening_log = models.JSONField(default=dict, blank=True)
+    time_on_page_ms = models.PositiveIntegerField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.PLATFORM)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotator", "pair"], name="one_judgment_per_annotator_pair"),
+            models.CheckConstraint(
+                condition=Q(alignment_confidence__gte=Decimal("1.0"), alignment_confidence__lte=Decimal("5.0")),
+                name="judgment_alignment_confidence_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(musicality_confidence__gte=Decimal("1.0"), musicality_confidence__lte=Decimal("5.0")),
+                name="judgment_musicality_confidence_range",
+            ),
+        ]
+        indexes = [models.Index(fields=["pair", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"judgment {self.pk} by {self.annotator} on {self.pair_id}"
+
+    def clean(self) -> None:
+        allowed = {self.pair.clip_a_id, self.pair.clip_b_id}
+        for field in ("a_clip_id", "alignment_choice_id", "musicality_choice_id"):
+            if getattr(self, field) not in allowed:
+                raise ValidationError("Choices must be one of the pair's two clips.")
+        for value in (self.alignment_confidence, self.musicality_confidence):
+            if value is not None and (value * 2) % 1 != 0:
+                raise ValidationError("Confidence moves in half steps (1.0, 1.5, ... 5.0).")

@@ -1,0 +1,25 @@
+"""Roles are Django groups; superusers count as every role."""
+
+from __future__ import annotations
+
+ANNOTATOR = "annotator"
+RESEARCHER = "researcher"
+ADMIN = "admin"
+ALL_ROLES = (ANNOTATOR, RESEARCHER, ADMIN)
+
+
+def has_role(user, *roles: str) -> bool:
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if user.is_superuser:
+        return True
+    return user.groups.filter(name__in=roles).exists()
+
+
+def is_researcher(user) -> bool:
+    """Researchers and admins may read reports, all judgments and any clip."""
+    return has_role(user, RESEARCHER, ADMIN) or getattr(user, "is_staff", False)
+
+
+def is_admin(user) -> bool:
+    return has_role(user, ADMIN) or getattr(user, "is_superuser", False)

@@ -1,0 +1,25 @@
+"""ASGI entry point: HTTP through Django, websockets under /ws/ through Channels."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from auditorium.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -1,0 +1,12 @@
+"""Test overrides on top of the one settings module (which still reads DATABASE_URL / REDIS_URL)."""
+
+import tempfile
+from pathlib import Path
+
+from .settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-media-"))
+CELERY_TASK_ALWAYS_EAGER = True
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}

@@ -1,0 +1,11 @@
+import os
+import sys
+from pathlib import Path
+
+# platform/ holds this package; make it importable however the server was started.
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+application = get_wsgi_application()
