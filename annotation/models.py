@@ -139,6 +139,7 @@ class Study(models.Model):
     rationale_min_length = models.PositiveIntegerField(default=0)
     lock_ttl_seconds = models.PositiveIntegerField(default=1800, validators=[MinValueValidator(10)])
     gold_rate = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    annotator_target = models.PositiveIntegerField(default=0, help_text="Pairs each annotator is asked to judge; 0 = as many as are available.")
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyAnnotator", related_name="studies", blank=True)
