@@ -39,9 +39,10 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw")
+    password = factory.django.Password("pw")
 
     @factory.post_generation
     def roles(self, create, extracted, **kwargs):
@@ -51,7 +52,11 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 class AnnotatorFactory(UserFactory):
-    roles = ["annotator"]
+    @factory.post_generation
+    def roles(self, create, extracted, **kwargs):
+        if create:
+            for name in extracted or ["annotator"]:
+                self.groups.add(Group.objects.get_or_create(name=name)[0])
 
     @factory.post_generation
     def profile(self, create, extracted, **kwargs):
@@ -73,12 +78,10 @@ class ClipFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Clip
 
-    class Params:
-        seconds = 1.0
-        freq = factory.Sequence(lambda n: 220.0 + 7.0 * n)
-
+    # Not a model field: popped in _create to make each clip's content distinct.
+    freq = factory.Sequence(lambda n: 220.0 + 7.0 * n)
     system = factory.SubFactory(SystemFactory)
-    duration = factory.SelfAttribute("seconds")
+    duration = 1.0
     sample_rate = 16000
     channels = 1
     extension = ".wav"
@@ -86,7 +89,6 @@ class ClipFactory(factory.django.DjangoModelFactory):
     @classmethod
     def _create(cls, model_class, *args, **kwargs):
         data = wav_bytes(seconds=kwargs["duration"], freq=kwargs.pop("freq"), sr=kwargs["sample_rate"])
-        kwargs.pop("seconds", None)
         sha = hashlib.sha256(data).hexdigest()
         clip = model_class(sha256=sha, **kwargs)
         clip.file.save(f"{sha}.wav", ContentFile(data), save=False)

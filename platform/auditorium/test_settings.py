@@ -10,3 +10,4 @@ MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-media-"))
 CELERY_TASK_ALWAYS_EAGER = True
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
+STATIC_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-static-"))

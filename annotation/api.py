@@ -1,0 +1,159 @@
+"""DRF API for annotators: next pair, submit a judgment (idempotent), skip."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .models import Assignment, Clip, Study
+
+
+def _error(exc: services.ServiceError) -> Response:
+    return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+
+
+def _audio(clip: Clip | None) -> dict | None:
+    if clip is None:
+        return None
+    return {"url": reverse("clip-audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
+
+
+def assignment_payload(assignment: Assignment) -> dict:
+    """What the page may know: never system names, file names, pair kind or other annotators' answers."""
+    pair = assignment.pair
+    study = pair.study
+    condition = pair.condition
+    a_clip = pair.clip_a if assignment.a_clip_id == pair.clip_a_id else pair.clip_b
+    b_clip = pair.clip_b if a_clip is pair.clip_a else pair.clip_a
+    return {
+        "id": assignment.pk,
+        "study": study.name,
+        "served_at": assignment.served_at.isoformat(),
+        "lock_expires_at": assignment.lock_expires_at.isoformat(),
+        "instructions": study.instructions,
+        "condition": {
+            "prompt": condition.prompt,
+            "lyrics": condition.lyrics,
+            "modality": condition.modality,
+            "reference": _audio(condition.reference),
+        },
+        "clips": {"A": _audio(a_clip), "B": _audio(b_clip)},
+        "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
+        "progress": services.annotator_progress(study=study, annotator=assignment.annotator),
+    }
+
+
+class StudyListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        name = serializers.CharField()
+        title = serializers.CharField()
+        instructions = serializers.CharField()
+        progress = serializers.DictField()
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request):
+        studies = Study.objects.filter(memberships__annotator=request.user, memberships__is_active=True, is_active=True).order_by("name")
+        data = [
+            {"name": s.name, "title": s.title or s.name, "instructions": s.instructions, "progress": services.annotator_progress(study=s, annotator=request.user)}
+            for s in studies
+        ]
+        return Response(self.OutputSerializer(data, many=True).data)
+
+
+class AssignmentNextApi(APIView):
+    """Lock and return the annotator's next pair; the same locked pair comes back until its lock expires."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer("NextPair", {"assignment": serializers.DictField(allow_null=True), "detail": serializers.CharField(required=False)}),
+    )
+    def post(self, request, name: str):
+        study = get_object_or_404(Study, name=name)
+        try:
+            assignment = services.assignment_next(study=study, annotator=request.user)
+        except services.ServiceError as exc:
+            return _error(exc)
+        if assignment is None:
+            return Response({"assignment": None, "detail": "No more pairs in this study."})
+        assignment = Assignment.objects.select_related("pair__study", "pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment.pk)
+        return Response({"assignment": assignment_payload(assignment)})
+
+
+class _SideLog(serializers.Serializer):
+    plays = serializers.IntegerField(min_value=0, max_value=100000, required=False, default=0)
+    seconds = serializers.FloatField(min_value=0, max_value=10**6)
+    seeks = serializers.IntegerField(min_value=0, max_value=100000, required=False, default=0)
+    loops = serializers.IntegerField(min_value=0, max_value=100000, required=False, default=0)
+
+
+class _ListeningLog(serializers.Serializer):
+    A = _SideLog()
+    B = _SideLog()
+    switches = serializers.IntegerField(min_value=0, max_value=100000, required=False, default=0)
+
+
+class JudgmentSubmitApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        idempotency_key = serializers.CharField(max_length=100)
+        alignment = serializers.ChoiceField(choices=["A", "B"])
+        alignment_confidence = serializers.DecimalField(max_digits=2, decimal_places=1, min_value=1, max_value=5)
+        musicality = serializers.ChoiceField(choices=["A", "B"])
+        musicality_confidence = serializers.DecimalField(max_digits=2, decimal_places=1, min_value=1, max_value=5)
+        rationale = serializers.CharField(max_length=5000, allow_blank=True, required=False, default="")
+        listening_log = _ListeningLog()
+        time_on_page_ms = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, allow_null=True, default=None)
+
+    class OutputSerializer(serializers.Serializer):
+        judgment = serializers.IntegerField()
+        pair = serializers.IntegerField()
+        created_at = serializers.CharField()
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer})
+    def post(self, request, assignment_id: int):
+        serializer = self.InputSerializer(data=request.data)
+        if not serializer.is_valid():
+            return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
+        data = serializer.validated_data
+        try:
+            answer, created = services.judgment_submit(assignment_id=assignment_id, annotator=request.user, **data)
+        except services.ServiceError as exc:
+            return _error(exc)
+        return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AssignmentSkipApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=1000)
+
+    @extend_schema(request=InputSerializer, responses=inline_serializer("Skipped", {"state": serializers.CharField()}))
+    def post(self, request, assignment_id: int):
+        serializer = self.InputSerializer(data=request.data)
+        if not serializer.is_valid():
+            return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
+        assignment = Assignment.objects.filter(pk=assignment_id, annotator=request.user).first()
+        if assignment is None:
+            return Response({"detail": "No such task for you.", "code": "not_found"}, status=404)
+        try:
+            services.assignment_skip(assignment=assignment, annotator=request.user, reason=serializer.validated_data["reason"])
+        except services.ServiceError as exc:
+            return _error(exc)
+        return Response({"state": "skipped"})
+
+
+def _first_error(errors, prefix: str = "") -> str:
+    """One readable sentence from DRF's nested error dict."""
+    for field, value in errors.items():
+        name = f"{prefix}{field}"
+        if isinstance(value, dict):
+            return _first_error(value, prefix=f"{name}.")
+        if isinstance(value, list) and value:
+            first = value[0]
+            if isinstance(first, dict):
+                return _first_error(first, prefix=f"{name}.")
+            return f"{name}: {first}"
+    return "Invalid input."
