@@ -1,4 +1,19 @@
 from django.urls import path
 
+from . import api, views
+
 app_name = "arena"
-urlpatterns: list = []
+urlpatterns = [
+    # HTML
+    path("", views.arena, name="arena"),
+    path("leaderboard/", views.leaderboard, name="leaderboard"),
+    path("audio/<uuid:public_id>/<str:side>/", views.battle_audio, name="audio"),
+    # API
+    path("api/terms/", api.TermsAcceptApi.as_view(), name="api-terms"),
+    path("api/prompts/random/", api.PromptRandomApi.as_view(), name="api-prompt-random"),
+    path("api/battles/", api.BattleCreateApi.as_view(), name="api-battle-create"),
+    path("api/battles/<uuid:public_id>/", api.BattleDetailApi.as_view(), name="api-battle-detail"),
+    path("api/battles/<uuid:public_id>/events/", api.ListenEventsApi.as_view(), name="api-battle-events"),
+    path("api/battles/<uuid:public_id>/vote/", api.VoteApi.as_view(), name="api-battle-vote"),
+    path("api/leaderboard/", api.LeaderboardApi.as_view(), name="api-leaderboard"),
+]

@@ -1,0 +1,161 @@
+"""JSON API of the arena page. Visitors are anonymous: the arena cookie identifies them, and CSRF is enforced for them too."""
+
+from __future__ import annotations
+
+import random
+
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication, CSRFCheck
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.services import ServiceError
+
+from . import conf, services
+from .models import ArenaPrompt, Battle
+from .selectors import battle_state, leaderboard_latest
+from .services import ArenaError
+
+
+def client_ip_hash(request) -> str:
+    """Salted hash of the client address; the raw address goes no further than this function."""
+    ip = request.META.get("REMOTE_ADDR", "")
+    if conf.get("ARENA_TRUST_X_FORWARDED_FOR"):
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        if forwarded:
+            ip = forwarded.split(",")[0].strip()
+    return conf.salted_hash("ip", ip) if ip else ""
+
+
+class VisitorAuthentication(BaseAuthentication):
+    """request.auth = the Visitor for the arena cookie (or None); unsafe methods need a valid CSRF token."""
+
+    def authenticate(self, request):
+        underlying = request._request
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            check = CSRFCheck(lambda req: None)
+            check.process_request(underlying)
+            reason = check.process_view(underlying, None, (), {})
+            if reason:
+                raise PermissionDenied(f"CSRF failed: {reason}")
+        visitor = services.visitor_for_cookie(underlying.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+        return (None, visitor) if visitor is not None else None
+
+
+class ArenaApi(APIView):
+    authentication_classes = [VisitorAuthentication]
+    permission_classes = [AllowAny]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, ServiceError):
+            body = {"error": exc.message, "code": exc.code, **getattr(exc, "extra", {})}
+            response = Response(body, status=exc.status)
+            retry = getattr(exc, "retry_after", None)
+            if retry:
+                response["Retry-After"] = str(retry)
+            return response
+        return super().handle_exception(exc)
+
+    def visitor(self, request):
+        return request.auth
+
+
+class TermsAcceptApi(ArenaApi):
+    class InputSerializer(serializers.Serializer):
+        accept = serializers.BooleanField()
+        version = serializers.CharField(max_length=20)
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if not data.validated_data["accept"]:
+            raise ArenaError("The arena can only be used after accepting the terms.", code="terms_required", status=403)
+        cookie_name = conf.get("ARENA_VISITOR_COOKIE")
+        visitor, cookie = services.visitor_accept_terms(cookie=request.COOKIES.get(cookie_name), version=data.validated_data["version"])
+        response = Response({"accepted": True, "terms_version": visitor.terms_version})
+        response.set_cookie(cookie_name, cookie, max_age=365 * 24 * 3600, httponly=True, samesite="Lax", secure=request.is_secure())
+        return response
+
+
+class PromptRandomApi(ArenaApi):
+    def get(self, request):
+        ids = list(ArenaPrompt.objects.filter(is_prebaked=True, is_active=True).values_list("id", flat=True))
+        if not ids:
+            raise ArenaError("The prompt pool is empty; type a prompt instead.", code="no_prompts", status=404)
+        prompt = ArenaPrompt.objects.get(pk=random.SystemRandom().choice(ids))
+        return Response({"prompt": prompt.text, "lyrics": prompt.lyrics})
+
+
+class BattleCreateApi(ArenaApi):
+    class InputSerializer(serializers.Serializer):
+        prompt = serializers.CharField(allow_blank=True, trim_whitespace=True, max_length=20000)
+        lyrics = serializers.CharField(allow_blank=True, required=False, default="", max_length=50000)
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        battle = services.battle_create(visitor=self.visitor(request), ip_hash=client_ip_hash(request), **data.validated_data)
+        battle.refresh_from_db()
+        return Response(battle_state(battle), status=status.HTTP_201_CREATED)
+
+
+def _own_battle(request, public_id) -> Battle:
+    battle = get_object_or_404(Battle.objects.select_related("system_a__system", "system_b__system", "clip_a", "clip_b"), public_id=public_id)
+    # 404, not 403: someone else's battle id tells a prober nothing.
+    if request.auth is None or battle.visitor_id != request.auth.pk:
+        raise ArenaError("No such battle.", code="not_found", status=404)
+    return battle
+
+
+class BattleDetailApi(ArenaApi):
+    def get(self, request, public_id):
+        return Response(battle_state(_own_battle(request, public_id)))
+
+
+class ListenEventsApi(ArenaApi):
+    class EventSerializer(serializers.Serializer):
+        side = serializers.ChoiceField(choices=["a", "b"])
+        kind = serializers.ChoiceField(choices=["play", "pause", "seek", "tick", "ended"])
+        client_time = serializers.FloatField(required=False, allow_null=True)
+        position = serializers.FloatField(required=False, allow_null=True, min_value=0)
+
+    class InputSerializer(serializers.Serializer):
+        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+
+    def post(self, request, public_id):
+        battle = _own_battle(request, public_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        events = self.EventSerializer(data=data.validated_data["events"], many=True)
+        events.is_valid(raise_exception=True)
+        heard = services.listen_events_record(battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data])
+        need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+        return Response({"heard": heard, "min_listen_seconds": need, "can_vote": heard["a"] >= need and heard["b"] >= need})
+
+
+class VoteApi(ArenaApi):
+    class InputSerializer(serializers.Serializer):
+        vote = serializers.CharField(max_length=20)
+        feedback = serializers.CharField(allow_blank=True, required=False, default="", max_length=20000)
+
+    def post(self, request, public_id):
+        battle = _own_battle(request, public_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.vote_submit(
+            battle=battle,
+            visitor=self.visitor(request),
+            choice=data.validated_data["vote"],
+            feedback=data.validated_data["feedback"],
+            ip_hash=client_ip_hash(request),
+        )
+        battle.refresh_from_db()
+        return Response(battle_state(battle), status=status.HTTP_201_CREATED)
+
+
+class LeaderboardApi(ArenaApi):
+    def get(self, request):
+        return Response(leaderboard_latest() or {"boards": {}, "computed_at": None})

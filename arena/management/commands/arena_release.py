@@ -1,0 +1,16 @@
+from django.core.management.base import BaseCommand
+
+from arena.release import release_export
+
+
+class Command(BaseCommand):
+    help = "Export the public battle log (battles.jsonl, battles.parquet and audio/) to a folder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("out_dir")
+        parser.add_argument("--no-audio", action="store_true", help="rows only")
+        parser.add_argument("--no-parquet", action="store_true", help="JSONL only")
+
+    def handle(self, *args, **opts):
+        result = release_export(out_dir=opts["out_dir"], audio=not opts["no_audio"], parquet=not opts["no_parquet"])
+        self.stdout.write(f"{result['battles']} battles and {result['audio_files']} audio files written to {result['path']}")

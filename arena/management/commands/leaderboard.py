@@ -1,0 +1,58 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from arena.leaderboard import BOARDS, boards_compute
+from arena.release import boards_from_release
+from arena.selectors import vote_rows
+from arena.services import leaderboard_options
+
+
+class Command(BaseCommand):
+    help = "Print the arena leaderboard, fitted from the stored votes or rebuilt from a released battle log."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", help="print JSON (system, rating, lower, upper, rank, votes per board)")
+        parser.add_argument("--from-release", metavar="FILE", help="battles.jsonl or battles.parquet of a release")
+        parser.add_argument("--board", choices=BOARDS, help="only this board")
+        parser.add_argument("--rounds", type=int, help="bootstrap rounds (default ARENA_LEADERBOARD_ROUNDS)")
+        parser.add_argument("--seed", type=int, help="bootstrap seed (default ARENA_LEADERBOARD_SEED)")
+        parser.add_argument("--both-bad", choices=["exclude", "tie"], help="how both_bad votes count")
+        parser.add_argument("--anchor", help="system held at --anchor-rating instead of centring the mean at 1000")
+        parser.add_argument("--anchor-rating", type=float)
+        parser.add_argument("--min-votes", type=int, help="hide systems with fewer votes")
+        parser.add_argument("--refresh", action="store_true", help="also store the result as the live board and push it to open pages")
+
+    def handle(self, *args, **opts):
+        options = leaderboard_options()
+        for key in ("rounds", "seed", "both_bad", "anchor", "anchor_rating", "min_votes"):
+            if opts.get(key) is not None:
+                options[key] = opts[key]
+        if options["rounds"] < 0:
+            raise CommandError("--rounds must be 0 or more")
+        try:
+            if opts["from_release"]:
+                result = boards_from_release(opts["from_release"], **options)
+            else:
+                rows, hidden = vote_rows()
+                result = boards_compute(rows, hidden=hidden, **options)
+        except (OSError, ValueError, KeyError) as exc:
+            raise CommandError(str(exc)) from None
+        if opts["refresh"] and not opts["from_release"]:
+            from arena.broadcast import leaderboard_broadcast
+            from arena.services import leaderboard_refresh
+
+            leaderboard_broadcast(leaderboard_refresh().payload)
+        if opts["board"]:
+            result["boards"] = {opts["board"]: result["boards"][opts["board"]]}
+        if opts["json"]:
+            self.stdout.write(json.dumps(result, indent=2, sort_keys=True))
+            return
+        for name, board in result["boards"].items():
+            self.stdout.write(f"{name} board: {board['votes']} votes, {board['rounds']} bootstrap rounds")
+            if not board["rows"]:
+                self.stdout.write("  (no system has enough votes yet)")
+            for row in board["rows"]:
+                self.stdout.write(
+                    f"  {row['rank']:>3}  {row['system']:<24} {row['rating']:8.1f}  [{row['lower']:.1f}, {row['upper']:.1f}]  {row['votes']} votes"
+                )

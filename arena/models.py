@@ -1,0 +1,222 @@
+"""The arena data model: systems registry, visitors, prompts, battles, listening events, votes.
+
+A battle's system identities live only in the database and in the release;
+nothing derived from them is sent to the visitor before the vote.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+
+from annotation.models import Clip, System
+
+
+class AdapterKind(models.TextChoices):
+    DEMO = "demo", "Built-in procedural demo"
+    CATALOG = "catalog", "Pre-generated catalog"
+    HTTP = "http", "HTTP generation server"
+    TRANSFORMERS = "transformers", "In-process transformers model (GPU worker)"
+
+
+class Health(models.TextChoices):
+    UNKNOWN = "unknown", "Not checked yet"
+    HEALTHY = "healthy", "Healthy"
+    UNHEALTHY = "unhealthy", "Unhealthy (out of the sampling pool)"
+
+
+class ArenaSystem(models.Model):
+    """A system taking part in the arena: capabilities, sampling weight, adapter and health."""
+
+    system = models.OneToOneField(System, on_delete=models.PROTECT, related_name="arena")
+    supports_vocals = models.BooleanField(default=False, help_text="Sings given lyrics / vocal prompts.")
+    supports_instrumental = models.BooleanField(default=True, help_text="Can be trusted to stay instrumental on instrumental prompts.")
+    supports_reference_audio = models.BooleanField(default=False)
+    max_duration_seconds = models.FloatField(default=30.0, validators=[MinValueValidator(1.0)])
+    weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)], help_text="Relative sampling weight; 0 keeps it out of new battles.")
+    is_active = models.BooleanField(default=True)
+    is_private = models.BooleanField(
+        default=False, help_text="Pre-release system: sampled and its votes kept, hidden from the public board, disclosed in the release."
+    )
+    adapter_kind = models.CharField(max_length=16, choices=AdapterKind.choices, default=AdapterKind.DEMO)
+    adapter_config = models.JSONField(default=dict, blank=True)
+    health = models.CharField(max_length=10, choices=Health.choices, default=Health.UNKNOWN)
+    health_detail = models.CharField(max_length=500, blank=True)
+    health_checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["system__name"]
+        constraints = [models.CheckConstraint(condition=Q(weight__gte=0), name="arena_system_weight_nonnegative")]
+
+    def __str__(self) -> str:
+        return self.system.name
+
+    @property
+    def name(self) -> str:
+        return self.system.name
+
+
+class CatalogClip(models.Model):
+    """A pre-generated clip a catalog system serves for one prompt (matched by normalised prompt text)."""
+
+    arena_system = models.ForeignKey(ArenaSystem, on_delete=models.CASCADE, related_name="catalog")
+    prompt_key = models.CharField(max_length=64, db_index=True)
+    prompt = models.TextField()
+    lyrics = models.TextField(blank=True)
+    clip = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
+    generation_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["arena_system", "prompt_key", "clip"], name="unique_catalog_clip")]
+
+
+class ArenaPrompt(models.Model):
+    """The prebaked pool visitors can draw a random prompt from."""
+
+    text = models.TextField()
+    lyrics = models.TextField(blank=True)
+    prompt_key = models.CharField(max_length=64, unique=True)
+    is_prebaked = models.BooleanField(default=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class Visitor(models.Model):
+    """An anonymous visitor, known by a random cookie; only hashes of it are stored."""
+
+    cookie_hash = models.CharField(max_length=64, unique=True)
+    pseudonym = models.CharField(max_length=40, unique=True, help_text="Salted hash published as user_id in the release.")
+    terms_version = models.CharField(max_length=20, blank=True)
+    terms_accepted_at = models.DateTimeField(null=True, blank=True)
+    is_banned = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+
+class Battle(models.Model):
+    class Status(models.TextChoices):
+        GENERATING = "generating", "Generating"
+        READY = "ready", "Ready to listen"
+        VOTED = "voted", "Voted"
+        FAILED = "failed", "Generation failed"
+
+    class Side(models.TextChoices):
+        A = "a", "A"
+        B = "b", "B"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    visitor = models.ForeignKey(Visitor, on_delete=models.PROTECT, related_name="battles")
+    ip_hash = models.CharField(max_length=64, blank=True)
+    prompt = models.TextField()
+    lyrics = models.TextField(blank=True)
+    is_prebaked = models.BooleanField(default=False)
+    is_instrumental = models.BooleanField(default=True)
+    duration_requested = models.FloatField()
+    seed = models.BigIntegerField()
+    system_a = models.ForeignKey(ArenaSystem, on_delete=models.PROTECT, related_name="+")
+    system_b = models.ForeignKey(ArenaSystem, on_delete=models.PROTECT, related_name="+")
+    clip_a = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    clip_b = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    generation_seconds_a = models.FloatField(null=True, blank=True)
+    generation_seconds_b = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.GENERATING)
+    error = models.CharField(max_length=500, blank=True, help_text="Operator-facing; never shown to the visitor (it could name a system).")
+    moderation = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.CheckConstraint(condition=~Q(system_a=F("system_b")), name="battle_systems_distinct")]
+        indexes = [models.Index(fields=["visitor", "created_at"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"battle {self.public_id}"
+
+    def system_for(self, side: str) -> ArenaSystem:
+        return self.system_a if side == "a" else self.system_b
+
+    def clip_for(self, side: str) -> Clip | None:
+        return self.clip_a if side == "a" else self.clip_b
+
+
+class ListenEvent(models.Model):
+    class Kind(models.TextChoices):
+        PLAY = "play", "Play"
+        PAUSE = "pause", "Pause"
+        SEEK = "seek", "Seek"
+        TICK = "tick", "Still playing"
+        ENDED = "ended", "Ended"
+
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="listen_events")
+    side = models.CharField(max_length=1, choices=Battle.Side.choices)
+    kind = models.CharField(max_length=5, choices=Kind.choices)
+    # Server arrival time is what listening is measured by; the client's clock and
+    # media position are kept for the release only.
+    server_time = models.DateTimeField()
+    client_time = models.FloatField(null=True, blank=True, help_text="Client clock, ms since page load.")
+    position = models.FloatField(null=True, blank=True, help_text="Media position in seconds.")
+
+    class Meta:
+        ordering = ["server_time", "id"]
+        indexes = [models.Index(fields=["battle", "side", "server_time"])]
+
+
+class Vote(models.Model):
+    class Choice(models.TextChoices):
+        A = "a", "A is better"
+        B = "b", "B is better"
+        TIE = "tie", "Tie"
+        BOTH_BAD = "both_bad", "Both are bad"
+
+    battle = models.OneToOneField(Battle, on_delete=models.CASCADE, related_name="vote")
+    visitor = models.ForeignKey(Visitor, on_delete=models.PROTECT, related_name="votes")
+    choice = models.CharField(max_length=8, choices=Choice.choices)
+    feedback = models.TextField(blank=True)
+    listen_seconds_a = models.FloatField()
+    listen_seconds_b = models.FloatField()
+    ip_hash = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["battle", "visitor"], name="one_vote_per_battle_visitor")]
+        indexes = [models.Index(fields=["visitor", "created_at"])]
+
+
+class RejectedVote(models.Model):
+    """Every refused vote attempt (re-vote, not listened, rate limited...), kept for abuse analysis."""
+
+    battle = models.ForeignKey(Battle, null=True, blank=True, on_delete=models.CASCADE, related_name="rejected_votes")
+    visitor = models.ForeignKey(Visitor, null=True, blank=True, on_delete=models.SET_NULL, related_name="rejected_votes")
+    choice = models.CharField(max_length=20, blank=True)
+    reason = models.CharField(max_length=40)
+    ip_hash = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+
+class LeaderboardSnapshot(models.Model):
+    """The latest computed boards; pages read this instead of refitting."""
+
+    computed_at = models.DateTimeField(auto_now_add=True)
+    votes = models.PositiveIntegerField()
+    payload = models.JSONField()
+
+    class Meta:
+        ordering = ["-id"]
+        get_latest_by = "id"

@@ -1,0 +1,109 @@
+"""Reads for the arena: eligible systems, heard seconds, what a visitor may see, vote rows for the board."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.urls import reverse
+from django.utils import timezone
+
+from . import conf
+from .adapters import adapter_for
+from .leaderboard import VoteRow
+from .models import ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, Vote
+
+# A playing clip posts a tick every second; a longer silence from the page is not counted
+# as listening, so holding a clip "playing" without the page reporting earns nothing.
+MAX_EVENT_GAP_SECONDS = 3.0
+PRIVATE_LABEL = "Pre-release system (named in the next data release)"
+
+
+def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list[ArenaSystem]:
+    """Active, not unhealthy, capable of this kind of prompt and length; catalog systems only for prompts they hold."""
+    query = ArenaSystem.objects.select_related("system").filter(is_active=True, max_duration_seconds__gte=seconds).exclude(health=Health.UNHEALTHY)
+    query = query.filter(supports_instrumental=True) if is_instrumental else query.filter(supports_vocals=True)
+    return [s for s in query.order_by("pk") if adapter_for(s).can_serve(prompt_key=key)]
+
+
+def listen_seconds(battle: Battle, *, now=None) -> dict[str, float]:
+    """Seconds each side was playing, measured on the server's clock from the events as they arrived.
+
+    A side counts as playing from a `play` event until `pause`/`ended`; the time
+    between two consecutive events counts only up to MAX_EVENT_GAP_SECONDS, and
+    the total never exceeds the wall-clock time since the battle became ready.
+    """
+    now = now or timezone.now()
+    heard = {"a": 0.0, "b": 0.0}
+    if battle.ready_at is None:
+        return heard
+    state = {"a": None, "b": None}  # server time of the last event while playing
+    for side, kind, at in ListenEvent.objects.filter(battle=battle, server_time__gte=battle.ready_at).values_list("side", "kind", "server_time"):
+        last = state[side]
+        if last is not None:
+            heard[side] += min((at - last).total_seconds(), MAX_EVENT_GAP_SECONDS)
+        if kind in (ListenEvent.Kind.PAUSE, ListenEvent.Kind.ENDED):
+            state[side] = None
+        elif kind == ListenEvent.Kind.PLAY or last is not None:
+            state[side] = at
+    wall = max((now - battle.ready_at).total_seconds(), 0.0)
+    return {side: round(min(value, wall), 3) for side, value in heard.items()}
+
+
+def battle_audio_url(battle: Battle, side: str) -> str:
+    return reverse("arena:audio", kwargs={"public_id": battle.public_id, "side": side})
+
+
+def battle_state(battle: Battle, *, now=None) -> dict:
+    """What the visitor may see. Before the vote: no system name, no timing, opaque audio URLs; the same keys for every system."""
+    ready = battle.status in (Battle.Status.READY, Battle.Status.VOTED)
+    vote = Vote.objects.filter(battle=battle).first() if battle.status == Battle.Status.VOTED else None
+    state = {
+        "id": str(battle.public_id),
+        "status": battle.status,
+        "prompt": battle.prompt,
+        "lyrics": battle.lyrics,
+        "is_instrumental": battle.is_instrumental,
+        "progress": {"ready": int(battle.clip_a_id is not None) + int(battle.clip_b_id is not None), "total": 2},
+        "audio": {side: battle_audio_url(battle, side) for side in ("a", "b")} if ready else None,
+        "min_listen_seconds": float(conf.get("ARENA_MIN_LISTEN_SECONDS")),
+        "heard": listen_seconds(battle, now=now),
+        "vote": None,
+        "reveal": None,
+        "message": "",
+    }
+    if battle.status == Battle.Status.FAILED:
+        state["message"] = "One of the two systems could not finish this time. Please start a new battle."
+    if vote is not None:
+        state["vote"] = vote.choice
+        state["reveal"] = {
+            side: {
+                # Pre-release systems stay unnamed until the data release discloses them.
+                "system": PRIVATE_LABEL if battle.system_for(side).is_private else battle.system_for(side).system.name,
+                "organisation": "" if battle.system_for(side).is_private else battle.system_for(side).system.organisation,
+                "generation_seconds": getattr(battle, f"generation_seconds_{side}"),
+                "duration": battle.clip_for(side).duration,
+            }
+            for side in ("a", "b")
+        }
+    return state
+
+
+def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
+    """Every stored vote as (system_a, system_b, vote, instrumental), and the names of private systems."""
+    query = Vote.objects.order_by("id").values_list(
+        "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental"
+    )
+    if since is not None:
+        query = query.filter(created_at__gte=since)
+    rows = [VoteRow(a, b, choice, instrumental) for a, b, choice, instrumental in query]
+    hidden = set(ArenaSystem.objects.filter(is_private=True).values_list("system__name", flat=True))
+    return rows, hidden
+
+
+def leaderboard_latest() -> dict | None:
+    snapshot = LeaderboardSnapshot.objects.order_by("-id").first()
+    return None if snapshot is None else snapshot.payload
+
+
+def votes_today(visitor) -> int:
+    return Vote.objects.filter(visitor=visitor, created_at__gte=timezone.now() - timedelta(days=1)).count()

@@ -1,0 +1,376 @@
+"""Writes for the arena: visitors and terms, battles and generation, listening, votes, health, leaderboard.
+
+Rules that protect the data live here, not in the page: prompt limits and
+moderation, capability-aware sampling, the minimum listening time (measured
+from events as the server received them), one vote per battle, rate limits and
+the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.services import ServiceError, clip_ingest_array
+
+from . import conf, ratelimit
+from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
+from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
+from .moderation import REASON_TEXT, is_instrumental, moderate
+from .selectors import listen_seconds, systems_eligible, vote_rows
+
+log = logging.getLogger(__name__)
+
+
+class ArenaError(ServiceError):
+    """A ServiceError with machine-readable extras (moderation reasons, Retry-After, heard seconds)."""
+
+    def __init__(self, message: str, *, code: str, status: int = 400, extra: dict | None = None, retry_after: int | None = None):
+        super().__init__(message, code=code, status=status)
+        self.extra = extra or {}
+        self.retry_after = retry_after
+
+
+# --- Visitors ------------------------------------------------------------------------
+
+
+def visitor_for_cookie(cookie: str | None) -> Visitor | None:
+    if not cookie:
+        return None
+    return Visitor.objects.filter(cookie_hash=conf.salted_hash("cookie", cookie, length=64)).first()
+
+
+def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, str]:
+    """Record acceptance of the current terms; returns (visitor, cookie value to set)."""
+    current = conf.get("ARENA_TERMS_VERSION")
+    if version != current:
+        raise ArenaError(f"These terms are out of date (version {version}); reload the page to read version {current}.", code="terms_outdated", status=409)
+    visitor = visitor_for_cookie(cookie)
+    if visitor is None:
+        cookie = secrets.token_urlsafe(24)
+        visitor = Visitor.objects.create(
+            cookie_hash=conf.salted_hash("cookie", cookie, length=64), pseudonym="u-" + conf.salted_hash("user", cookie, length=20)
+        )
+    visitor.terms_version, visitor.terms_accepted_at = current, timezone.now()
+    visitor.save(update_fields=["terms_version", "terms_accepted_at"])
+    return visitor, cookie
+
+
+def _require_terms(visitor: Visitor | None) -> Visitor:
+    if visitor is None or visitor.terms_version != conf.get("ARENA_TERMS_VERSION"):
+        raise ArenaError("Please read and accept the arena terms first.", code="terms_required", status=403)
+    if visitor.is_banned:
+        raise ArenaError("Voting is closed for this browser.", code="banned", status=403)
+    return visitor
+
+
+def _limit(*, scope: str, ident: str, rate_setting: str, message: str) -> None:
+    retry = ratelimit.hit(scope=scope, ident=ident, rate=conf.get(rate_setting))
+    if retry:
+        raise ArenaError(f"{message} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
+
+
+# --- Prompts and battles -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    prompt: str
+    lyrics: str
+    is_instrumental: bool
+    is_prebaked: bool
+    moderation: dict
+
+
+def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
+    """Validate, moderate and route a prompt; refusals carry machine-readable reasons."""
+    prompt, lyrics = (prompt or "").strip(), (lyrics or "").strip()
+    low, high = conf.get("ARENA_PROMPT_MIN_CHARS"), conf.get("ARENA_PROMPT_MAX_CHARS")
+    if len(prompt) < low:
+        raise ArenaError(f"Describe the music in at least {low} characters.", code="prompt_too_short")
+    if len(prompt) > high:
+        raise ArenaError(f"The prompt is {len(prompt)} characters; the limit is {high}.", code="prompt_too_long")
+    if len(lyrics) > conf.get("ARENA_LYRICS_MAX_CHARS"):
+        raise ArenaError(f"The lyrics are {len(lyrics)} characters; the limit is {conf.get('ARENA_LYRICS_MAX_CHARS')}.", code="lyrics_too_long")
+    verdict = moderate(prompt, lyrics)
+    if not verdict["allowed"]:
+        words = " ".join(REASON_TEXT.get(r, r) for r in verdict["reasons"])
+        raise ArenaError(f"This prompt cannot be used. {words}", code="moderation", status=422, extra=verdict)
+    key = prompt_key(prompt, lyrics)
+    prebaked = ArenaPrompt.objects.filter(prompt_key=key, is_prebaked=True).exists()
+    return Route(prompt=prompt, lyrics=lyrics, is_instrumental=is_instrumental(prompt, lyrics), is_prebaked=prebaked, moderation=verdict)
+
+
+def systems_sample(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
+    """Two distinct systems by weight from the capable, active, healthy pool; A/B order random."""
+    rng = rng or random.SystemRandom()
+    pool = [s for s in systems_eligible(is_instrumental=is_instrumental, seconds=seconds, key=key) if s.weight > 0]
+    if len(pool) < 2:
+        kind = "instrumental" if is_instrumental else "vocal"
+        raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
+    first = rng.choices(pool, weights=[s.weight for s in pool])[0]
+    rest = [s for s in pool if s.pk != first.pk]
+    second = rng.choices(rest, weights=[s.weight for s in rest])[0]
+    return (first, second) if rng.random() < 0.5 else (second, first)
+
+
+def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_hash: str = "", rng: random.Random | None = None) -> Battle:
+    """Route the prompt, pick two systems and queue both generations; the battle is ready when both clips are."""
+    visitor = _require_terms(visitor)
+    _limit(scope="battle-v", ident=str(visitor.pk), rate_setting="ARENA_BATTLE_RATE", message="You are starting battles very quickly.")
+    if ip_hash:
+        _limit(scope="battle-ip", ident=ip_hash, rate_setting="ARENA_IP_BATTLE_RATE", message="Too many battles from this network.")
+    route = prompt_route(prompt=prompt, lyrics=lyrics)
+    seconds = float(conf.get("ARENA_CLIP_SECONDS"))
+    key = prompt_key(route.prompt, route.lyrics)
+    system_a, system_b = systems_sample(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
+    with transaction.atomic():
+        battle = Battle.objects.create(
+            visitor=visitor,
+            ip_hash=ip_hash,
+            prompt=route.prompt,
+            lyrics=route.lyrics,
+            is_prebaked=route.is_prebaked,
+            is_instrumental=route.is_instrumental,
+            duration_requested=seconds,
+            seed=secrets.randbits(31),
+            system_a=system_a,
+            system_b=system_b,
+            moderation=route.moderation,
+        )
+        from .tasks import battle_generate_side
+
+        for side, system in (("a", system_a), ("b", system_b)):
+            queue = adapter_for(system).queue
+            transaction.on_commit(lambda s=side, q=queue: battle_generate_side.apply_async(args=[battle.pk, s], queue=q))
+    return battle
+
+
+def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarray:
+    """Mono, the arena sample rate, the requested length at most, one loudness: no format or level hints between systems."""
+    from math import gcd
+
+    import pyloudnorm
+    from scipy.signal import resample_poly
+
+    audio = np.asarray(audio, dtype=np.float64)
+    if audio.ndim == 2:
+        audio = audio.mean(axis=1) if audio.shape[1] <= 8 else audio.mean(axis=0)
+    target = int(conf.get("ARENA_SAMPLE_RATE"))
+    if rate != target:
+        g = gcd(int(rate), target)
+        audio = resample_poly(audio, target // g, int(rate) // g)
+    audio = audio[: int(round(seconds * target))]
+    if not np.isfinite(audio).all():
+        raise GenerationError("generated audio contains NaN or infinite samples")
+    if len(audio) >= int(0.5 * target) and np.abs(audio).max() > 1e-6:
+        loudness = pyloudnorm.Meter(target).integrated_loudness(audio)
+        if np.isfinite(loudness):
+            audio = audio * 10 ** ((conf.get("ARENA_TARGET_LUFS") - loudness) / 20.0)
+    peak = np.abs(audio).max() if len(audio) else 0.0
+    if peak > 0.99:
+        audio = audio * (0.99 / peak)
+    return audio.astype(np.float32)
+
+
+def battle_generate_side(*, battle_id: int, side: str) -> Battle:
+    """Generate one side (idempotent: a side that has its clip is left alone); mark the battle ready when both are."""
+    battle = Battle.objects.select_related("system_a__system", "system_b__system").get(pk=battle_id)
+    if battle.clip_for(side) is not None or battle.status == Battle.Status.FAILED:
+        return battle
+    system = battle.system_for(side)
+    request = GenerationRequest(
+        prompt=battle.prompt,
+        lyrics=battle.lyrics,
+        instrumental=battle.is_instrumental,
+        seconds=battle.duration_requested,
+        seed=battle.seed,
+        sample_rate=int(conf.get("ARENA_SAMPLE_RATE")),
+    )
+    try:
+        result = timed_generate(adapter_for(system), request)
+        if result.clip_id is not None:
+            clip_id = result.clip_id
+        else:
+            audio = _prepare_audio(result.audio, result.sample_rate, seconds=battle.duration_requested)
+            if len(audio) < int(0.5 * conf.get("ARENA_SAMPLE_RATE")):
+                raise GenerationError(f"{system}: clip shorter than half a second")
+            clip, _ = clip_ingest_array(audio=audio, sample_rate=int(conf.get("ARENA_SAMPLE_RATE")), system=system.system, fmt="FLAC")
+            clip_id = clip.pk
+    except GenerationError as exc:
+        log.warning("arena generation failed", extra={"battle": battle.pk, "side": side, "error": str(exc)})
+        system_health_set(arena_system=system, healthy=False, detail=str(exc))
+        Battle.objects.filter(pk=battle.pk, status=Battle.Status.GENERATING).update(status=Battle.Status.FAILED, error=str(exc)[:500])
+        battle.refresh_from_db()
+        return battle
+
+    with transaction.atomic():
+        locked = Battle.objects.select_for_update().get(pk=battle.pk)
+        if locked.clip_for(side) is None and locked.status == Battle.Status.GENERATING:
+            setattr(locked, f"clip_{side}_id", clip_id)
+            setattr(locked, f"generation_seconds_{side}", round(float(result.generation_seconds or 0.0), 3))
+            fields = [f"clip_{side}", f"generation_seconds_{side}"]
+            # Both clips arrive together: the page is told "ready" only once the second one is stored.
+            if locked.clip_a_id and locked.clip_b_id:
+                locked.status, locked.ready_at = Battle.Status.READY, timezone.now()
+                fields += ["status", "ready_at"]
+            locked.save(update_fields=fields)
+    if system.health != Health.HEALTHY:
+        system_health_set(arena_system=system, healthy=True, detail="generated")
+    return locked
+
+
+# --- Listening --------------------------------------------------------------------------
+
+
+def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict[str, float]:
+    """Store play/pause/seek/tick/ended events stamped with the server's arrival time; return heard seconds per side."""
+    visitor = _require_terms(visitor)
+    if battle.visitor_id != visitor.pk:
+        raise ArenaError("No such battle.", code="not_found", status=404)
+    if battle.status != Battle.Status.READY:
+        raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
+    _limit(scope="events", ident=str(visitor.pk), rate_setting="ARENA_EVENT_RATE", message="Too many listening events.")
+    if not isinstance(events, list) or not events or len(events) > 50:
+        raise ArenaError("Send between 1 and 50 events at a time.", code="bad_events")
+    now = now or timezone.now()
+    rows = []
+    for item in events:
+        if not isinstance(item, dict):
+            raise ArenaError("Each event must be an object.", code="bad_events")
+        side, kind = item.get("side"), item.get("kind")
+        if side not in ("a", "b") or kind not in ListenEvent.Kind.values:
+            raise ArenaError("Each event needs side a|b and kind play|pause|seek|tick|ended.", code="bad_events")
+        client_time, position = item.get("client_time"), item.get("position")
+        for value in (client_time, position):
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value)):
+                raise ArenaError("client_time and position must be numbers.", code="bad_events")
+        rows.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=now, client_time=client_time, position=position))
+    if ListenEvent.objects.filter(battle=battle).count() + len(rows) > conf.get("ARENA_MAX_EVENTS_PER_BATTLE"):
+        raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
+    ListenEvent.objects.bulk_create(rows)
+    return listen_seconds(battle, now=now)
+
+
+# --- Votes -------------------------------------------------------------------------------
+
+
+def _reject(*, battle: Battle | None, visitor: Visitor | None, choice: str, reason: str, ip_hash: str) -> None:
+    RejectedVote.objects.create(battle=battle, visitor=visitor, choice=str(choice)[:20], reason=reason, ip_hash=ip_hash)
+
+
+def vote_submit(*, battle: Battle, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", now=None) -> Vote:
+    """One blind vote per battle; refused (and logged) if repeated, too early, too fast or over the daily cap."""
+    visitor = _require_terms(visitor)
+    if battle.visitor_id != visitor.pk:
+        raise ArenaError("No such battle.", code="not_found", status=404)
+    try:
+        _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
+        if ip_hash:
+            _limit(scope="vote-ip", ident=ip_hash, rate_setting="ARENA_IP_VOTE_RATE", message="Too many votes from this network.")
+        now = now or timezone.now()
+        cap = conf.get("ARENA_DAILY_VOTE_CAP")
+        since = now - timedelta(days=1)
+        recent = Vote.objects.filter(visitor=visitor, created_at__gte=since).order_by("created_at")
+        if cap and recent.count() >= cap:
+            oldest = recent.first().created_at
+            retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
+            raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
+        if choice not in Vote.Choice.values:
+            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
+        feedback = (feedback or "").strip()
+        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
+            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        with transaction.atomic():
+            locked = Battle.objects.select_for_update().get(pk=battle.pk)
+            if locked.status == Battle.Status.VOTED or Vote.objects.filter(battle=locked).exists():
+                raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409)
+            if locked.status != Battle.Status.READY:
+                raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
+            heard = listen_seconds(locked, now=now)
+            need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+            if heard["a"] < need or heard["b"] < need:
+                raise ArenaError(
+                    f"Listen to each clip for at least {need:g} seconds before voting (heard A {heard['a']:.1f} s, B {heard['b']:.1f} s).",
+                    code="listen_required",
+                    status=403,
+                    extra={"heard": heard, "min_listen_seconds": need},
+                )
+            vote = Vote.objects.create(
+                battle=locked, visitor=visitor, choice=choice, feedback=feedback, listen_seconds_a=heard["a"], listen_seconds_b=heard["b"], ip_hash=ip_hash
+            )
+            locked.status = Battle.Status.VOTED
+            locked.save(update_fields=["status"])
+            transaction.on_commit(leaderboard_queue_refresh)
+        return vote
+    except IntegrityError:
+        # A concurrent submit won the unique constraint: this one is a re-vote.
+        _reject(battle=battle, visitor=visitor, choice=choice, reason="already_voted", ip_hash=ip_hash)
+        raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409) from None
+    except ArenaError as exc:
+        _reject(battle=battle, visitor=visitor, choice=choice, reason=exc.code, ip_hash=ip_hash)
+        raise
+
+
+# --- Systems -----------------------------------------------------------------------------
+
+
+def system_health_set(*, arena_system: ArenaSystem, healthy: bool, detail: str = "") -> None:
+    state = Health.HEALTHY if healthy else Health.UNHEALTHY
+    ArenaSystem.objects.filter(pk=arena_system.pk).update(health=state, health_detail=detail[:500], health_checked_at=timezone.now())
+    arena_system.health, arena_system.health_detail = state, detail[:500]
+
+
+def system_health_check(*, arena_system: ArenaSystem) -> bool:
+    """Probe the adapter; an unhealthy system leaves the sampling pool until a later check passes."""
+    try:
+        ok, detail = adapter_for(arena_system).health()
+    except Exception as exc:  # a broken config must not stop the other checks
+        ok, detail = False, f"health check error: {exc}"
+    system_health_set(arena_system=arena_system, healthy=ok, detail=detail)
+    return ok
+
+
+# --- Leaderboard -------------------------------------------------------------------------
+
+
+def leaderboard_options() -> dict:
+    return {
+        "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")),
+        "seed": int(conf.get("ARENA_LEADERBOARD_SEED")),
+        "both_bad": conf.get("ARENA_LEADERBOARD_BOTH_BAD"),
+        "anchor": conf.get("ARENA_LEADERBOARD_ANCHOR"),
+        "anchor_rating": float(conf.get("ARENA_LEADERBOARD_ANCHOR_RATING")),
+        "min_votes": int(conf.get("ARENA_LEADERBOARD_MIN_VOTES")),
+    }
+
+
+def leaderboard_refresh() -> LeaderboardSnapshot:
+    """Refit both boards from every stored vote and keep the result as the latest snapshot."""
+    from .leaderboard import boards_compute
+
+    rows, hidden = vote_rows()
+    payload = boards_compute(rows, hidden=hidden, **leaderboard_options())
+    payload["computed_at"] = timezone.now().isoformat()
+    snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
+    # Keep a short history only; the board can always be rebuilt from the votes.
+    stale = LeaderboardSnapshot.objects.order_by("-id").values_list("id", flat=True)[20:]
+    LeaderboardSnapshot.objects.filter(id__in=list(stale)).delete()
+    return snapshot
+
+
+def leaderboard_queue_refresh() -> None:
+    """Debounce: one refit per window however many votes arrive in it."""
+    from .tasks import leaderboard_refresh_task
+
+    delay = int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS"))
+    if cache.add("arena:leaderboard:pending", 1, timeout=max(delay, 1) * 3):
+        leaderboard_refresh_task.apply_async(countdown=delay)

@@ -1,0 +1,51 @@
+"""HTML pages of the arena and the opaque battle audio."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_safe
+
+from annotation.audio import ranged_file_response
+
+from . import conf
+from .models import Battle
+from .selectors import leaderboard_latest
+from .services import visitor_for_cookie
+
+
+@require_safe
+@ensure_csrf_cookie
+def arena(request: HttpRequest) -> HttpResponse:
+    visitor = visitor_for_cookie(request.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+    context = {
+        "terms_version": conf.get("ARENA_TERMS_VERSION"),
+        "needs_terms": visitor is None or visitor.terms_version != conf.get("ARENA_TERMS_VERSION"),
+        "min_listen_seconds": conf.get("ARENA_MIN_LISTEN_SECONDS"),
+        "prompt_max_chars": conf.get("ARENA_PROMPT_MAX_CHARS"),
+        "lyrics_max_chars": conf.get("ARENA_LYRICS_MAX_CHARS"),
+    }
+    return render(request, "arena/arena.html", context)
+
+
+@require_safe
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "arena/leaderboard.html", {"board": leaderboard_latest() or {"boards": {}, "computed_at": None}})
+
+
+@require_safe
+def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
+    """/arena/audio/<battle>/<a|b>/: the same URL shape and headers whatever system made the clip."""
+    if side not in ("a", "b"):
+        raise Http404("No such audio.")
+    battle = get_object_or_404(Battle.objects.select_related("clip_a", "clip_b"), public_id=public_id)
+    visitor = visitor_for_cookie(request.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+    clip = battle.clip_for(side)
+    if visitor is None or visitor.pk != battle.visitor_id or clip is None or battle.status not in (Battle.Status.READY, Battle.Status.VOTED):
+        raise Http404("No such audio.")
+    # The ETag names the battle side, not the clip: a content hash would let a visitor
+    # recognise a catalog clip heard before.
+    response = ranged_file_response(request, clip.file.path, etag=f"{battle.public_id}-{side}", content_type="audio/flac" if clip.extension == ".flac" else None)
+    response["Cache-Control"] = "private, no-store"
+    return response
