@@ -51,13 +51,20 @@ class ScoringRun(models.Model):
     study = models.ForeignKey("annotation.Study", null=True, blank=True, on_delete=models.CASCADE, related_name="scoring_runs")
     label = models.CharField(max_length=200, blank=True)
     template = models.CharField(max_length=60, blank=True, help_text="Prompt template variant, for template-robustness runs.")
+    # Runs of one judge under paraphrased templates share a group, so their spread can be measured.
+    group = models.CharField(max_length=60, blank=True, help_text="Template-robustness group.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    # Resolved at launch so that pairs added to the study later do not change a finished run.
+    pair_ids = models.JSONField(default=list, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # Comparison with the human votes on the same pairs (scoring.services.run_compare).
+    summary = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

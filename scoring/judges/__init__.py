@@ -1,0 +1,90 @@
+"""Judge adapters behind one interface; see base.JudgeAdapter.
+
+Importing this package is cheap (numpy only): models load lazily, once per worker process, the
+first time a worker scores with them.
+"""
+
+from __future__ import annotations
+
+from .aesthetics import AestheticsJudge
+from .audiollm import AQAJudge, LLMPairwiseJudge, RubricJudge
+from .base import (
+    ALIGNMENT,
+    BOTH,
+    DIMENSIONS,
+    MODEL_A,
+    MODEL_B,
+    MUSICALITY,
+    NEITHER,
+    Availability,
+    ClipAudio,
+    ConditionInput,
+    JudgeAdapter,
+    JudgeConfig,
+    JudgeOutputError,
+    JudgeUnavailable,
+    PairOutcome,
+    prefer,
+)
+from .clap import ClapJudge
+from .signal import SignalJudge
+
+
+class ExternalJudge(JudgeAdapter):
+    kind = "external"
+    title = "Imported external results"
+    measures = "Per-row results published by others (e.g. TuneJury); compared with humans, never run here."
+    dimensions = (ALIGNMENT, MUSICALITY)
+    needs_weights = False
+
+    def availability(self) -> Availability:
+        return Availability(False, "imported results only: load them with `manage.py compare_judges --import-results FILE`")
+
+
+ADAPTERS: dict[str, type[JudgeAdapter]] = {
+    cls.kind: cls for cls in (SignalJudge, ClapJudge, AestheticsJudge, LLMPairwiseJudge, AQAJudge, RubricJudge, ExternalJudge)
+}
+
+
+def judge_config(judge) -> JudgeConfig:
+    return JudgeConfig(key=judge.key, kind=judge.kind, version=judge.version, weights=judge.weights, options=dict(judge.options or {}))
+
+
+def adapter_for(judge, *, template: str = "", store=None) -> JudgeAdapter:
+    """The adapter for a Judge row (or a JudgeConfig)."""
+    config = judge if isinstance(judge, JudgeConfig) else judge_config(judge)
+    try:
+        cls = ADAPTERS[config.kind]
+    except KeyError:
+        raise JudgeUnavailable(f"unknown judge kind {config.kind!r}") from None
+    return cls(config, template=template, store=store)
+
+
+def templates_for(kind: str) -> tuple[str, ...]:
+    from .prompts import TEMPLATES
+
+    return TEMPLATES.get(kind, ())
+
+
+__all__ = [
+    "ADAPTERS",
+    "ALIGNMENT",
+    "BOTH",
+    "DIMENSIONS",
+    "MODEL_A",
+    "MODEL_B",
+    "MUSICALITY",
+    "NEITHER",
+    "Availability",
+    "ClipAudio",
+    "ConditionInput",
+    "JudgeAdapter",
+    "JudgeConfig",
+    "JudgeOutputError",
+    "JudgeUnavailable",
+    "PairOutcome",
+    "adapter_for",
+    "judge_config",
+    "prefer",
+    "templates_for",
+]

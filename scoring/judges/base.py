@@ -1,0 +1,245 @@
+"""The adapter contract every judge follows, plus audio decoding and the per-process model cache.
+
+Nothing here imports torch or transformers at module level: web code lists judges and their
+availability through this package, and only worker processes ever load a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ALIGNMENT = "alignment"
+MUSICALITY = "musicality"
+DIMENSIONS = (ALIGNMENT, MUSICALITY)
+
+# Pair labels in the pair's stored order, the vocabulary of CMI-RewardBench.
+MODEL_A, MODEL_B, BOTH, NEITHER = "model_a", "model_b", "both", "neither"
+
+
+class JudgeUnavailable(Exception):
+    """The judge cannot run here (weights or package missing); the message says what to install or set."""
+
+
+class JudgeOutputError(Exception):
+    """The model answered, but not in the required form; `raw` keeps what it said."""
+
+    def __init__(self, message: str, *, raw: str = ""):
+        super().__init__(message)
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""
+    weights_path: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The parts of a Judge row an adapter needs; plain data so workers and tests need no ORM object."""
+
+    key: str
+    kind: str
+    version: str = "1"
+    weights: str = ""
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class ClipAudio:
+    """A clip to be judged: where its file is and its content hash (the cache key)."""
+
+    path: str
+    sha256: str
+    clip_id: int | None = None
+
+
+@dataclass
+class ConditionInput:
+    prompt: str = ""
+    lyrics: str = ""
+    reference: ClipAudio | None = None
+
+    def content_key(self, *extra: str) -> str:
+        raw = "\x1f".join((self.prompt.strip(), self.lyrics.strip(), self.reference.sha256 if self.reference else "", *extra))
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class PairOutcome:
+    """A judge's answer for one pair, in the pair's stored order (A = clip_a)."""
+
+    status: str = "ok"  # ok | discarded | failed
+    labels: dict = field(default_factory=dict)  # dimension -> model_a | model_b | both | neither
+    scores: dict = field(default_factory=dict)  # dimension -> (score_a, score_b)
+    rationale: str = ""
+    details: dict = field(default_factory=dict)
+
+
+def load_audio(path: str | Path, *, sample_rate: int, mono: bool = True) -> np.ndarray:
+    """Decode with soundfile and resample with a polyphase filter: float32, shape (frames,) when mono."""
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    if mono:
+        data = data.mean(axis=1)
+    if sr != sample_rate:
+        g = np.gcd(int(sr), int(sample_rate))
+        data = resample_poly(data, sample_rate // g, sr // g, axis=0).astype(np.float32)
+    return np.ascontiguousarray(data, dtype=np.float32)
+
+
+def chunks(wave: np.ndarray, *, size: int) -> list[np.ndarray]:
+    """Consecutive windows of at most `size` samples.
+
+    A tail shorter than a tenth of a window is dropped (when there is a full window before it):
+    a few hundred milliseconds of fade-out would otherwise weigh as much as ten seconds of music.
+    """
+    if len(wave) <= size:
+        return [wave]
+    parts = [wave[i : i + size] for i in range(0, len(wave), size)]
+    if len(parts[-1]) < size // 10:
+        parts.pop()
+    return parts
+
+
+def package_missing(*names: str) -> str:
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    return ", ".join(missing)
+
+
+def resolve_weights(weights: str) -> tuple[str, str]:
+    """(what to pass to from_pretrained, reason it cannot be used or "").
+
+    A relative path is looked up under settings.AUDITORIUM_MODEL_DIR. A hub id is accepted only
+    when it is already in the local Hugging Face cache, because workers never download.
+    """
+    from django.conf import settings
+
+    weights = (weights or "").strip()
+    if not weights:
+        return "", "no weights configured (set Judge.weights to a local directory or a cached hub id)"
+    path = Path(weights).expanduser()
+    if not path.is_absolute():
+        local = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models")) / weights
+        if local.exists():
+            path = local
+        elif weights.count("/") == 1 and not weights.startswith("."):
+            return _hub_cached(weights)
+        else:
+            return "", f"weights not found: {local}"
+    if not path.exists():
+        return "", f"weights not found: {path}"
+    return str(path), ""
+
+
+def _hub_cached(repo_id: str) -> tuple[str, str]:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return "", f"{repo_id} is not a local path and huggingface_hub is not installed"
+    found = try_to_load_from_cache(repo_id, "config.json")
+    if isinstance(found, str):
+        return str(Path(found).parent), ""
+    return "", f"{repo_id} is not in the local Hugging Face cache and downloads are disabled; put the weights under AUDITORIUM_MODEL_DIR"
+
+
+_cache: dict = {}
+_cache_lock = threading.Lock()
+
+
+def cached_model(key: tuple, loader):
+    """Load once per worker process; concurrent threads wait for the first load instead of repeating it."""
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = loader()
+        return _cache[key]
+
+
+def cache_clear() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def torch_device(options: dict) -> str:
+    import torch
+
+    wanted = options.get("device")
+    if wanted:
+        return str(wanted)
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class JudgeAdapter:
+    """One kind of judge. Subclasses set the class attributes and implement the hooks they support.
+
+    A per-clip judge implements `score_clips` (one score dict per clip, keys "alignment" and/or
+    "musicality"); a pairwise judge implements `compare`. `context_key` says what a clip score
+    depends on besides the audio, so the ClipScore cache can be shared across pairs and runs.
+    """
+
+    kind: str = ""
+    title: str = ""
+    measures: str = ""
+    dimensions: tuple[str, ...] = ()
+    modalities: tuple[str, ...] = ("text",)
+    pairwise: bool = False
+    needs_weights: bool = True
+    packages: tuple[str, ...] = ()
+    # Bumped when the adapter's computation changes, so stale cache entries are not reused.
+    code_version: str = "1"
+
+    def __init__(self, config: JudgeConfig, *, template: str = "", store=None):
+        self.config = config
+        self.options = dict(config.options or {})
+        self.template = template or ""
+        # Optional ClipStore (get_many / put_many by content hash and context) for intermediate
+        # results such as audio embeddings, so a clip is encoded once per judge version.
+        self.store = store
+
+    # --- availability ---------------------------------------------------------------
+    def availability(self) -> Availability:
+        missing = package_missing(*self.packages)
+        if missing:
+            return Availability(False, f"python package not installed: {missing}")
+        if not self.needs_weights:
+            return Availability(True)
+        path, reason = resolve_weights(self.config.weights)
+        if reason:
+            return Availability(False, reason)
+        return Availability(True, weights_path=path)
+
+    def require(self) -> str:
+        state = self.availability()
+        if not state.available:
+            raise JudgeUnavailable(f"judge {self.config.key} is unavailable: {state.reason}")
+        return state.weights_path
+
+    # --- cache keys -----------------------------------------------------------------
+    def cache_version(self) -> str:
+        return f"{self.config.version}.{self.code_version}"
+
+    def context_key(self, condition: ConditionInput) -> str:
+        return ""
+
+    # --- work -----------------------------------------------------------------------
+    def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:
+        raise NotImplementedError
+
+    def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
+        raise NotImplementedError
+
+
+def prefer(score_a: float | None, score_b: float | None) -> str | None:
+    """CMI-RewardBench's rule for two scores: A only when strictly higher, so a tie predicts B."""
+    if score_a is None or score_b is None:
+        return None
+    return MODEL_A if score_a > score_b else MODEL_B

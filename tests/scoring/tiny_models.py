@@ -1,0 +1,146 @@
+"""Tiny random models saved to disk, so each learned judge is exercised through its real loader offline.
+
+Sizes follow docs/reference/judges.md: a few ten-thousand parameters, built from configs, tokenizers
+trained locally on a handful of words. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WORDS = (
+    "Yes No yes no music song piano guitar drums violin bass synth vocals lyrics fast slow tempo bpm "
+    "happy sad calm energetic melancholic upbeat rock pop jazz classical electronic ambient hip hop "
+    "does this audio match the description answer is a high quality pleasant piece of clip first second "
+    "model critic json music_quality instruction_following both neither score reference style sung"
+).split()
+
+
+def _train_bpe(special: list[str], *, vocab_size: int = 400):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    corpus = [" ".join(WORDS)] * 20 + [w for w in WORDS] + [" " + w for w in WORDS]
+    tok.train_from_iterator(corpus, trainer=trainer)
+    data = tok.to_str()
+    import json
+
+    model = json.loads(data)["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def build_tiny_clap(directory: Path) -> Path:
+    """A 38 k-parameter ClapModel + ClapProcessor saved with save_pretrained."""
+    import torch
+    from transformers import ClapConfig, ClapFeatureExtractor, ClapModel, ClapProcessor, RobertaTokenizer
+
+    torch.manual_seed(0)
+    vocab, merges = _train_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tokenizer = RobertaTokenizer(vocab=vocab, merges=merges)
+    extractor = ClapFeatureExtractor(truncation="rand_trunc", frequency_min=50)
+    config = ClapConfig(
+        text_config={
+            "vocab_size": len(vocab),
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 37,
+            "max_position_embeddings": 64,
+            "pad_token_id": 1,
+            "bos_token_id": 0,
+            "eos_token_id": 2,
+        },
+        audio_config={
+            "num_mel_bins": 64,
+            "spec_size": 256,
+            "patch_embeds_hidden_size": 16,
+            "hidden_size": 32,
+            "depths": [1, 1],
+            "num_attention_heads": [2, 2],
+            "window_size": 4,
+            "patch_stride": [4, 4],
+        },
+        projection_dim=16,
+    )
+    model = ClapModel(config).eval()
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(directory)
+    return directory
+
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'audio' %}{{ 'Audio: <|audio_bos|><|AUDIO|><|audio_eos|>\\n' }}"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def build_tiny_qwen2_audio(directory: Path) -> Path:
+    """A tiny Qwen2AudioForConditionalGeneration with a locally trained Qwen2Tokenizer and chat template."""
+    import torch
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        Qwen2Tokenizer,
+        WhisperFeatureExtractor,
+    )
+
+    torch.manual_seed(0)
+    vocab, merges = _train_bpe(QWEN_SPECIALS)
+    for word in ("Yes", "No"):
+        # The AQA score needs Yes and No to be single tokens.
+        assert word in vocab, word
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=merges,
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        extra_special_tokens={},
+    )
+    tokenizer.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS[1:]})
+    audio_id = tokenizer.convert_tokens_to_ids("<|AUDIO|>")
+    extractor = WhisperFeatureExtractor(feature_size=80, chunk_length=1)
+    config = Qwen2AudioConfig(
+        audio_config={
+            "num_mel_bins": 80,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "d_model": 16,
+            "max_source_positions": 50,
+        },
+        text_config={
+            "model_type": "qwen2",
+            "vocab_size": len(tokenizer),
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+        },
+        audio_token_index=audio_id,
+    )
+    model = Qwen2AudioForConditionalGeneration(config).eval()
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    processor = Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
+    processor.save_pretrained(directory)
+    return directory
