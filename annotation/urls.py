@@ -6,6 +6,14 @@ urlpatterns = [
     # HTML
     path("", views.home, name="home"),
     path("audio/<uuid:public_id>/", views.clip_audio, name="clip-audio"),
+    path("consent/", views.consent, name="consent"),
+    path("consent/withdraw/", views.consent_withdraw_view, name="consent-withdraw"),
+    path("studies/<slug:name>/annotate/", views.annotate, name="annotate"),
+    path("manage/studies/", views.study_manage_list, name="study-manage-list"),
+    path("manage/studies/new/", views.study_create, name="study-create"),
+    path("manage/studies/<slug:name>/", views.study_manage, name="study-manage"),
+    path("manage/studies/<slug:name>/edit/", views.study_edit, name="study-edit"),
+    path("manage/studies/<slug:name>/annotators/", views.study_annotators_add, name="study-annotators-add"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

@@ -1,0 +1,117 @@
+"""HTML forms for the annotation app: consent, withdrawal and the researcher's study set-up."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from .models import Study
+
+STUDY_FIELDS = (
+    "name",
+    "title",
+    "instructions",
+    "overlap_target",
+    "overlap_share",
+    "min_listen_seconds",
+    "rationale_min_length",
+    "lock_ttl_seconds",
+    "gold_rate",
+    "annotator_target",
+    "licence",
+)
+
+
+class ConsentForm(forms.Form):
+    agree = forms.BooleanField(
+        required=True,
+        label="I have read the above and agree to take part.",
+        error_messages={"required": "Tick the box to agree, or leave this page if you do not want to take part."},
+    )
+
+
+class ConsentWithdrawForm(forms.Form):
+    confirm = forms.BooleanField(
+        required=True,
+        label="Yes, withdraw my consent and take my answers out of every later export and analysis.",
+        error_messages={"required": "Tick the box to confirm the withdrawal; nothing was changed."},
+    )
+
+
+class StudyForm(forms.ModelForm):
+    """Create or edit a study's parameters; the name is fixed once created because URLs and exports use it."""
+
+    class Meta:
+        model = Study
+        fields = STUDY_FIELDS + ("is_active",)
+        widgets = {
+            "instructions": forms.Textarea(attrs={"rows": 6}),
+            "overlap_share": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1"}),
+            "gold_rate": forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1"}),
+            "min_listen_seconds": forms.NumberInput(attrs={"step": "0.5", "min": "0"}),
+        }
+        help_texts = {
+            "name": "Short identifier used in URLs and exports (letters, digits, hyphens). Cannot be changed later.",
+            "instructions": "Shown to annotators above every pair, before the clips unlock.",
+            "min_listen_seconds": "Each clip must be heard this long before answers can be submitted (checked again by the server).",
+            "rationale_min_length": "Minimum characters in the written rationale; 0 makes it optional.",
+            "lock_ttl_seconds": "How long a served pair stays reserved for its annotator.",
+            "gold_rate": "Share of tasks drawn from gold and catch pairs while regular pairs remain.",
+            "licence": "Licence of the released annotations; shown on the consent page.",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["name"].disabled = True
+            self.fields["name"].help_text = "Used in URLs and exports; fixed once the study exists."
+        for field in self.fields.values():
+            if isinstance(field.widget, forms.CheckboxInput):
+                continue
+            field.widget.attrs.setdefault("class", "input")
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip().lower()
+        if not name:
+            raise forms.ValidationError("Give the study a name.")
+        return name
+
+    def clean_overlap_target(self) -> int:
+        value = self.cleaned_data["overlap_target"]
+        if value < 1:
+            raise forms.ValidationError("At least one vote per pair.")
+        return value
+
+    def clean_licence(self) -> str:
+        licence = self.cleaned_data["licence"].strip()
+        if not licence:
+            raise forms.ValidationError("Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0).")
+        return licence
+
+
+_USERNAME_SPLIT = re.compile(r"[\s,;]+")
+
+
+class StudyAnnotatorAddForm(forms.Form):
+    usernames = forms.CharField(
+        label="Usernames",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "annotator1, annotator2"}),
+        help_text="One or more existing accounts, separated by commas, spaces or new lines.",
+    )
+
+    def clean_usernames(self) -> list:
+        names = [n for n in _USERNAME_SPLIT.split(self.cleaned_data["usernames"]) if n]
+        if not names:
+            raise forms.ValidationError("Enter at least one username.")
+        names = list(dict.fromkeys(names))
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        missing = [n for n in names if n not in users]
+        if missing:
+            # All-or-nothing: a typo in one name must not half-apply the list.
+            raise forms.ValidationError(f"No account named {', '.join(missing)}; nobody was added. Create the account first or fix the spelling.")
+        inactive = [n for n in names if not users[n].is_active]
+        if inactive:
+            raise forms.ValidationError(f"The account {', '.join(inactive)} is deactivated; nobody was added.")
+        return [users[n] for n in names]

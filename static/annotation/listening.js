@@ -1,0 +1,1154 @@
+/* The listening page: one A/B transport on the Web Audio API, the CMI-Pref questions,
+ * and the judgment API (annotation/api.py). No framework, no build step.
+ *
+ * Why Web Audio and not two <audio> elements: both clips are decoded fully before
+ * play is enabled and run from one clock through two gain nodes, so switching A/B
+ * is a short crossfade at exactly the same position instead of a seek that can stall.
+ */
+(() => {
+  "use strict";
+
+  const cfg = JSON.parse(document.getElementById("listen-config").textContent);
+  const $ = (id) => document.getElementById(id);
+  const SIDES = ["A", "B"];
+  const CROSSFADE_S = 0.008; // long enough to avoid a click, short enough to compare timbre
+  const MIN_LOOP_S = 0.5;
+  const TICK_MS = 100;
+  const STORE_PREFIX = "auditorium:assignment:";
+  const SEEK_STEP = 2;
+  const SEEK_STEP_BIG = 10;
+
+  // ---- small helpers ---------------------------------------------------------------
+
+  function fmtTime(seconds, tenths) {
+    const s = Math.max(0, seconds);
+    const m = Math.floor(s / 60);
+    const rest = s - m * 60;
+    const whole = Math.floor(rest);
+    const base = `${m}:${String(whole).padStart(2, "0")}`;
+    return tenths ? `${base}.${Math.floor((rest - whole) * 10)}` : base;
+  }
+
+  function uuid4() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (match) return decodeURIComponent(match[1]);
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  async function postJSON(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(body || {}),
+    });
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (_) {
+      data = null;
+    }
+    return { status: response.status, ok: response.ok, data };
+  }
+
+  const store = {
+    load(id) {
+      try {
+        return JSON.parse(localStorage.getItem(STORE_PREFIX + id)) || null;
+      } catch (_) {
+        return null;
+      }
+    },
+    save(id, value) {
+      try {
+        localStorage.setItem(STORE_PREFIX + id, JSON.stringify(value));
+      } catch (_) {
+        /* private mode or full storage: the page still works, only resume is lost */
+      }
+    },
+    clear(id) {
+      try {
+        localStorage.removeItem(STORE_PREFIX + id);
+      } catch (_) {
+        /* ignore */
+      }
+    },
+  };
+
+  function emptyLog() {
+    return {
+      A: { plays: 0, seconds: 0, seeks: 0, loops: 0 },
+      B: { plays: 0, seconds: 0, seeks: 0, loops: 0 },
+      switches: 0,
+    };
+  }
+
+  // ---- the transport ------------------------------------------------------------------
+
+  class Transport {
+    constructor(ctx, log, onChange) {
+      this.ctx = ctx;
+      this.log = log;
+      this.onChange = onChange;
+      this.buffers = { A: null, B: null };
+      this.gains = {};
+      for (const side of SIDES) {
+        const gain = ctx.createGain();
+        gain.gain.value = side === "A" ? 1 : 0;
+        gain.connect(ctx.destination);
+        this.gains[side] = gain;
+      }
+      this.active = "A";
+      this.playing = false;
+      this.sources = {};
+      this.offset = 0; // clip position at startedAt
+      this.startedAt = 0; // ctx time when the current sources began
+      this.lastAccount = 0;
+      this.loop = null; // {start, end}
+      this.loopStartPending = null;
+      this.wraps = 0;
+    }
+
+    get ready() {
+      return Boolean(this.buffers.A && this.buffers.B);
+    }
+
+    duration(side) {
+      const buffer = this.buffers[side || this.active];
+      return buffer ? buffer.duration : 0;
+    }
+
+    get span() {
+      return Math.max(this.duration("A"), this.duration("B"));
+    }
+
+    position() {
+      if (!this.playing) return this.offset;
+      const elapsed = Math.max(0, this.ctx.currentTime - this.startedAt);
+      let pos = this.offset + elapsed;
+      if (this.loop && pos >= this.loop.end) {
+        const len = this.loop.end - this.loop.start;
+        pos = this.loop.start + ((pos - this.loop.start) % len);
+      }
+      return pos;
+    }
+
+    // Seconds heard go to the clip that is audible, measured on the audio clock, so the
+    // total can never exceed real listening time (the server checks exactly that).
+    account() {
+      const now = this.ctx.currentTime;
+      if (this.playing && this.ctx.state === "running") {
+        const from = Math.max(this.lastAccount, this.startedAt);
+        let until = now;
+        if (!this.loop) until = Math.min(now, this.startedAt + (this.duration(this.active) - this.offset));
+        if (until > from) this.log[this.active].seconds += until - from;
+        if (this.loop) {
+          const len = this.loop.end - this.loop.start;
+          const wraps = Math.max(0, Math.floor((this.offset + Math.max(0, now - this.startedAt) - this.loop.start) / len));
+          if (wraps > this.wraps) this.log[this.active].loops += wraps - this.wraps;
+          this.wraps = wraps;
+        }
+      }
+      this.lastAccount = now;
+    }
+
+    _stopSources() {
+      for (const side of SIDES) {
+        const source = this.sources[side];
+        if (source) {
+          source.onended = null;
+          try {
+            source.stop();
+          } catch (_) {
+            /* already stopped */
+          }
+          source.disconnect();
+        }
+      }
+      this.sources = {};
+    }
+
+    _startSources(at) {
+      this._stopSources();
+      // A small lead puts both sources on the same render quantum.
+      const when = this.ctx.currentTime + 0.02;
+      for (const side of SIDES) {
+        const buffer = this.buffers[side];
+        if (!buffer || at >= buffer.duration) continue;
+        const source = this.ctx.createBufferSource();
+        source.buffer = buffer;
+        if (this.loop) {
+          source.loop = true;
+          source.loopStart = this.loop.start;
+          source.loopEnd = this.loop.end;
+        }
+        source.connect(this.gains[side]);
+        source.start(when, at);
+        this.sources[side] = source;
+      }
+      this.offset = at;
+      this.startedAt = when;
+      this.lastAccount = when;
+      this.wraps = 0;
+    }
+
+    _setGains(instant) {
+      const now = this.ctx.currentTime;
+      for (const side of SIDES) {
+        const param = this.gains[side].gain;
+        const target = side === this.active ? 1 : 0;
+        param.cancelScheduledValues(now);
+        if (instant) {
+          param.setValueAtTime(target, now);
+        } else {
+          param.setValueAtTime(param.value, now);
+          param.linearRampToValueAtTime(target, now + CROSSFADE_S);
+        }
+      }
+    }
+
+    async play() {
+      if (!this.ready || this.playing || this.starting) return;
+      if (this.onPlay) this.onPlay();
+      if (this.ctx.state !== "running") {
+        this.starting = true;
+        try {
+          await this.ctx.resume();
+        } finally {
+          this.starting = false;
+        }
+        if (this.playing) return;
+      }
+      let at = this.offset;
+      if (at >= this.duration(this.active) - 0.05) at = this.loop ? this.loop.start : 0;
+      if (this.loop && (at < this.loop.start || at >= this.loop.end)) at = this.loop.start;
+      this._setGains(true);
+      this._startSources(at);
+      this.playing = true;
+      this.log[this.active].plays += 1;
+      this.onChange();
+    }
+
+    pause() {
+      if (!this.playing) return;
+      this.account();
+      const pos = this.position();
+      this._stopSources();
+      this.playing = false;
+      this.offset = pos;
+      this.onChange();
+    }
+
+    toggle() {
+      if (this.playing) this.pause();
+      else this.play();
+    }
+
+    select(side) {
+      if (side === this.active || !this.ready) return;
+      this.account();
+      const pos = this.position();
+      this.active = side;
+      this.log.switches += 1;
+      if (this.playing) {
+        if (pos >= this.duration(side)) {
+          // The other clip is shorter and already over: start it from the top.
+          this._setGains(true);
+          this._startSources(this.loop ? this.loop.start : 0);
+        } else {
+          this._setGains(false);
+        }
+        this.log[side].plays += 1;
+      } else {
+        this._setGains(true);
+        if (this.offset >= this.duration(side)) this.offset = 0;
+      }
+      this.onChange();
+    }
+
+    switchSide() {
+      this.select(this.active === "A" ? "B" : "A");
+    }
+
+    seek(pos) {
+      if (!this.ready) return;
+      this.account();
+      const max = this.duration(this.active);
+      let target = Math.min(Math.max(0, pos), Math.max(0, max - 0.01));
+      if (this.loop && (target < this.loop.start || target >= this.loop.end)) {
+        this.loop = null; // seeking out of the loop ends it
+      }
+      this.log[this.active].seeks += 1;
+      if (this.playing) this._startSources(target);
+      else this.offset = target;
+      this.onChange();
+    }
+
+    // L cycles: set the loop start at the playhead, then the end, then clear.
+    loopKey() {
+      if (!this.ready) return "";
+      if (this.loop) {
+        this.account();
+        const pos = this.position();
+        this.loop = null;
+        this.loopStartPending = null;
+        if (this.playing) this._startSources(pos);
+        this.onChange();
+        return "Loop cleared.";
+      }
+      const pos = this.position();
+      if (this.loopStartPending === null) {
+        this.loopStartPending = pos;
+        this.onChange();
+        return `Loop start set at ${fmtTime(pos, true)}. Press L again at the end point.`;
+      }
+      const shortest = Math.min(this.duration("A"), this.duration("B"));
+      let start = Math.min(this.loopStartPending, pos);
+      let end = Math.max(this.loopStartPending, pos);
+      if (end - start < MIN_LOOP_S) end = start + MIN_LOOP_S;
+      if (end > shortest) {
+        end = shortest;
+        start = Math.max(0, Math.min(start, end - MIN_LOOP_S));
+      }
+      this.loopStartPending = null;
+      this.account();
+      this.loop = { start, end };
+      const resumeAt = this.playing ? Math.min(Math.max(this.position(), start), end - 0.01) : start;
+      if (this.playing) this._startSources(resumeAt);
+      else this.offset = resumeAt;
+      this.onChange();
+      return `Looping ${fmtTime(start, true)}–${fmtTime(end, true)}.`;
+    }
+
+    checkEnded() {
+      if (!this.playing || this.loop) return;
+      if (this.position() >= this.duration(this.active)) {
+        this.account();
+        this._stopSources();
+        this.playing = false;
+        this.offset = 0;
+        this.onChange();
+      }
+    }
+
+    destroy() {
+      this._stopSources();
+      this.playing = false;
+      for (const side of SIDES) this.gains[side].disconnect();
+    }
+  }
+
+  // ---- waveform drawing -------------------------------------------------------------
+
+  function peaksFor(buffer, columns) {
+    const peaks = new Float32Array(columns * 2);
+    const channels = [];
+    for (let c = 0; c < buffer.numberOfChannels; c += 1) channels.push(buffer.getChannelData(c));
+    const per = buffer.length / columns;
+    for (let x = 0; x < columns; x += 1) {
+      let lo = 0;
+      let hi = 0;
+      const from = Math.floor(x * per);
+      const to = Math.min(buffer.length, Math.floor((x + 1) * per));
+      for (const data of channels) {
+        for (let i = from; i < to; i += 1) {
+          const v = data[i];
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        }
+      }
+      peaks[2 * x] = lo;
+      peaks[2 * x + 1] = hi;
+    }
+    return peaks;
+  }
+
+  class Waveform {
+    constructor(canvas, side) {
+      this.canvas = canvas;
+      this.side = side;
+      this.peaks = null;
+      this.buffer = null;
+      this.span = 0;
+    }
+
+    setBuffer(buffer, span) {
+      this.buffer = buffer;
+      this.span = span;
+      this.peaks = null;
+    }
+
+    draw(state) {
+      const canvas = this.canvas;
+      const ratio = window.devicePixelRatio || 1;
+      const width = Math.max(50, Math.round(canvas.clientWidth * ratio));
+      const height = Math.max(20, Math.round(canvas.clientHeight * ratio));
+      if (canvas.width !== width || canvas.height !== height) {
+        canvas.width = width;
+        canvas.height = height;
+        this.peaks = null;
+      }
+      const g = canvas.getContext("2d");
+      g.clearRect(0, 0, width, height);
+      const styles = getComputedStyle(canvas);
+      const colour = styles.getPropertyValue(this.side === "A" ? "--side-a" : "--side-b").trim() || "#2f5bd3";
+      g.fillStyle = state.active ? "#f8fafc" : "#f1f5f9";
+      g.fillRect(0, 0, width, height);
+      if (!this.buffer) return;
+      // The clip is drawn to scale against the longer clip, so one x position is one time for both.
+      const clipWidth = Math.max(1, Math.round((width * this.buffer.duration) / this.span));
+      if (!this.peaks || this.peaks.length !== clipWidth * 2) this.peaks = peaksFor(this.buffer, clipWidth);
+      if (state.loop) {
+        const x0 = (state.loop.start / this.span) * width;
+        const x1 = (state.loop.end / this.span) * width;
+        g.fillStyle = "rgba(245, 158, 11, 0.22)";
+        g.fillRect(x0, 0, x1 - x0, height);
+      }
+      const mid = height / 2;
+      g.fillStyle = state.active ? colour : "#94a3b8";
+      for (let x = 0; x < clipWidth; x += 1) {
+        const lo = this.peaks[2 * x];
+        const hi = this.peaks[2 * x + 1];
+        const top = mid - hi * mid * 0.95;
+        const bottom = mid - lo * mid * 0.95;
+        g.fillRect(x, top, 1, Math.max(1, bottom - top));
+      }
+      if (state.loopStartPending !== null) {
+        const xs = (state.loopStartPending / this.span) * width;
+        g.fillStyle = "#f59e0b";
+        g.fillRect(xs - ratio, 0, 2 * ratio, height);
+      }
+      const x = (state.position / this.span) * width;
+      g.fillStyle = state.active ? "#111827" : "rgba(17, 24, 39, 0.35)";
+      g.fillRect(x - ratio, 0, 2 * ratio, height);
+    }
+  }
+
+  // ---- page state -------------------------------------------------------------------
+
+  const app = $("listen-app");
+  const el = {
+    progressText: $("progress-text"),
+    progressBar: $("progress-bar"),
+    lockText: $("lock-text"),
+    error: $("error-box"),
+    status: $("sr-status"),
+    studyInstructions: $("study-instructions"),
+    prompt: $("cond-prompt"),
+    promptBlock: $("cond-prompt-block"),
+    lyrics: $("cond-lyrics"),
+    lyricsBlock: $("cond-lyrics-block"),
+    ref: $("cond-ref"),
+    refBlock: $("cond-ref-block"),
+    btnRead: $("btn-read"),
+    readDone: $("read-done"),
+    stepListen: $("step-listen"),
+    listenNote: $("listen-note"),
+    btnPlay: $("btn-play"),
+    btnSwitch: $("btn-switch"),
+    btnLoop: $("btn-loop"),
+    timeText: $("time-text"),
+    loopText: $("loop-text"),
+    rationale: $("rationale"),
+    rationaleCount: $("rationale-count"),
+    btnTime: $("btn-time"),
+    checklist: $("checklist"),
+    btnSubmit: $("btn-submit"),
+    btnSkip: $("btn-skip"),
+    btnNext: $("btn-next"),
+    savedDetail: $("saved-detail"),
+    emptyDetail: $("empty-detail"),
+    skipDialog: $("skip-dialog"),
+    skipForm: $("skip-form"),
+    skipReason: $("skip-reason"),
+    skipError: $("skip-error"),
+  };
+  const sideEls = {};
+  for (const side of SIDES) {
+    sideEls[side] = {
+      button: $(`btn-side-${side}`),
+      canvas: $(`wave-${side}`),
+      status: $(`wave-status-${side}`),
+      heard: $(`heard-${side}`),
+      meter: $(`heard-meter-${side}`),
+      heardText: $(`heard-text-${side}`),
+    };
+    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
+  }
+
+  let ctx = null;
+  let task = null; // {assignment, saved: {key, answers, log, timeMs, read}, transport, decoded}
+  let submitting = false;
+  let activeQuestion = "alignment";
+  let lastTickWall = performance.now();
+  let lastPersist = 0;
+
+  function audioContext() {
+    if (!ctx) {
+      const Ctor = window.AudioContext || window.webkitAudioContext;
+      ctx = new Ctor({ latencyHint: "interactive" });
+    }
+    return ctx;
+  }
+
+  function setStage(stage) {
+    app.dataset.stage = stage;
+    for (const node of app.querySelectorAll("[data-show]")) node.hidden = node.dataset.show !== stage;
+    el.btnSkip.disabled = stage !== "task";
+  }
+
+  function showError(message, action) {
+    el.error.replaceChildren();
+    if (!message) {
+      el.error.hidden = true;
+      return;
+    }
+    el.error.append(message);
+    if (action) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "error-action";
+      button.textContent = action.label;
+      button.addEventListener("click", action.run);
+      el.error.append(" ", button);
+    }
+    el.error.hidden = false;
+  }
+
+  function announce(message) {
+    el.status.textContent = "";
+    // A fresh text node makes screen readers repeat identical messages.
+    window.setTimeout(() => {
+      el.status.textContent = message;
+    }, 30);
+  }
+
+  function persist(force) {
+    if (!task) return;
+    const now = performance.now();
+    if (!force && now - lastPersist < 1000) return;
+    lastPersist = now;
+    store.save(task.assignment.id, task.saved);
+  }
+
+  function setProgress(progress) {
+    if (!progress) return;
+    const { done, target } = progress;
+    el.progressBar.max = Math.max(1, target);
+    el.progressBar.value = Math.min(done, target);
+    el.progressText.textContent = target ? `${done} of ${target} pairs judged` : `${done} pairs judged`;
+  }
+
+  // ---- loading a pair ---------------------------------------------------------------
+
+  async function loadNext() {
+    showError("");
+    teardown();
+    setStage("loading");
+    let res;
+    try {
+      res = await postJSON(cfg.nextUrl);
+    } catch (_) {
+      showError("The server could not be reached. Check your connection and reload the page.");
+      return;
+    }
+    if (res.status === 403 && res.data && res.data.code === "consent_required") {
+      window.location.href = cfg.consentUrl;
+      return;
+    }
+    if (!res.ok) {
+      showError((res.data && res.data.detail) || `The next pair could not be loaded (HTTP ${res.status}).`);
+      return;
+    }
+    const assignment = res.data.assignment;
+    if (!assignment) {
+      el.emptyDetail.textContent = `${res.data.detail || "No more pairs in this study."} Thank you for your work.`;
+      el.progressText.textContent = "All done";
+      el.lockText.textContent = "";
+      setStage("empty");
+      return;
+    }
+    startTask(assignment);
+  }
+
+  function startTask(assignment) {
+    const saved = store.load(assignment.id) || {
+      key: uuid4(),
+      answers: { alignment: null, alignment_confidence: null, musicality: null, musicality_confidence: null, rationale: "" },
+      log: emptyLog(),
+      timeMs: 0,
+      read: false,
+      servedAt: assignment.served_at,
+    };
+    if (saved.servedAt !== assignment.served_at) {
+      // The pair was served again after its lock lapsed: earlier listening no longer counts
+      // (the server measures listening against the new serving time), the answers stay.
+      saved.log = emptyLog();
+      saved.read = false;
+      saved.timeMs = 0;
+      saved.servedAt = assignment.served_at;
+    }
+    task = { assignment, saved, transport: null, decoded: 0, failed: false };
+    setProgress(assignment.progress);
+    const until = new Date(assignment.lock_expires_at);
+    el.lockText.textContent = Number.isNaN(until.getTime())
+      ? ""
+      : `Reserved for you until ${until.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
+
+    // Instruction.
+    el.studyInstructions.textContent = assignment.instructions || "";
+    el.studyInstructions.hidden = !assignment.instructions;
+    const cond = assignment.condition || {};
+    el.prompt.textContent = cond.prompt || "";
+    el.promptBlock.hidden = !cond.prompt;
+    el.lyrics.textContent = cond.lyrics || "";
+    el.lyricsBlock.hidden = !cond.lyrics;
+    if (cond.reference) {
+      el.ref.src = cond.reference.url;
+      el.refBlock.hidden = false;
+    } else {
+      el.ref.removeAttribute("src");
+      el.ref.load();
+      el.refBlock.hidden = true;
+    }
+
+    // Answers restored from this device, if the page was reloaded mid-pair.
+    const a = saved.answers;
+    for (const q of ["alignment", "musicality"]) {
+      for (const input of document.querySelectorAll(`input[name=${q}]`)) input.checked = input.value === a[q];
+      for (const input of document.querySelectorAll(`input[name=${q}_confidence]`)) {
+        input.checked = a[`${q}_confidence`] !== null && Number(input.value) === Number(a[`${q}_confidence`]);
+      }
+    }
+    el.rationale.value = a.rationale || "";
+    activeQuestion = "alignment";
+
+    for (const side of SIDES) {
+      sideEls[side].wave.setBuffer(null, 0);
+      sideEls[side].status.textContent = "loading…";
+    }
+    setStage("task");
+    setReadState(saved.read);
+    decodeClips(assignment);
+    render();
+    if (!saved.read) el.btnRead.focus();
+  }
+
+  async function decodeClips(assignment) {
+    const context = audioContext();
+    const transport = new Transport(context, task.saved.log, () => render());
+    transport.onPlay = () => el.ref.pause();
+    task.transport = transport;
+    const mine = task;
+    await Promise.all(
+      SIDES.map(async (side) => {
+        const clip = assignment.clips[side];
+        try {
+          const response = await fetch(clip.url, { credentials: "same-origin" });
+          if (!response.ok) throw new Error(`HTTP ${response.status}`);
+          const bytes = await response.arrayBuffer();
+          const buffer = await context.decodeAudioData(bytes);
+          if (task !== mine) return;
+          transport.buffers[side] = buffer;
+          sideEls[side].status.textContent = "";
+        } catch (err) {
+          if (task !== mine) return;
+          mine.failed = true;
+          sideEls[side].status.textContent = "could not load";
+          showError(`Clip ${side} could not be loaded (${err.message}). Reload the page; if it keeps failing, skip this pair with the reason “audio does not play”.`);
+        }
+      })
+    );
+    if (task !== mine) return;
+    const span = transport.span;
+    for (const side of SIDES) sideEls[side].wave.setBuffer(transport.buffers[side], span);
+    render();
+  }
+
+  // Called when a pair is finished with (stored, skipped, replaced): its local copy is not re-saved.
+  function teardown() {
+    if (task && task.transport) task.transport.destroy();
+    task = null;
+    if (el.ref) el.ref.pause();
+  }
+
+  function setReadState(read) {
+    task.saved.read = read;
+    el.btnRead.hidden = read;
+    el.readDone.hidden = !read;
+    el.stepListen.classList.toggle("locked", !read);
+    el.listenNote.hidden = read;
+  }
+
+  function confirmRead() {
+    if (!task || task.saved.read) return;
+    // This click is the user gesture browsers require before audio may start.
+    audioContext().resume();
+    setReadState(true);
+    persist(true);
+    render();
+    announce("Instruction read. The clips are unlocked: press Space to play.");
+    if (!el.btnPlay.disabled) el.btnPlay.focus();
+  }
+
+  // ---- answers and the submit rule -------------------------------------------------
+
+  function answers() {
+    return task.saved.answers;
+  }
+
+  function setChoice(question, side) {
+    if (!task) return;
+    answers()[question] = side;
+    for (const input of document.querySelectorAll(`input[name=${question}]`)) input.checked = input.value === side;
+    activeQuestion = question;
+    persist(true);
+    render();
+    announce(`${question === "alignment" ? "Instruction following" : "Musicality"}: ${side}.`);
+  }
+
+  function setConfidence(question, value) {
+    if (!task) return;
+    const v = Math.min(5, Math.max(1, value));
+    answers()[`${question}_confidence`] = v;
+    for (const input of document.querySelectorAll(`input[name=${question}_confidence]`)) input.checked = Number(input.value) === v;
+    persist(true);
+    render();
+    announce(`${question === "alignment" ? "Instruction following" : "Musicality"} confidence ${v}.`);
+  }
+
+  function missing() {
+    if (!task) return ["Wait for the pair to load."];
+    const items = [];
+    const rules = task.assignment.rules || {};
+    const minimum = Number(rules.min_listen_seconds || 0);
+    const log = task.saved.log;
+    if (!task.saved.read) items.push("Read the instruction and confirm it.");
+    for (const side of SIDES) {
+      const heard = log[side].seconds;
+      if (heard + 1e-6 < minimum || (minimum > 0 && log[side].plays < 1)) {
+        items.push(`Listen to ${side} for ${Math.max(0.1, minimum - heard).toFixed(1)} s more.`);
+      }
+    }
+    const a = answers();
+    if (!a.alignment) items.push("Choose A or B for instruction following (Q / W).");
+    if (a.alignment_confidence === null) items.push("Rate your confidence on instruction following.");
+    if (!a.musicality) items.push("Choose A or B for musicality (E / R).");
+    if (a.musicality_confidence === null) items.push("Rate your confidence on musicality.");
+    const needed = Number(rules.rationale_min_length || 0);
+    const length = (a.rationale || "").trim().length;
+    if (length < needed) items.push(`Write ${needed - length} more character${needed - length === 1 ? "" : "s"} of rationale.`);
+    return items;
+  }
+
+  async function submit() {
+    if (!task || submitting) return;
+    const todo = missing();
+    if (todo.length) {
+      announce(`Not yet: ${todo[0]}`);
+      return;
+    }
+    submitting = true;
+    showError("");
+    const transport = task.transport;
+    transport.account();
+    tickTime();
+    persist(true);
+    const a = answers();
+    const log = task.saved.log;
+    const round3 = (x) => Math.round(x * 1000) / 1000;
+    const body = {
+      idempotency_key: task.saved.key,
+      alignment: a.alignment,
+      alignment_confidence: a.alignment_confidence,
+      musicality: a.musicality,
+      musicality_confidence: a.musicality_confidence,
+      rationale: (a.rationale || "").trim(),
+      listening_log: {
+        A: { ...log.A, seconds: round3(log.A.seconds) },
+        B: { ...log.B, seconds: round3(log.B.seconds) },
+        switches: log.switches,
+      },
+      time_on_page_ms: Math.round(task.saved.timeMs),
+    };
+    render();
+    const mine = task;
+    let res;
+    try {
+      res = await postJSON(cfg.judgmentUrl.replace("{id}", String(task.assignment.id)), body);
+    } catch (_) {
+      submitting = false;
+      showError("Your answers could not be sent (network problem). They are kept on this device; press Submit again.");
+      render();
+      return;
+    }
+    submitting = false;
+    if (task !== mine) return;
+    const code = res.data && res.data.code;
+    if (res.status === 201 || res.status === 200 || code === "already_submitted") {
+      transport.pause();
+      store.clear(mine.assignment.id);
+      const progress = mine.assignment.progress;
+      if (progress && res.status === 201) progress.done += 1;
+      setProgress(progress);
+      el.savedDetail.textContent =
+        code === "already_submitted" ? "This pair was already judged; your first answer is kept." : "Your judgment is stored. Thank you.";
+      teardown();
+      setStage("saved");
+      el.btnNext.focus();
+      announce("Saved. Press Enter for the next pair.");
+      return;
+    }
+    const detail = (res.data && res.data.detail) || `The judgment was not stored (HTTP ${res.status}).`;
+    if (code === "lock_expired" || code === "skipped") {
+      store.clear(mine.assignment.id);
+      transport.pause();
+      showError(detail, { label: "Take the next pair", run: loadNext });
+    } else {
+      showError(detail);
+    }
+    render();
+  }
+
+  // ---- skip ----------------------------------------------------------------------------
+
+  function openSkip(prefill) {
+    if (!task) return;
+    el.skipError.hidden = true;
+    el.skipReason.value = prefill || "";
+    for (const input of el.skipForm.querySelectorAll("input[name=skip_preset]")) input.checked = false;
+    if (task.transport) task.transport.pause();
+    el.skipDialog.showModal();
+    el.skipReason.focus();
+  }
+
+  async function doSkip() {
+    const preset = el.skipForm.querySelector("input[name=skip_preset]:checked");
+    const reason = [preset ? preset.value : "", el.skipReason.value.trim()].filter(Boolean).join(" ");
+    if (!reason) {
+      el.skipError.textContent = "Say why you skip this pair: pick a reason or write one.";
+      el.skipError.hidden = false;
+      return;
+    }
+    const mine = task;
+    let res;
+    try {
+      res = await postJSON(cfg.skipUrl.replace("{id}", String(mine.assignment.id)), { reason });
+    } catch (_) {
+      el.skipError.textContent = "The server could not be reached; try again.";
+      el.skipError.hidden = false;
+      return;
+    }
+    if (!res.ok) {
+      el.skipError.textContent = (res.data && res.data.detail) || `Skipping failed (HTTP ${res.status}).`;
+      el.skipError.hidden = false;
+      return;
+    }
+    el.skipDialog.close();
+    store.clear(mine.assignment.id);
+    announce("Pair skipped.");
+    loadNext();
+  }
+
+  // ---- rendering ------------------------------------------------------------------------
+
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function setHTML(node, html) {
+    if (node.dataset.html !== html) {
+      node.innerHTML = html;
+      node.dataset.html = html;
+    }
+  }
+
+  function render() {
+    if (!task) return;
+    const transport = task.transport;
+    const ready = Boolean(transport && transport.ready);
+    const unlocked = task.saved.read && ready;
+    const rules = task.assignment.rules || {};
+    const minimum = Number(rules.min_listen_seconds || 0);
+    const position = transport ? transport.position() : 0;
+
+    el.btnPlay.disabled = !unlocked;
+    el.btnSwitch.disabled = !unlocked;
+    el.btnLoop.disabled = !unlocked;
+    el.btnTime.disabled = !unlocked;
+    const playing = Boolean(transport && transport.playing);
+    setHTML(el.btnPlay, playing ? "❚❚ Pause <kbd>Space</kbd>" : "▶ Play <kbd>Space</kbd>");
+    el.btnPlay.setAttribute("aria-label", playing ? "Pause" : "Play");
+    if (task.saved.read) {
+      el.listenNote.hidden = ready || task.failed;
+      setText(el.listenNote, "Loading the clips…");
+    }
+
+    for (const side of SIDES) {
+      const s = sideEls[side];
+      const isActive = Boolean(transport && transport.active === side);
+      s.button.disabled = !unlocked;
+      s.button.setAttribute("aria-pressed", String(isActive));
+      s.button.closest(".clip-row").classList.toggle("active", isActive);
+      s.canvas.tabIndex = unlocked ? 0 : -1;
+      const duration = transport ? transport.duration(side) : 0;
+      s.canvas.setAttribute("aria-valuemax", duration.toFixed(1));
+      s.canvas.setAttribute("aria-valuenow", Math.min(position, duration).toFixed(1));
+      s.canvas.setAttribute("aria-valuetext", `${fmtTime(Math.min(position, duration))} of ${fmtTime(duration)}`);
+      s.wave.draw({
+        active: isActive,
+        position,
+        loop: transport ? transport.loop : null,
+        loopStartPending: transport ? transport.loopStartPending : null,
+      });
+      const heard = task.saved.log[side].seconds;
+      const enough = heard + 1e-6 >= minimum && (minimum <= 0 || task.saved.log[side].plays >= 1);
+      s.meter.value = minimum > 0 ? Math.min(1, heard / minimum) : 1;
+      s.heard.dataset.done = String(enough);
+      setText(s.heardText, minimum > 0 ? `${heard.toFixed(1)} s heard${enough ? " ✓" : ` · ${minimum.toFixed(1)} s needed`}` : `${heard.toFixed(1)} s heard`);
+    }
+    if (transport) {
+      const span = transport.duration(transport.active);
+      setText(el.timeText, `${transport.active} ${fmtTime(position, true)} / ${fmtTime(span, true)}`);
+      if (transport.loop) setText(el.loopText, `Loop ${fmtTime(transport.loop.start, true)}–${fmtTime(transport.loop.end, true)}`);
+      else if (transport.loopStartPending !== null) setText(el.loopText, `Loop from ${fmtTime(transport.loopStartPending, true)}… (L to set the end)`);
+      else setText(el.loopText, "No loop");
+    }
+
+    for (const q of ["alignment", "musicality"]) {
+      $(`q-${q}`).classList.toggle("current", activeQuestion === q);
+    }
+    const needed = Number(rules.rationale_min_length || 0);
+    const length = (answers().rationale || "").trim().length;
+    setText(el.rationaleCount, needed ? `${length} / ${needed} characters minimum` : `${length} characters (optional)`);
+    el.rationaleCount.classList.toggle("ok-text", length >= needed);
+
+    const todo = missing();
+    if (el.checklist.dataset.items !== todo.join("\n")) {
+      el.checklist.dataset.items = todo.join("\n");
+      el.checklist.replaceChildren(
+        ...todo.map((text) => {
+          const li = document.createElement("li");
+          li.textContent = text;
+          return li;
+        })
+      );
+    }
+    el.btnSubmit.disabled = todo.length > 0 || submitting;
+    setHTML(el.btnSubmit, submitting ? "Saving…" : "Submit <kbd>Enter</kbd>");
+    app.dataset.ready = String(todo.length === 0);
+  }
+
+  function tickTime() {
+    const now = performance.now();
+    if (task && document.visibilityState === "visible") task.saved.timeMs += now - lastTickWall;
+    lastTickWall = now;
+  }
+
+  function tick() {
+    tickTime();
+    if (!task || !task.transport) return;
+    const transport = task.transport;
+    transport.checkEnded();
+    transport.account();
+    persist(false);
+    if (!transport.playing) render();
+  }
+
+  function frame() {
+    if (task && task.transport && task.transport.playing) render();
+    window.requestAnimationFrame(frame);
+  }
+
+  // ---- wiring ---------------------------------------------------------------------------
+
+  function insertTime() {
+    if (!task || !task.transport || !task.transport.ready) return;
+    const transport = task.transport;
+    const stamp = `${transport.active} ${fmtTime(transport.position())}`;
+    const area = el.rationale;
+    const start = area.selectionStart ?? area.value.length;
+    const end = area.selectionEnd ?? area.value.length;
+    const before = area.value.slice(0, start);
+    const text = `${before && !/\s$/.test(before) ? " " : ""}at ${stamp} `;
+    area.value = before + text + area.value.slice(end);
+    area.focus();
+    const caret = start + text.length;
+    area.setSelectionRange(caret, caret);
+    answers().rationale = area.value;
+    persist(true);
+    render();
+  }
+
+  function seekFromCanvas(event) {
+    const side = event.currentTarget.dataset.side;
+    if (!task || !task.transport || !task.transport.ready || !task.saved.read) return;
+    const rect = event.currentTarget.getBoundingClientRect();
+    const fraction = (event.clientX - rect.left) / rect.width;
+    const transport = task.transport;
+    transport.select(side);
+    transport.seek(fraction * transport.span);
+  }
+
+  for (const side of SIDES) {
+    sideEls[side].button.addEventListener("click", () => task && task.transport && task.transport.select(side));
+    sideEls[side].canvas.addEventListener("click", seekFromCanvas);
+  }
+  el.btnRead.addEventListener("click", confirmRead);
+  el.btnPlay.addEventListener("click", () => task && task.transport && task.transport.toggle());
+  el.btnSwitch.addEventListener("click", () => task && task.transport && task.transport.switchSide());
+  el.btnLoop.addEventListener("click", () => task && task.transport && announce(task.transport.loopKey()));
+  el.btnTime.addEventListener("click", insertTime);
+  el.btnSubmit.addEventListener("click", submit);
+  el.btnNext.addEventListener("click", loadNext);
+  el.btnSkip.addEventListener("click", () => openSkip(""));
+  el.rationale.addEventListener("input", () => {
+    if (!task) return;
+    answers().rationale = el.rationale.value;
+    persist(false);
+    render();
+  });
+  for (const q of ["alignment", "musicality"]) {
+    for (const input of document.querySelectorAll(`input[name=${q}]`)) input.addEventListener("change", () => setChoice(q, input.value));
+    for (const input of document.querySelectorAll(`input[name=${q}_confidence]`)) {
+      input.addEventListener("change", () => setConfidence(q, Number(input.value)));
+    }
+    $(`q-${q}`).addEventListener("focusin", () => {
+      activeQuestion = q;
+      render();
+    });
+  }
+  el.skipForm.addEventListener("submit", (event) => {
+    if (event.submitter && event.submitter.value === "skip") {
+      event.preventDefault();
+      doSkip();
+    }
+  });
+  el.ref.addEventListener("play", () => task && task.transport && task.transport.pause());
+
+  const TYPING = "textarea, input[type=text], input[type=search], input:not([type]), select, [contenteditable=true]";
+  const NATIVE_ENTER = "button, a[href], summary, audio";
+
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.metaKey || event.isComposing) return;
+    if (el.skipDialog.open) return;
+    const target = event.target;
+    const stage = app.dataset.stage;
+    if (target.matches && target.matches(TYPING)) {
+      if (event.key === "Escape") {
+        target.blur();
+        event.preventDefault();
+      } else if (event.key === "Enter" && event.ctrlKey && target === el.rationale) {
+        event.preventDefault();
+        submit();
+      }
+      return;
+    }
+    if (event.ctrlKey) return;
+    if (stage === "saved") {
+      if (event.key === "Enter" && !(target.matches && target.matches(NATIVE_ENTER))) {
+        event.preventDefault();
+        loadNext();
+      }
+      return;
+    }
+    if (stage !== "task" || !task) return;
+    const transport = task.transport;
+    const unlocked = task.saved.read && transport && transport.ready;
+    const onRadio = target.matches && target.matches("input[type=radio]");
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    const digit = /^(Digit|Numpad)([1-5])$/.exec(event.code || "");
+
+    if (key === "Enter") {
+      if (target.matches && target.matches(NATIVE_ENTER)) return; // let buttons and links do their own thing
+      event.preventDefault();
+      if (!task.saved.read) confirmRead();
+      else submit();
+      return;
+    }
+    if (digit) {
+      event.preventDefault();
+      setConfidence(activeQuestion, Number(digit[2]) + (event.shiftKey ? 0.5 : 0));
+      return;
+    }
+    switch (key) {
+      case "q":
+      case "w":
+        event.preventDefault();
+        setChoice("alignment", key === "q" ? "A" : "B");
+        return;
+      case "e":
+      case "r":
+        event.preventDefault();
+        setChoice("musicality", key === "e" ? "A" : "B");
+        return;
+      default:
+        break;
+    }
+    if (!unlocked) {
+      if (key === " ") {
+        event.preventDefault();
+        announce("Read the instruction and press Enter to unlock the clips first.");
+      }
+      return;
+    }
+    switch (key) {
+      case " ":
+        // Space always drives the transport; buttons still activate with Enter.
+        event.preventDefault();
+        transport.toggle();
+        break;
+      case "s":
+        event.preventDefault();
+        transport.switchSide();
+        break;
+      case "a":
+      case "b":
+        event.preventDefault();
+        transport.select(key.toUpperCase());
+        break;
+      case "l":
+        event.preventDefault();
+        announce(transport.loopKey());
+        break;
+      case "t":
+        event.preventDefault();
+        insertTime();
+        break;
+      case "Home":
+        event.preventDefault();
+        transport.seek(0);
+        break;
+      case "ArrowLeft":
+      case "ArrowRight":
+        if (onRadio) return; // arrows move between radio options
+        event.preventDefault();
+        if (target.dataset && target.dataset.side) transport.select(target.dataset.side);
+        transport.seek(transport.position() + (key === "ArrowLeft" ? -1 : 1) * (event.shiftKey ? SEEK_STEP_BIG : SEEK_STEP));
+        break;
+      default:
+        break;
+    }
+  });
+
+  window.addEventListener("resize", () => render());
+  window.addEventListener("pagehide", () => persist(true));
+  document.addEventListener("visibilitychange", () => {
+    tickTime();
+    persist(true);
+  });
+
+  window.setInterval(tick, TICK_MS);
+  window.requestAnimationFrame(frame);
+  loadNext();
+})();
