@@ -6,6 +6,7 @@ side, so answers from annotators who saw different sides can be compared.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from decimal import Decimal
 
@@ -189,6 +190,13 @@ class AnnotatorProfile(models.Model):
         return self.consented_at is not None and self.withdrawn_at is None
 
 
+ORDER_PRIME = 2_147_483_647  # 2**31 - 1
+
+
+def random_order_key() -> int:
+    return secrets.randbelow(ORDER_PRIME)
+
+
 class Pair(models.Model):
     class Split(models.TextChoices):
         TRAIN = "train", "Train"
@@ -211,10 +219,14 @@ class Pair(models.Model):
     expected_alignment = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     expected_musicality = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)], help_text="Votes wanted on this pair.")
+    # Uniform in [0, ORDER_PRIME): each annotator sees pairs in the order of an affine
+    # permutation of this key (seeded per annotator), computed inside the database.
+    order_key = models.BigIntegerField(default=random_order_key, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["study", "kind"])]
         constraints = [
             models.CheckConstraint(condition=~Q(clip_a=F("clip_b")), name="pair_clips_distinct"),
             models.UniqueConstraint(fields=["study", "condition", "clip_key"], name="unique_pair_per_study"),

@@ -25,10 +25,12 @@ import numpy as np
 import soundfile as sf
 from django.core.files import File
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q
+from django.db.models import BigIntegerField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce, Least, Mod
 from django.utils import timezone
 
 from .models import (
+    ORDER_PRIME,
     AnnotatorProfile,
     Assignment,
     Clip,
@@ -293,10 +295,6 @@ def consent_withdraw(*, user) -> int:
 # --- Assignment engine ------------------------------------------------------------
 
 
-def _order_key(seed: int, pair_id: int) -> bytes:
-    return hashlib.blake2b(f"{seed}:{pair_id}".encode(), digest_size=8).digest()
-
-
 def _live_load(pair_ids, now) -> dict[int, int]:
     """Judgments + live locks without a judgment, per pair."""
     judged = dict(Judgment.objects.filter(pair_id__in=pair_ids).values_list("pair_id").annotate(n=Count("id")))
@@ -306,16 +304,6 @@ def _live_load(pair_ids, now) -> dict[int, int]:
         .annotate(n=Count("id"))
     )
     return {pid: judged.get(pid, 0) + locked.get(pid, 0) for pid in pair_ids}
-
-
-def _excluded_for(*, study: Study, annotator) -> tuple[set[int], set[tuple[int, str]]]:
-    """Pair ids this annotator holds, judged or skipped here, and the (condition, clips) they judged anywhere.
-
-    The second set makes "never the same pair twice, in either order" hold across studies too.
-    """
-    own = set(Assignment.objects.filter(annotator=annotator, pair__study=study).exclude(state=Assignment.State.EXPIRED).values_list("pair_id", flat=True))
-    judged = set(Judgment.objects.filter(annotator=annotator).values_list("pair__condition_id", "pair__clip_key"))
-    return own, judged
 
 
 def annotator_progress(*, study: Study, annotator) -> dict:
@@ -336,45 +324,73 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
     if not study.is_active:
         return None
 
-    with transaction.atomic():
-        current = (
-            Assignment.objects.select_related("pair")
-            .filter(annotator=annotator, pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
-            .order_by("served_at")
-            .first()
-        )
-        if current is not None:
-            return current
+    current = (
+        Assignment.objects.select_related("pair")
+        .filter(annotator=annotator, pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
+        .order_by("served_at")
+        .first()
+    )
+    if current is not None:
+        return current
     if study.annotator_target and Judgment.objects.filter(pair__study=study, annotator=annotator).count() >= study.annotator_target:
         return None
 
-    own, judged = _excluded_for(study=study, annotator=annotator)
-    candidates = [
-        (pid, overlap, kind)
-        for pid, overlap, kind, condition_id, clip_key in Pair.objects.filter(study=study).values_list("id", "overlap", "kind", "condition_id", "clip_key")
-        if pid not in own and (condition_id, clip_key) not in judged
-    ]
-    if not candidates:
-        return None
-    load = _live_load([c[0] for c in candidates], now)
-    open_pairs = [c for c in candidates if load[c[0]] < c[1]]
-    if not open_pairs:
-        return None
-
-    rng = random.Random(f"{membership.seed}:{len(own)}")
-    special = [c for c in open_pairs if c[2] != Pair.Kind.REGULAR]
-    regular = [c for c in open_pairs if c[2] == Pair.Kind.REGULAR]
-    # Gold and catch pairs come at the study's rate, otherwise only when nothing else is left.
-    pick_special = bool(special) and (not regular or rng.random() < study.gold_rate)
-    pool = special if pick_special else regular
-    # Pairs already holding votes first (breadth-first fills overlap pairs), then the annotator's own order.
-    pool.sort(key=lambda c: (-min(load[c[0]], c[1] - 1), _order_key(membership.seed, c[0])))
-
-    for pair_id, _overlap, _kind in pool:
-        assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now)
-        if assignment is not None:
-            return assignment
+    special_kinds = [Pair.Kind.GOLD, Pair.Kind.CATCH]
+    rng = random.Random(f"{membership.seed}:{Assignment.objects.filter(annotator=annotator, pair__study=study).count()}")
+    # Gold and catch pairs come at the study's rate; either pool stands in when the other is empty.
+    pools = [Q(kind__in=special_kinds), ~Q(kind__in=special_kinds)]
+    if not rng.random() < study.gold_rate:
+        pools.reverse()
+    for pool in pools:
+        tried: set[int] = set()
+        # A short list first; under contention every one of them may be taken, then look further.
+        for limit in (8, 200):
+            for pair_id in _candidates(study=study, annotator=annotator, seed=membership.seed, now=now, pool=pool, limit=limit):
+                if pair_id in tried:
+                    continue
+                tried.add(pair_id)
+                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now)
+                if assignment is not None:
+                    return assignment
+            if len(tried) < limit:
+                break
     return None
+
+
+def _candidates(*, study: Study, annotator, seed: int, now, pool: Q, limit: int = 8) -> list[int]:
+    """Pairs with room left that this annotator may get, best first, computed in one query.
+
+    Order: pairs that already hold votes first (breadth-first fills overlap pairs
+    so agreement data arrives early), then the annotator's own permutation.
+    """
+    judged = Judgment.objects.filter(pair=OuterRef("pk")).values("pair").annotate(n=Count("id")).values("n")
+    locked = (
+        Assignment.objects.filter(pair=OuterRef("pk"), state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
+        .values("pair")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    own = Assignment.objects.filter(annotator=annotator, pair__study=study).exclude(state=Assignment.State.EXPIRED).values("pair_id")
+    # The same two clips under the same condition judged anywhere (either order, any study).
+    same_content = Judgment.objects.filter(annotator=annotator, pair__condition=OuterRef("condition"), pair__clip_key=OuterRef("clip_key"))
+    multiplier = 1 + seed % (ORDER_PRIME - 1)
+    offset = (seed >> 31) % ORDER_PRIME
+    return list(
+        Pair.objects.filter(pool, study=study)
+        .exclude(id__in=own)
+        .exclude(Exists(same_content))
+        .annotate(load=Coalesce(Subquery(judged), 0) + Coalesce(Subquery(locked), 0))
+        .filter(load__lt=F("overlap"))
+        .annotate(
+            filled=Least(F("load"), F("overlap") - 1),
+            position=ExpressionWrapper(
+                Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField())),
+                output_field=BigIntegerField(),
+            ),
+        )
+        .order_by("-filled", "position")
+        .values_list("id", flat=True)[:limit]
+    )
 
 
 def _lock_pair(pair_id: int) -> Pair | None:
