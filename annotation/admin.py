@@ -1,6 +1,15 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 
+from .dataset import DEFAULT_STUDY, dataset_export_archive, max_upload_bytes, pairs_import_upload
 from .models import Assignment, AnnotatorProfile, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, System
+from .roles import is_admin, is_researcher
+from .services import ServiceError
 
 
 @admin.register(System)
@@ -32,12 +41,79 @@ class StudyAnnotatorInline(admin.TabularInline):
     raw_id_fields = ("annotator",)
 
 
+class PairImportForm(forms.Form):
+    study = forms.SlugField(initial=DEFAULT_STUDY, max_length=100, help_text="An existing study, or the name of a new one.")
+    jsonl = forms.FileField(
+        required=False,
+        label="JSONL file",
+        help_text="CMI-RewardBench rows. Leave empty to use the train.jsonl / test.jsonl at the top of the zip.",
+    )
+    archive = forms.FileField(label="Audio (zip)", help_text="The audio the rows name; paths are relative to the zip's root.")
+    skip_invalid = forms.BooleanField(required=False, label="Import the valid rows even if some rows are invalid")
+
+    def clean(self):
+        data = super().clean()
+        limit = max_upload_bytes()
+        for name in ("jsonl", "archive"):
+            upload = data.get(name)
+            if upload is not None and upload.size > limit:
+                self.add_error(name, f"This file is {upload.size:,} bytes; the limit is {limit:,} bytes.")
+        return data
+
+
+def _can_import(user) -> bool:
+    return is_admin(user) or user.has_perms(["annotation.add_pair", "annotation.add_judgment", "annotation.add_clip"])
+
+
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
     list_display = ("name", "title", "overlap_target", "overlap_share", "min_listen_seconds", "is_active")
     list_filter = ("is_active",)
     search_fields = ("name", "title")
     inlines = [StudyAnnotatorInline]
+    actions = ["export_dataset"]
+
+    def get_urls(self):
+        extra = [path("import-pairs/", self.admin_site.admin_view(self.import_pairs_view), name="annotation_study_import_pairs")]
+        return extra + super().get_urls()
+
+    def import_pairs_view(self, request):
+        if not _can_import(request.user):
+            raise PermissionDenied
+        form = PairImportForm(request.POST or None, request.FILES or None)
+        report = None
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                report = pairs_import_upload(archive=data["archive"], jsonl=data["jsonl"], study_name=data["study"], skip_invalid=data["skip_invalid"])
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                if report.imported and not report.errors:
+                    messages.success(request, "Imported. " + report.summary().replace("\n", "; "))
+                    return redirect(reverse("admin:annotation_study_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Import pairs",
+            "form": form,
+            "report": report,
+            "max_upload_bytes": max_upload_bytes(),
+        }
+        return TemplateResponse(request, "admin/annotation/study/import_pairs.html", context)
+
+    @admin.action(description="Export dataset (zip: JSONL, audio, datasheet)", permissions=["view"])
+    def export_dataset(self, request, queryset):
+        if not is_researcher(request.user):
+            raise PermissionDenied
+        studies = list(queryset.order_by("name"))
+        try:
+            archive = dataset_export_archive(studies=studies)
+        except ServiceError as exc:
+            self.message_user(request, exc.message, level=messages.ERROR)
+            return None
+        name = studies[0].name if len(studies) == 1 else "studies"
+        return FileResponse(archive, as_attachment=True, filename=f"{name}-dataset.zip", content_type="application/zip")
 
 
 @admin.register(Pair)

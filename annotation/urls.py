@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import api, views
+from .api_dataset import StudyExportApi
 
 urlpatterns = [
     # HTML
@@ -17,6 +18,7 @@ urlpatterns = [
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),
+    path("api/studies/<slug:name>/export/", StudyExportApi.as_view(), name="api-study-export"),
     path("api/assignments/<int:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
     path("api/assignments/<int:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
 ]

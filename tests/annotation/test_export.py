@@ -231,3 +231,28 @@ def test_round_trip_export_import_into_an_empty_database_export_is_byte_identica
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     listing = lambda root: sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.suffix == ".wav")  # noqa: E731
     assert listing(first) == listing(second)
+
+
+def test_export_endpoint_returns_a_zip_to_researchers_only(study):
+    from rest_framework.test import APIClient
+
+    from tests.factories import UserFactory
+
+    url = f"/api/studies/{study.name}/export/"
+    client = APIClient()
+    assert client.get(url).status_code in (401, 403)
+    client.force_authenticate(AnnotatorFactory())
+    denied = client.get(url)
+    assert denied.status_code == 403 and "Only researchers" in denied.json()["detail"]
+
+    client.force_authenticate(UserFactory(roles=["researcher"]))
+    assert client.get("/api/studies/no-such-study/export/").status_code == 404
+    response = client.get(url, HTTP_ACCEPT="application/zip")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert f'filename="{study.name}-dataset.zip"' in response["Content-Disposition"]
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as zf:
+        rows = [json.loads(line) for line in zf.read("train.jsonl").decode().splitlines()]
+        assert len(rows) == 22 and all(r["audio-path"] in zf.namelist() for r in rows)
+        assert "Annotators: 2" in zf.read("README.md").decode()

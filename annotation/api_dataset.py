@@ -1,0 +1,52 @@
+"""Dataset export for researchers: GET /api/studies/<name>/export/ returns the study as a zip."""
+
+from __future__ import annotations
+
+from django.http import FileResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .dataset import dataset_export_archive
+from .models import Study
+from .roles import is_researcher
+from .services import ServiceError
+
+
+class IsResearcher(BasePermission):
+    message = "Only researchers may export datasets."
+
+    def has_permission(self, request, view) -> bool:
+        return is_researcher(request.user)
+
+
+class ZipRenderer(BaseRenderer):
+    """Lets clients send Accept: application/zip; errors are still JSON bodies."""
+
+    media_type = "application/zip"
+    format = "zip"
+    charset = None
+    render_style = "binary"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data) if not isinstance(data, bytes) else data
+
+
+class StudyExportApi(APIView):
+    """The study's votes as CMI-RewardBench JSONL (train.jsonl, test.jsonl), the audio and a datasheet, zipped."""
+
+    permission_classes = [IsAuthenticated, IsResearcher]
+    renderer_classes = [JSONRenderer, ZipRenderer]
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="zip archive"), 403: None, 404: None})
+    def get(self, request, name: str):
+        study = get_object_or_404(Study, name=name)
+        try:
+            archive = dataset_export_archive(studies=[study])
+        except ServiceError as exc:
+            return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+        return FileResponse(archive, as_attachment=True, filename=f"{study.name}-dataset.zip", content_type="application/zip")

@@ -1,0 +1,179 @@
+"""Admin: upload a JSONL and a zip of audio (safely extracted), errors per line; export a study as a zip."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from annotation.models import Clip, Judgment, Pair, Study
+from annotation.services import condition_get_or_create
+from tests.audio import write_tone
+from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+IMPORT_URL = "admin:annotation_study_import_pairs"
+
+
+def row(a="gen/a.wav", b="gen/b.wav", user="604", **extra):
+    data = {
+        "audio-path": a, "audio2": b, "ref-audio-path": "", "prompt": "lo-fi beat", "lyrics": "", "model_a": "musicgen", "model_b": "yue",
+        "prompt id": "p1", "user id": user, "preference-musicality": "model_a", "preference-alignment": "model_b",
+        "confidence_preference-musicality": "3.0", "confidence_preference-alignment": "2.5", "feedback": "", "source": "cmi-arena-annotation",
+        "split": "train",
+    }
+    data.update(extra)
+    return data
+
+
+def jsonl(*rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def audio_zip(tmp_path: Path, extra=()) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for i, name in enumerate(("gen/a.wav", "gen/b.wav")):
+            zf.write(write_tone(tmp_path / "src" / name, 0.2, freq=400 + 100 * i, sr=8000), name)
+        for info, data in extra:
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+def upload(client, *, archive: bytes, rows: bytes | None, study="uploaded", skip_invalid=False):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = {"study": study, "archive": SimpleUploadedFile("audio.zip", archive, content_type="application/zip")}
+    if rows is not None:
+        data["jsonl"] = SimpleUploadedFile("rows.jsonl", rows, content_type="application/json")
+    if skip_invalid:
+        data["skip_invalid"] = "on"
+    return client.post(reverse(IMPORT_URL), data)
+
+
+@pytest.fixture
+def admin_client(client):
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    return client
+
+
+def test_changelist_links_to_the_import_page(admin_client):
+    page = admin_client.get(reverse("admin:annotation_study_changelist")).content.decode()
+    assert reverse(IMPORT_URL) in page and "Import pairs" in page
+    form = admin_client.get(reverse(IMPORT_URL)).content.decode()
+    assert 'enctype="multipart/form-data"' in form and 'name="archive"' in form
+
+
+def test_upload_imports_rows_and_audio(admin_client, tmp_path):
+    response = upload(admin_client, archive=audio_zip(tmp_path), rows=jsonl(row(), row(user="605")))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Judgment.objects.filter(pair__study__name="uploaded", source=Judgment.Source.IMPORT).count() == 2
+    assert set(Clip.objects.values_list("original_name", flat=True)) == {"gen/a.wav", "gen/b.wav"}
+    follow = admin_client.get(response["Location"]).content.decode()
+    assert "Imported." in follow and "2 judgments" in follow
+
+
+def test_row_errors_are_shown_by_line_and_nothing_is_imported(admin_client, tmp_path):
+    rows = jsonl(row(), row(b="gen/missing.wav", user="7"), row(user="8", **{"preference-musicality": "maybe"}))
+    response = upload(admin_client, archive=audio_zip(tmp_path), rows=rows)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Nothing was imported" in page
+    assert "rows.jsonl line 2: audio2 &#x27;gen/missing.wav&#x27;: audio file not found" in page
+    assert "rows.jsonl line 3: preference-musicality has unknown label &#x27;maybe&#x27;" in page
+    assert Study.objects.count() == Pair.objects.count() == Clip.objects.count() == 0
+
+
+def test_skip_invalid_from_the_page_imports_the_valid_rows(admin_client, tmp_path):
+    rows = jsonl(row(), row(b="gen/missing.wav", user="7"))
+    page = upload(admin_client, archive=audio_zip(tmp_path), rows=rows, skip_invalid=True).content.decode()
+    assert "Imported with errors" in page and "rows.jsonl line 2" in page
+    assert Judgment.objects.count() == 1
+
+
+def _link(name: str, target: str):
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (("../escape.wav", b"RIFF"), "points outside the archive"),
+        (("gen/../../escape.wav", b"RIFF"), "points outside the archive"),
+        (("/tmp/escape.wav", b"RIFF"), "has an absolute path"),
+        (("C:/escape.wav", b"RIFF"), "has an absolute path"),
+        (_link("gen/link.wav", "/etc/passwd"), "is a symbolic link"),
+    ],
+)
+def test_unsafe_archive_entries_are_refused_before_anything_is_written(admin_client, tmp_path, entry, message):
+    before = set(os.listdir(tmp_path.parent))
+    response = upload(admin_client, archive=audio_zip(tmp_path, extra=[entry]), rows=jsonl(row()))
+    page = response.content.decode()
+    assert response.status_code == 200 and message in page
+    assert not Path("/tmp/escape.wav").exists() and not (tmp_path.parent / "escape.wav").exists()
+    assert set(os.listdir(tmp_path.parent)) == before
+    assert Clip.objects.count() == 0 and Study.objects.count() == 0
+
+
+def test_archives_over_the_size_limit_are_refused(admin_client, tmp_path, settings):
+    archive = audio_zip(tmp_path)
+    settings.AUDITORIUM_MAX_UPLOAD_BYTES = len(archive) - 1
+    page = upload(admin_client, archive=archive, rows=jsonl(row())).content.decode()
+    assert f"the limit is {len(archive) - 1:,} bytes" in page
+    # A small zip that expands past the limit (a zip bomb) is refused too.
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("gen/zeros.wav", b"\0" * 200_000)
+    settings.AUDITORIUM_MAX_UPLOAD_BYTES = 100_000
+    assert len(bomb.getvalue()) < 100_000
+    page = upload(admin_client, archive=bomb.getvalue(), rows=jsonl(row())).content.decode()
+    assert "The archive expands to more than the limit of 100,000 bytes." in page
+    assert Clip.objects.count() == 0
+
+
+def test_a_file_that_is_not_a_zip_is_refused(admin_client):
+    page = upload(admin_client, archive=b"just text", rows=jsonl(row())).content.decode()
+    assert "The audio archive is not a valid zip file." in page
+
+
+def test_staff_without_import_rights_get_403(client, tmp_path):
+    staff = UserFactory(is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_study"))
+    client.force_login(staff)
+    assert client.get(reverse(IMPORT_URL)).status_code == 403
+    assert upload(client, archive=audio_zip(tmp_path), rows=jsonl(row())).status_code == 403
+    assert Clip.objects.count() == 0
+
+
+def test_export_action_downloads_a_zip_that_reimports_from_the_page(admin_client, tmp_path):
+    study = StudyFactory(name="source")
+    condition, _ = condition_get_or_create(prompt="lo-fi beat")
+    pair = PairFactory(study=study, condition=condition)
+    JudgmentFactory(pair=pair, annotator=AnnotatorFactory(), rationale="steady groove")
+    response = admin_client.post(
+        reverse("admin:annotation_study_changelist"), {"action": "export_dataset", "_selected_action": [study.pk]}
+    )
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert 'filename="source-dataset.zip"' in response["Content-Disposition"]
+    archive = b"".join(response.streaming_content)
+    with zipfile.ZipFile(io.BytesIO(archive)) as zf:
+        names = zf.namelist()
+        rows = [json.loads(line) for line in zf.read("train.jsonl").decode().splitlines()]
+    assert {"train.jsonl", "test.jsonl", "README.md"} <= set(names)
+    assert rows[0]["feedback"] == "steady groove" and rows[0]["audio-path"] in names
+
+    # The zip alone (no separate JSONL) imports into another study: its top-level JSONL files are used.
+    response = upload(admin_client, archive=archive, rows=None, study="copy")
+    assert response.status_code == 302, response.content.decode()[:2000]
+    copied = Pair.objects.get(study__name="copy")
+    assert copied.condition == pair.condition and copied.judgments.get().rationale == "steady groove"
