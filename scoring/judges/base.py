@@ -83,12 +83,28 @@ class PairOutcome:
     details: dict = field(default_factory=dict)
 
 
+class AudioDecodeError(ValueError):
+    """A clip's file is missing or cannot be decoded: retrying will not help."""
+
+
+def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
+    """(frames x channels float32, sample rate), or AudioDecodeError naming the file."""
+    import soundfile as sf
+
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, OSError, ValueError) as exc:  # LibsndfileError is a RuntimeError
+        raise AudioDecodeError(f"cannot decode {Path(path).name}: {exc}") from None
+    if len(data) == 0:
+        raise AudioDecodeError(f"{Path(path).name} has no samples")
+    return data, sr
+
+
 def load_audio(path: str | Path, *, sample_rate: int, mono: bool = True) -> np.ndarray:
     """Decode with soundfile and resample with a polyphase filter: float32, shape (frames,) when mono."""
-    import soundfile as sf
     from scipy.signal import resample_poly
 
-    data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    data, sr = read_audio(path)
     if mono:
         data = data.mean(axis=1)
     if sr != sample_rate:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import MUSICALITY, ClipAudio, ConditionInput, JudgeAdapter, load_audio
+from .base import MUSICALITY, ClipAudio, ConditionInput, JudgeAdapter, read_audio
 
 ANALYSIS_RATE = 48000
 SILENCE_DBFS = -60.0
@@ -151,11 +151,9 @@ class SignalJudge(JudgeAdapter):
     encode_calls = 0
 
     def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:
-        import soundfile as sf
-
         out = []
         for clip in clips:
-            wave, sr = sf.read(clip.path, dtype="float32", always_2d=True)
+            wave, sr = read_audio(clip.path)
             type(self).encode_calls += 1
             features = signal_features(wave, sr)
             score, penalties = technical_score(features)

@@ -1,0 +1,131 @@
+"""Reads for the scoring app: judges with availability, runs, verdicts, and rows for comparison."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from annotation.models import Judgment
+
+from .judges import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, adapter_for, templates_for
+from .models import ExternalResultSet, Judge, ScoringRun, Verdict
+
+
+def judge_list() -> list[dict]:
+    """Every configured judge with what it measures and whether it can run here (and if not, why)."""
+    out = []
+    for judge in Judge.objects.all():
+        adapter = adapter_for(judge)
+        state = adapter.availability()
+        out.append(
+            {
+                "judge": judge,
+                "key": judge.key,
+                "kind": judge.kind,
+                "title": adapter.title,
+                "measures": adapter.measures,
+                "dimensions": list(adapter.dimensions),
+                "modalities": list(adapter.modalities),
+                "pairwise": adapter.pairwise,
+                "queue": judge.queue,
+                "weights": judge.weights,
+                "version": judge.version,
+                "enabled": judge.enabled,
+                "available": state.available and judge.enabled,
+                "reason": state.reason if state.available is False else ("" if judge.enabled else "disabled"),
+                "templates": list(templates_for(judge.kind)),
+            }
+        )
+    return out
+
+
+def run_list(*, study=None, limit: int = 100):
+    query = ScoringRun.objects.select_related("judge", "study")
+    if study is not None:
+        query = query.filter(study=study)
+    return query[:limit]
+
+
+def run_verdicts(*, run: ScoringRun, limit: int = 500):
+    return run.verdicts.select_related("pair__condition", "alignment_choice", "musicality_choice").order_by("id")[:limit]
+
+
+def run_verdict_stats(*, run: ScoringRun) -> dict:
+    """Status counts, the share discarded for position inconsistency, and per-dimension consistency."""
+    statuses = {s: 0 for s in Verdict.Status.values}
+    inconsistent = {ALIGNMENT: 0, MUSICALITY: 0}
+    asked = 0
+    catch_hits = {ALIGNMENT: [], MUSICALITY: []}
+    for status, details, kind, exp_a, exp_m, choice_a, choice_m in run.verdicts.values_list(
+        "status", "details", "pair__kind", "pair__expected_alignment_id", "pair__expected_musicality_id", "alignment_choice_id", "musicality_choice_id"
+    ):
+        statuses[status] += 1
+        consistent = (details or {}).get("consistent")
+        if consistent:
+            asked += 1
+            for dim in inconsistent:
+                inconsistent[dim] += 0 if consistent.get(dim) else 1
+        if kind in ("catch", "gold") and status == Verdict.Status.OK:
+            for dim, expected, choice in ((ALIGNMENT, exp_a, choice_a), (MUSICALITY, exp_m, choice_m)):
+                if expected is not None and choice is not None:
+                    catch_hits[dim].append(choice == expected)
+    total = sum(statuses.values())
+    return {
+        "counts": statuses,
+        "total": total,
+        "discarded_share": (statuses["discarded"] / total) if total else None,
+        "failed_share": (statuses["failed"] / total) if total else None,
+        # Among pairs asked in both orders: share whose label flipped with the order, per dimension.
+        "inconsistent_share": {dim: (n / asked) if asked else None for dim, n in inconsistent.items()},
+        "catch_accuracy": {dim: ({"accuracy": sum(v) / len(v), "n": len(v)} if v else None) for dim, v in catch_hits.items()},
+    }
+
+
+def _label_for(pair_clip_a: int, pair_clip_b: int, clip_id: int | None) -> str | None:
+    if clip_id == pair_clip_a:
+        return MODEL_A
+    if clip_id == pair_clip_b:
+        return MODEL_B
+    return None
+
+
+def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
+    """One row per counted human vote on a pair the run judged, in the shape compare.preference_summary takes.
+
+    Votes of annotators who withdrew consent or were excluded by a researcher are left out.
+    """
+    verdicts = {
+        v.pair_id: v
+        for v in Verdict.objects.filter(run=run).select_related("pair__condition")
+    }
+    if not verdicts:
+        return []
+    judgments = (
+        Judgment.objects.filter(pair_id__in=verdicts.keys())
+        .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
+        .values_list("pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_confidence", "musicality_confidence")
+    )
+    rows = []
+    for pair_id, annotator_id, align_choice, music_choice, align_conf, music_conf in judgments:
+        verdict = verdicts[pair_id]
+        pair = verdict.pair
+        labels = (verdict.details or {}).get("labels", {}) if verdict.status == Verdict.Status.OK else {}
+        rows.append(
+            {
+                "pair_id": pair_id,
+                "annotator_id": annotator_id,
+                "modality": pair.condition.modality,
+                "pred_alignment": labels.get(ALIGNMENT),
+                "pred_musicality": labels.get(MUSICALITY),
+                "label_alignment": _label_for(pair.clip_a_id, pair.clip_b_id, align_choice),
+                "label_musicality": _label_for(pair.clip_a_id, pair.clip_b_id, music_choice),
+                "confidence_alignment": float(align_conf),
+                "confidence_musicality": float(music_conf),
+                "status": verdict.status,
+            }
+        )
+    return rows
+
+
+def external_set_rows(*, result_set: ExternalResultSet) -> list[dict]:
+    """Rows of an imported set in the shape compare.external_summary takes."""
+    return list(result_set.rows.values("row_index", "subset", "audio_a", "audio_b", "scores_a", "scores_b", "human", "pair_id"))

@@ -1,0 +1,642 @@
+"""Writes for the scoring app: runs, per-clip cache, verdicts, comparisons, imports, hard negatives.
+
+Work is idempotent by construction: a verdict is unique per (run, pair) and a clip score per
+(judge, version, content hash, context), so a job that runs twice (a redelivered message after a
+worker died) finds the first result and writes nothing new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.models import Clip, Condition, Pair, Study
+from annotation.services import ServiceError
+
+from . import compare
+from .judges import (
+    ALIGNMENT,
+    BOTH,
+    MODEL_A,
+    MODEL_B,
+    MUSICALITY,
+    NEITHER,
+    ClipAudio,
+    ConditionInput,
+    JudgeOutputError,
+    JudgeUnavailable,
+    PairOutcome,
+    adapter_for,
+    prefer,
+    templates_for,
+)
+from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
+
+logger = logging.getLogger(__name__)
+
+# Errors that will not go away on retry: recorded as a failed verdict at once.
+PERMANENT_ERRORS = (JudgeUnavailable, JudgeOutputError, ServiceError, ValueError, FileNotFoundError)
+
+
+# --- Inputs ---------------------------------------------------------------------------------
+
+
+def clip_audio(clip: Clip) -> ClipAudio:
+    return ClipAudio(path=clip.file.path, sha256=clip.sha256, clip_id=clip.pk)
+
+
+def condition_input(condition: Condition) -> ConditionInput:
+    reference = clip_audio(condition.reference) if condition.reference_id else None
+    return ConditionInput(prompt=condition.prompt, lyrics=condition.lyrics, reference=reference)
+
+
+class ClipStore:
+    """The ClipScore cache for one judge version: get_many / put_many by content hash and context."""
+
+    def __init__(self, judge: Judge, version: str):
+        self.judge, self.version = judge, version
+
+    def get_many(self, shas: list[str], context: str) -> dict[str, dict]:
+        rows = ClipScore.objects.filter(judge=self.judge, judge_version=self.version, context_key=context, clip_sha256__in=set(shas))
+        return {sha: scores for sha, scores in rows.values_list("clip_sha256", "scores")}
+
+    def put_many(self, scores: dict[str, dict], context: str) -> None:
+        # ignore_conflicts: a concurrent worker that stored the same clip first wins; values are equal.
+        ClipScore.objects.bulk_create(
+            [ClipScore(judge=self.judge, judge_version=self.version, clip_sha256=sha, context_key=context, scores=_jsonable(s)) for sha, s in scores.items()],
+            ignore_conflicts=True,
+        )
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def judge_adapter(judge: Judge, *, template: str = ""):
+    """The adapter with the ClipScore cache attached (unless the judge's options say cache: false)."""
+    use_cache = (judge.options or {}).get("cache", True)
+    adapter = adapter_for(judge, template=template)
+    if use_cache:
+        adapter.store = ClipStore(judge, adapter.cache_version())
+    return adapter
+
+
+def clip_scores_get_or_compute(*, adapter, clips: list[Clip], condition: Condition) -> dict[str, dict]:
+    """Scores per clip hash under the condition, computing only clips the cache lacks (in one batch)."""
+    cond = condition_input(condition)
+    context = adapter.context_key(cond)
+    store = adapter.store
+    found = store.get_many([c.sha256 for c in clips], context) if store is not None else {}
+    missing, seen = [], set(found)
+    for clip in clips:
+        if clip.sha256 not in seen:
+            missing.append(clip)
+            seen.add(clip.sha256)
+    if missing:
+        results = adapter.score_clips([clip_audio(c) for c in missing], cond)
+        fresh = {clip.sha256: _jsonable(result) for clip, result in zip(missing, results)}
+        if store is not None:
+            store.put_many(fresh, context)
+        found.update(fresh)
+    return found
+
+
+# --- Verdicts --------------------------------------------------------------------------------
+
+
+def outcome_from_scores(*, adapter, scores_a: dict, scores_b: dict) -> PairOutcome:
+    """Per-clip scores -> pair labels with the tie-goes-to-B rule, for the dimensions the judge covers."""
+    labels, scores = {}, {}
+    for dim in adapter.dimensions:
+        a, b = scores_a.get(dim), scores_b.get(dim)
+        scores[dim] = (a, b)
+        label = prefer(a, b)
+        if label is not None:
+            labels[dim] = label
+    details = {"clip_a": {k: v for k, v in scores_a.items() if k not in (ALIGNMENT, MUSICALITY)}, "clip_b": {k: v for k, v in scores_b.items() if k not in (ALIGNMENT, MUSICALITY)}}
+    if adapter.kind == "signal":
+        details["technical"] = True
+    return PairOutcome(status="ok" if labels else "failed", labels=labels, scores=scores, details=details)
+
+
+def _choice(pair: Pair, label: str | None) -> int | None:
+    return {MODEL_A: pair.clip_a_id, MODEL_B: pair.clip_b_id}.get(label)
+
+
+def verdict_store(*, run: ScoringRun, pair: Pair, outcome: PairOutcome) -> tuple[Verdict, bool]:
+    """Store a pair's outcome in clip terms; the second call for the same (run, pair) stores nothing."""
+    existing = Verdict.objects.filter(run=run, pair=pair).first()
+    if existing is not None:
+        return existing, False
+    details = dict(outcome.details)
+    # Labels in the pair's stored order, including both/neither, which no clip FK can hold.
+    details["labels"] = dict(outcome.labels)
+    details["template"] = run.template
+    values = {}
+    for dim in (ALIGNMENT, MUSICALITY):
+        values[f"{dim}_choice_id"] = _choice(pair, outcome.labels.get(dim)) if outcome.status == "ok" else None
+        a, b = outcome.scores.get(dim, (None, None))
+        values[f"{dim}_score_a"], values[f"{dim}_score_b"] = a, b
+    try:
+        with transaction.atomic():
+            verdict = Verdict.objects.create(
+                run=run, pair=pair, status=outcome.status, rationale=outcome.rationale[:20000], details=_jsonable(details), **values
+            )
+    except IntegrityError:
+        return Verdict.objects.get(run=run, pair=pair), False
+    return verdict, True
+
+
+def pair_score(*, run_id: int, pair_id: int) -> Verdict:
+    """Judge one pair of a run and store the verdict. Idempotent: a stored verdict is returned as is."""
+    run = ScoringRun.objects.select_related("judge").get(pk=run_id)
+    pair = Pair.objects.select_related("condition__reference", "clip_a", "clip_b").get(pk=pair_id)
+    existing = Verdict.objects.filter(run=run, pair=pair).first()
+    if existing is not None:
+        return existing
+    judge = run.judge
+    # Test hook for the worker-recovery check: makes a job last long enough to kill its worker.
+    delay = float((judge.options or {}).get("sleep", 0) or 0)
+    if delay > 0:
+        time.sleep(min(delay, 600.0))
+    try:
+        adapter = judge_adapter(judge, template=run.template)
+        adapter.require()
+        if adapter.pairwise:
+            outcome = adapter.compare(clip_audio(pair.clip_a), clip_audio(pair.clip_b), condition_input(pair.condition))
+        else:
+            scores = clip_scores_get_or_compute(adapter=adapter, clips=[pair.clip_a, pair.clip_b], condition=pair.condition)
+            outcome = outcome_from_scores(adapter=adapter, scores_a=scores[pair.clip_a.sha256], scores_b=scores[pair.clip_b.sha256])
+    except PERMANENT_ERRORS as exc:
+        outcome = PairOutcome(status="failed", details={"error": f"{type(exc).__name__}: {exc}", "raw": getattr(exc, "raw", "")})
+    verdict, _ = verdict_store(run=run, pair=pair, outcome=outcome)
+    run_progress_update(run_id=run.pk)
+    return verdict
+
+
+def pair_fail(*, run_id: int, pair_id: int, error: str) -> Verdict:
+    """Record a pair whose job gave up after its retries, so the run can finish."""
+    run = ScoringRun.objects.get(pk=run_id)
+    pair = Pair.objects.get(pk=pair_id)
+    verdict, _ = verdict_store(run=run, pair=pair, outcome=PairOutcome(status="failed", details={"error": error[:5000]}))
+    run_progress_update(run_id=run_id)
+    return verdict
+
+
+def clips_prewarm(*, run_id: int, condition_id: int, clip_ids: list[int]) -> int:
+    """Fill the clip cache for a batch of clips under one condition (one batched model call). Returns clips computed."""
+    run = ScoringRun.objects.select_related("judge").get(pk=run_id)
+    adapter = judge_adapter(run.judge, template=run.template)
+    if adapter.pairwise or adapter.store is None:
+        return 0
+    condition = Condition.objects.select_related("reference").get(pk=condition_id)
+    clips = list(Clip.objects.filter(pk__in=clip_ids))
+    before = len(adapter.store.get_many([c.sha256 for c in clips], adapter.context_key(condition_input(condition))))
+    try:
+        clip_scores_get_or_compute(adapter=adapter, clips=clips, condition=condition)
+    except PERMANENT_ERRORS as exc:
+        # The pair jobs meet the same error and record it per pair; nothing to store here.
+        logger.warning("prewarm of run %s failed: %s", run_id, exc)
+        return 0
+    return len(clips) - before
+
+
+# --- Runs ------------------------------------------------------------------------------------
+
+
+def _scope_pairs(*, study: Study | None, pair_ids, external_set: ExternalResultSet | None) -> list[int]:
+    given = [x is not None for x in (study, pair_ids, external_set)]
+    if sum(given) != 1:
+        raise ServiceError("Choose what to score: a study, a list of pair ids, or an imported result set (exactly one).", code="bad_scope")
+    if pair_ids is not None:
+        if not isinstance(pair_ids, (list, tuple)) or not pair_ids or not all(isinstance(p, int) and not isinstance(p, bool) for p in pair_ids):
+            raise ServiceError("pair_ids must be a non-empty list of integer pair ids.", code="bad_pairs")
+        wanted = list(dict.fromkeys(pair_ids))
+        found = set(Pair.objects.filter(pk__in=wanted).values_list("pk", flat=True))
+        missing = [p for p in wanted if p not in found]
+        if missing:
+            raise ServiceError(f"Unknown pair id(s): {', '.join(map(str, missing[:20]))}.", code="unknown_pairs")
+        return wanted
+    if study is not None:
+        ids = list(Pair.objects.filter(study=study).order_by("pk").values_list("pk", flat=True))
+        if not ids:
+            raise ServiceError(f"Study {study.name} has no pairs to score.", code="empty_scope")
+        return ids
+    ids = list(dict.fromkeys(external_set.rows.filter(pair__isnull=False).order_by("row_index").values_list("pair_id", flat=True)))
+    if not ids:
+        raise ServiceError(f"No row of {external_set.name} is linked to a stored pair (import the dataset's audio first).", code="empty_scope")
+    return ids
+
+
+def run_create(
+    *,
+    judge: Judge,
+    study: Study | None = None,
+    pair_ids: list[int] | None = None,
+    external_set: ExternalResultSet | None = None,
+    template: str = "",
+    group: str = "",
+    label: str = "",
+    user=None,
+) -> ScoringRun:
+    """Create a run and queue it once the transaction commits. Refuses judges that cannot run here."""
+    if not judge.enabled:
+        raise ServiceError(f"Judge {judge.key} is disabled.", code="judge_disabled")
+    adapter = adapter_for(judge)
+    state = adapter.availability()
+    if not state.available:
+        raise ServiceError(f"Judge {judge.key} is unavailable: {state.reason}", code="judge_unavailable", status=409)
+    allowed = templates_for(judge.kind)
+    template = (template or "").strip()
+    if template and template not in allowed:
+        hint = f"use one of {', '.join(allowed)}" if allowed else "this judge has no prompt templates"
+        raise ServiceError(f"Unknown template {template!r}: {hint}.", code="bad_template")
+    ids = _scope_pairs(study=study, pair_ids=pair_ids, external_set=external_set)
+    if study is None:
+        studies = set(Pair.objects.filter(pk__in=ids).values_list("study_id", flat=True))
+        study = Study.objects.get(pk=studies.pop()) if len(studies) == 1 else None
+    with transaction.atomic():
+        run = ScoringRun.objects.create(
+            judge=judge,
+            study=study,
+            label=label[:200],
+            template=template,
+            group=group[:60],
+            pair_ids=ids,
+            total=len(ids),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        from .tasks import run_start
+
+        transaction.on_commit(lambda: run_start.delay(run.pk))
+    return run
+
+
+def run_create_templates(*, judge: Judge, templates: list[str], user=None, label: str = "", **scope) -> list[ScoringRun]:
+    """One run per paraphrased template, sharing a group so their spread is measured when all finish."""
+    allowed = templates_for(judge.kind)
+    if not templates or not isinstance(templates, (list, tuple)):
+        raise ServiceError("templates must be a non-empty list.", code="bad_template")
+    unknown = [t for t in templates if t not in allowed]
+    if unknown or len(set(templates)) != len(templates):
+        raise ServiceError(f"templates must be distinct names from: {', '.join(allowed) or '(none for this judge)'}.", code="bad_template")
+    group = f"{judge.key}-{timezone.now():%Y%m%d%H%M%S}-{hashlib.sha256(repr(sorted(templates)).encode()).hexdigest()[:6]}"
+    with transaction.atomic():
+        return [run_create(judge=judge, template=t, group=group, label=label or f"template {t}", user=user, **scope) for t in templates]
+
+
+def run_dispatch(*, run_id: int) -> dict:
+    """Queue a run's jobs: clip-cache batches first (per-clip judges), then one job per pair."""
+    from .tasks import clips_prewarm_task, pair_score_task
+
+    run = ScoringRun.objects.select_related("judge").get(pk=run_id)
+    if run.state in (ScoringRun.State.DONE, ScoringRun.State.FAILED):
+        return {"queued": 0}
+    ScoringRun.objects.filter(pk=run.pk, state=ScoringRun.State.PENDING).update(state=ScoringRun.State.RUNNING)
+    queue = run.judge.options.get("queue") or run.judge.queue
+    adapter = adapter_for(run.judge)
+    done = set(run.verdicts.values_list("pair_id", flat=True))
+    todo = [p for p in run.pair_ids if p not in done]
+    batches = 0
+    if not adapter.pairwise and (run.judge.options or {}).get("cache", True):
+        size = max(1, int(run.judge.options.get("batch_size", 8)))
+        by_condition: dict[int, list[int]] = {}
+        for pid, cond, a, b in Pair.objects.filter(pk__in=todo).values_list("pk", "condition_id", "clip_a_id", "clip_b_id"):
+            bucket = by_condition.setdefault(cond, [])
+            bucket += [c for c in (a, b) if c not in bucket]
+        for cond, clip_ids in by_condition.items():
+            for start in range(0, len(clip_ids), size):
+                clips_prewarm_task.apply_async((run.pk, cond, clip_ids[start : start + size]), queue=queue)
+                batches += 1
+    for pid in todo:
+        pair_score_task.apply_async((run.pk, pid), queue=queue)
+    if not todo:
+        run_progress_update(run_id=run.pk)
+    return {"queued": len(todo), "prewarm_batches": batches}
+
+
+def run_progress(run: ScoringRun) -> dict:
+    return {
+        "run": run.pk,
+        "state": run.state,
+        "total": run.total,
+        "done": run.done,
+        "failed": run.failed,
+        "remaining": max(run.total - run.done - run.failed, 0),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def run_progress_update(*, run_id: int) -> dict:
+    """Recount from the verdicts (not +1 per job, so a repeated job cannot count twice) and push to open run pages."""
+    finished = False
+    with transaction.atomic():
+        run = ScoringRun.objects.select_for_update().get(pk=run_id)
+        counts = run.verdicts.aggregate(failed=Count("id", filter=Q(status=Verdict.Status.FAILED)), total=Count("id"))
+        run.failed = counts["failed"]
+        run.done = counts["total"] - counts["failed"]
+        fields = ["done", "failed"]
+        if run.done + run.failed >= run.total and run.state != ScoringRun.State.DONE:
+            run.state, run.finished_at = ScoringRun.State.DONE, timezone.now()
+            fields += ["state", "finished_at"]
+            finished = True
+        run.save(update_fields=fields)
+        progress = run_progress(run)
+        transaction.on_commit(lambda: run_progress_broadcast(progress))
+    if finished:
+        run_compare(run=run)
+        if run.group:
+            group_spread_update(group=run.group)
+    return progress
+
+
+def run_progress_broadcast(progress: dict) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(f"scoring-run-{progress['run']}", {"type": "run.progress", "progress": progress})
+    except Exception:  # a lost progress push must never fail the scoring job
+        logger.exception("progress push for run %s failed", progress["run"])
+
+
+# --- Comparison with humans --------------------------------------------------------------------
+
+
+def run_compare(*, run: ScoringRun) -> dict:
+    """Compute and store the run's comparison with the human votes on its pairs."""
+    from .selectors import run_comparison_rows, run_verdict_stats
+
+    rows = run_comparison_rows(run=run)
+    summary = {
+        "computed_at": timezone.now().isoformat(),
+        "judge": run.judge.key,
+        "dimensions": list(adapter_for(run.judge).dimensions),
+        "human_rows": len(rows),
+        "preference": compare.preference_summary(rows),
+        "verdicts": run_verdict_stats(run=run),
+    }
+    if run.group and run.summary.get("template_spread"):
+        summary["template_spread"] = run.summary["template_spread"]
+    ScoringRun.objects.filter(pk=run.pk).update(summary=_jsonable(summary))
+    run.summary = summary
+    return summary
+
+
+def group_spread_update(*, group: str) -> dict | None:
+    """When every run of a template group is done: per-pair spread of the judge's margin across templates.
+
+    The margin is score(A) - score(B) per dimension; its std and range across templates, and the
+    share of templates agreeing with the most common label, are stored on each verdict
+    (details["template_spread"]) and summarised on each run (summary["template_spread"]).
+    """
+    runs = list(ScoringRun.objects.filter(group=group).order_by("template"))
+    if len(runs) < 2 or any(r.state != ScoringRun.State.DONE for r in runs):
+        return None
+    by_pair: dict[int, list[Verdict]] = {}
+    for verdict in Verdict.objects.filter(run__in=runs).select_related("run"):
+        by_pair.setdefault(verdict.pair_id, []).append(verdict)
+    per_dim: dict[str, dict[str, list[float]]] = {d: {"std": [], "range": [], "agreement": []} for d in (ALIGNMENT, MUSICALITY)}
+    updates = []
+    for pair_id, verdicts in by_pair.items():
+        spread = {}
+        for dim in (ALIGNMENT, MUSICALITY):
+            margins = [
+                getattr(v, f"{dim}_score_a") - getattr(v, f"{dim}_score_b")
+                for v in verdicts
+                if getattr(v, f"{dim}_score_a") is not None and getattr(v, f"{dim}_score_b") is not None
+            ]
+            labels = [(v.details or {}).get("labels", {}).get(dim) for v in verdicts]
+            labels = [lab for lab in labels if lab]
+            if len(margins) < 2 and len(labels) < 2:
+                continue
+            entry = {"n_templates": len(verdicts)}
+            if len(margins) >= 2:
+                entry["margin_std"] = float(np.std(margins, ddof=1))
+                entry["margin_range"] = float(max(margins) - min(margins))
+                per_dim[dim]["std"].append(entry["margin_std"])
+                per_dim[dim]["range"].append(entry["margin_range"])
+            if labels:
+                top = max(set(labels), key=labels.count)
+                entry["label_agreement"] = labels.count(top) / len(verdicts)
+                per_dim[dim]["agreement"].append(entry["label_agreement"])
+            spread[dim] = entry
+        for verdict in verdicts:
+            verdict.details = {**(verdict.details or {}), "template_spread": spread}
+            updates.append(verdict)
+    Verdict.objects.bulk_update(updates, ["details"], batch_size=500)
+    summary = {
+        "group": group,
+        "templates": [r.template or "default" for r in runs],
+        "runs": [r.pk for r in runs],
+        "pairs": len(by_pair),
+        **{
+            dim: {
+                "mean_margin_std": float(np.mean(v["std"])) if v["std"] else None,
+                "mean_margin_range": float(np.mean(v["range"])) if v["range"] else None,
+                "mean_label_agreement": float(np.mean(v["agreement"])) if v["agreement"] else None,
+            }
+            for dim, v in per_dim.items()
+        },
+    }
+    for run in runs:
+        run.summary = {**(run.summary or {}), "template_spread": summary}
+        run.save(update_fields=["summary"])
+    return summary
+
+
+# --- External results (TuneJury-shaped) ---------------------------------------------------------
+
+
+def _external_row(index: int, raw) -> dict:
+    if not isinstance(raw, dict):
+        raise ServiceError(f"row {index}: expected an object.", code="bad_row")
+    subset = compare.subset_of(raw.get("source"))
+    if subset is None:
+        raise ServiceError(f"row {index}: source {raw.get('source')!r} is not a CMI-RewardBench subset (PAM, MusicEval, Music Arena, cmi-arena-annotation).", code="bad_row")
+    if not isinstance(raw.get("audio_a"), str) or not isinstance(raw.get("scores_a"), dict):
+        raise ServiceError(f"row {index}: audio_a (text) and scores_a (object) are required.", code="bad_row")
+    if subset in ("CMI-Pref", "Music Arena") and (not isinstance(raw.get("audio_b"), str) or not isinstance(raw.get("scores_b"), dict)):
+        raise ServiceError(f"row {index}: a {subset} row needs audio_b and scores_b.", code="bad_row")
+    if subset == "CMI-Pref":
+        pref = raw.get("preference")
+        if not isinstance(pref, dict):
+            raise ServiceError(f"row {index}: a CMI-Pref row needs a preference object.", code="bad_row")
+        human = {
+            "alignment": dict(pref.get("instruction_following") or {}),
+            "musicality": dict(pref.get("music_quality") or {}),
+        }
+        for key, target in (("prompt", "prompt"), ("lyrics", "lyrics"), ("ref-audio-path", "ref"), ("modality", "modality")):
+            if key in raw:
+                human[target] = raw[key]
+    elif subset == "Music Arena":
+        human = {"preference": raw.get("preference")}
+    else:
+        human = {"musicality_mos": raw.get("musicality_mos"), "alignment_mos": raw.get("alignment_mos")}
+    return {
+        "row_index": index,
+        "subset": subset,
+        "audio_a": raw["audio_a"][:500],
+        "audio_b": (raw.get("audio_b") or "")[:500],
+        "scores_a": raw["scores_a"],
+        "scores_b": raw.get("scores_b") or {},
+        "human": human,
+    }
+
+
+def external_results_import(*, path: str | Path, name: str = "", judge_name: str = "") -> tuple[ExternalResultSet, bool]:
+    """Import a per-row results file. The same file again returns the stored set and changes nothing."""
+    path = Path(path)
+    if not path.is_file():
+        raise ServiceError(f"No such file: {path}", code="missing_file")
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    existing = ExternalResultSet.objects.filter(sha256=sha).first()
+    if existing is not None:
+        return existing, False
+    try:
+        parsed = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ServiceError(f"{path.name} is not valid JSON: {exc}", code="bad_json") from None
+    raw_rows = parsed.get("rows") if isinstance(parsed, dict) else parsed
+    if not isinstance(raw_rows, list) or not raw_rows:
+        raise ServiceError(f"{path.name} holds no rows (expected a list, or an object with a 'rows' list).", code="no_rows")
+    rows = [_external_row(i, r) for i, r in enumerate(raw_rows)]
+    name = (name or path.stem).strip()[:200]
+    if ExternalResultSet.objects.filter(name=name).exists():
+        raise ServiceError(f"A result set named {name!r} exists with different content; choose another name.", code="name_taken", status=409)
+    published = parsed.get("summary", {}) if isinstance(parsed, dict) else {}
+    with transaction.atomic():
+        result_set = ExternalResultSet.objects.create(
+            name=name,
+            judge_name=judge_name[:200] or name,
+            source_file=str(path)[:500],
+            sha256=sha,
+            published_summary=_jsonable(published) if isinstance(published, dict) else {},
+            computed_summary=_jsonable(compare.external_summary(rows)),
+        )
+        ExternalResultRow.objects.bulk_create([ExternalResultRow(result_set=result_set, **row) for row in rows], batch_size=1000)
+        _external_link_pairs(result_set)
+    return result_set, True
+
+
+def _external_link_pairs(result_set: ExternalResultSet) -> int:
+    """Link rows whose two audio paths are the original names of the clips of a stored pair."""
+    rows = list(result_set.rows.exclude(audio_b=""))
+    names = {r.audio_a for r in rows} | {r.audio_b for r in rows}
+    clip_by_name: dict[str, int] = {}
+    names_list = list(names)
+    for start in range(0, len(names_list), 500):
+        for pk, original in Clip.objects.filter(original_name__in=names_list[start : start + 500]).values_list("pk", "original_name"):
+            clip_by_name.setdefault(original, pk)
+    if not clip_by_name:
+        return 0
+    keys = {}
+    for row in rows:
+        a, b = clip_by_name.get(row.audio_a), clip_by_name.get(row.audio_b)
+        if a and b and a != b:
+            keys[row.pk] = Pair.key_for(a, b)
+    pair_by_key = dict(Pair.objects.filter(clip_key__in=set(keys.values())).values_list("clip_key", "pk"))
+    linked = []
+    for row in rows:
+        pair_id = pair_by_key.get(keys.get(row.pk))
+        if pair_id:
+            row.pair_id = pair_id
+            linked.append(row)
+    ExternalResultRow.objects.bulk_update(linked, ["pair"], batch_size=1000)
+    return len(linked)
+
+
+# --- Hard negatives ----------------------------------------------------------------------------
+
+
+def hard_negative_create(
+    *, clip: Clip, degradation: dict, study: Study | None = None, condition: Condition | None = None, catch: bool = True
+) -> tuple[Clip, Pair | None]:
+    """A degraded variant of a clip (Clip.kind=derived), and with a study a catch pair whose expected answer is the original."""
+    import soundfile as sf
+
+    from annotation.services import clip_ingest_array, pair_get_or_create
+
+    from .hardneg import DegradationError, degrade, spec_clean
+
+    try:
+        spec = spec_clean(degradation, duration=clip.duration)
+    except DegradationError as exc:
+        raise ServiceError(str(exc), code="bad_degradation") from None
+    other = None
+    if spec["kind"] == "mix":
+        other_clip = Clip.objects.filter(pk=spec["other_clip"]).first()
+        if other_clip is None:
+            raise ServiceError(f"mix: no clip with id {spec['other_clip']}.", code="bad_degradation")
+        if other_clip.pk == clip.pk:
+            raise ServiceError("mix: choose a different clip to mix in.", code="bad_degradation")
+        other, other_sr = sf.read(other_clip.file.path, dtype="float32", always_2d=True)
+        if other_sr != clip.sample_rate:
+            from scipy.signal import resample_poly
+
+            g = np.gcd(other_sr, clip.sample_rate)
+            other = resample_poly(other, clip.sample_rate // g, other_sr // g, axis=0)
+    wave, sr = sf.read(clip.file.path, dtype="float32", always_2d=True)
+    try:
+        degraded = degrade(wave, sr, spec, other=other)
+    except DegradationError as exc:
+        raise ServiceError(str(exc), code="bad_degradation") from None
+    if study is not None and condition is None:
+        pair = Pair.objects.filter(study=study).filter(Q(clip_a=clip) | Q(clip_b=clip)).select_related("condition").first()
+        if pair is None:
+            raise ServiceError(f"Clip {clip.pk} is in no pair of {study.name}; give the condition for the catch pair.", code="no_condition")
+        condition = pair.condition
+    with transaction.atomic():
+        derived, _ = clip_ingest_array(
+            audio=degraded,
+            sample_rate=sr,
+            system=clip.system,
+            kind=Clip.Kind.DERIVED,
+            fmt="WAV",
+            derived_from=clip,
+            degradation=spec,
+            original_name=f"derived/{clip.sha256[:12]}-{spec['kind']}",
+        )
+        pair = None
+        if study is not None and catch:
+            pair, _ = pair_get_or_create(
+                study=study,
+                condition=condition,
+                clip_a=clip,
+                clip_b=derived,
+                kind=Pair.Kind.CATCH,
+                expected_alignment=clip,
+                expected_musicality=clip,
+                overlap=1,
+            )
+    return derived, pair
+
+
+# --- Judges ------------------------------------------------------------------------------------
+
+DEFAULT_JUDGES = [
+    {"key": "signal-technical", "kind": Judge.Kind.SIGNAL, "queue": Judge.Queue.CPU},
+]
+
+
+def judges_ensure_defaults() -> list[Judge]:
+    """The weight-free judges every installation can run."""
+    out = []
+    for spec in DEFAULT_JUDGES:
+        judge, _ = Judge.objects.get_or_create(key=spec["key"], defaults={k: v for k, v in spec.items() if k != "key"})
+        out.append(judge)
+    return out
+
+

@@ -1,0 +1,58 @@
+"""Celery tasks for scoring. Each takes ids, calls one service, and is safe to run twice.
+
+acks_late + reject_on_worker_lost (settings) return a job to the queue when its worker dies
+mid-run; the services' uniqueness rules make the second run a no-op if the first had finished.
+Routing: a run's jobs go to its judge's queue (`cpu` for signal judges, `gpu` for learned ones).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+logger = logging.getLogger(__name__)
+
+COMMON = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "soft_time_limit": 900,
+    "time_limit": 1000,
+}
+
+
+@shared_task(bind=True, name="scoring.run_start", max_retries=5, default_retry_delay=5, **COMMON)
+def run_start(self, run_id: int) -> dict:
+    from . import services
+
+    return services.run_dispatch(run_id=run_id)
+
+
+@shared_task(bind=True, name="scoring.clips_prewarm", max_retries=2, **COMMON)
+def clips_prewarm_task(self, run_id: int, condition_id: int, clip_ids: list[int]) -> int:
+    from . import services
+
+    try:
+        return services.clips_prewarm(run_id=run_id, condition_id=condition_id, clip_ids=clip_ids)
+    except SoftTimeLimitExceeded:
+        # The pair jobs compute what is still missing; a slow batch is not an error.
+        return 0
+
+
+@shared_task(bind=True, name="scoring.pair_score", max_retries=3, **COMMON)
+def pair_score_task(self, run_id: int, pair_id: int) -> dict:
+    from . import services
+
+    try:
+        verdict = services.pair_score(run_id=run_id, pair_id=pair_id)
+    except SoftTimeLimitExceeded:
+        verdict = services.pair_fail(run_id=run_id, pair_id=pair_id, error="time limit exceeded")
+    except Exception as exc:
+        # Transient trouble (database, GPU memory): back off 10 s, 20 s, 40 s; then record the failure.
+        if self.request.retries >= self.max_retries:
+            logger.exception("pair %s of run %s failed after retries", pair_id, run_id)
+            verdict = services.pair_fail(run_id=run_id, pair_id=pair_id, error=f"{type(exc).__name__}: {exc}")
+        else:
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+    return {"verdict": verdict.pk, "status": verdict.status}
