@@ -177,3 +177,53 @@ def test_export_action_downloads_a_zip_that_reimports_from_the_page(admin_client
     assert response.status_code == 302, response.content.decode()[:2000]
     copied = Pair.objects.get(study__name="copy")
     assert copied.condition == pair.condition and copied.judgments.get().rationale == "steady groove"
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")
+def test_admin_uploads_in_a_real_browser_and_sees_errors_by_line(live_server, transactional_db, tmp_path):
+    """Set AUDITORIUM_SCREENSHOT_DIR to keep the screenshots."""
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    UserFactory(username="boss", is_staff=True, is_superuser=True)
+    (tmp_path / "audio.zip").write_bytes(audio_zip(tmp_path))
+    (tmp_path / "bad.jsonl").write_bytes(jsonl(row(), row(b="gen/missing.wav", user="7")))
+    (tmp_path / "good.jsonl").write_bytes(jsonl(row(), row(user="605")))
+    shots = Path(os.environ.get("AUDITORIUM_SCREENSHOT_DIR") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{live_server.url}/admin/login/?next=/admin/annotation/study/")
+        page.fill("#id_username", "boss")
+        page.fill("#id_password", "pw")
+        page.click("input[type=submit]")
+        page.click("text=Import pairs")
+        page.fill("#id_study", "browser-study")
+        page.set_input_files("#id_jsonl", str(tmp_path / "bad.jsonl"))
+        page.set_input_files("#id_archive", str(tmp_path / "audio.zip"))
+        page.click("text=Check and import")
+        errors = page.locator("#row-errors li")
+        assert errors.count() == 1
+        assert errors.first.inner_text().startswith("bad.jsonl line 2: audio2 'gen/missing.wav': audio file not found")
+        page.screenshot(path=str(shots / "admin-import-errors.png"), full_page=True)
+        assert Judgment.objects.count() == 0
+
+        page.set_input_files("#id_jsonl", str(tmp_path / "good.jsonl"))
+        page.set_input_files("#id_archive", str(tmp_path / "audio.zip"))
+        page.click("text=Check and import")
+        page.wait_for_url("**/admin/annotation/study/")
+        assert "Imported." in page.locator(".messagelist").inner_text()
+        assert page.locator("#result_list th a", has_text="browser-study").count() == 1
+        page.screenshot(path=str(shots / "admin-import-done.png"), full_page=True)
+        browser.close()
+    assert Judgment.objects.filter(pair__study__name="browser-study").count() == 2
