@@ -1,0 +1,576 @@
+"""Human agreement and annotator statistics for one study (CMI-RewardBench appendix A).
+
+Everything works on one votes frame, one row per judgment, so a study with
+100,000 votes is a few vectorised group-bys rather than a loop over pairs.
+Preferences are always in clip terms: `pref_<dimension>` is 1 when the pair's
+stored clip_a won, whichever side each annotator happened to see it on.
+Withdrawn annotators never enter the frame; researcher-excluded annotators
+enter it marked `excluded` so the annotator table can still show them, but
+every statistic below is computed on the included votes only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from django.db import transaction
+from django.db.models import FloatField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Length
+from django.utils import timezone
+from scipy.stats import binomtest
+
+from annotation.models import AnnotatorProfile, Judgment, Study
+from annotation.roles import is_researcher
+from annotation.services import ServiceError
+
+DIMENSIONS = ("alignment", "musicality")
+BUCKETS = ("<3", "=3", ">3")
+# CMI-Pref confidences: 1.0 ... 5.0 in half steps.
+CONFIDENCE_DOMAIN = np.arange(2, 11) / 2.0
+
+VOTE_COLUMNS = [
+    "judgment_id",
+    "pair_id",
+    "annotator_id",
+    "pseudonym",
+    "excluded",
+    "clip_a",
+    "clip_b",
+    "a_clip",
+    "alignment_choice",
+    "musicality_choice",
+    "alignment_confidence",
+    "musicality_confidence",
+    "time_on_page_ms",
+    "heard_a",
+    "heard_b",
+    "rationale_length",
+    "kind",
+    "expected_alignment",
+    "expected_musicality",
+    "modality",
+]
+
+
+# --- Options ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When an annotator gets a flag. Every flag needs `min_votes` answers first."""
+
+    min_votes: int = 10
+    # chance_agreement: agreement with the others' majority is not above 50% at this p-value.
+    agreement_p: float = 0.05
+    # low_gold: accuracy on gold and catch pairs below this share.
+    gold_min: float = 0.7
+    # side / confidence straight-lining: binomial test p-value below this.
+    straightline_p: float = 0.001
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+THRESHOLD_HELP = {
+    "min_votes": "answers an annotator needs before any flag is raised",
+    "agreement_p": "flag chance-level agreement when the one-sided binomial p-value against 50% is at least this",
+    "gold_min": "flag when accuracy on gold and catch pairs is below this share",
+    "straightline_p": "flag same-side or same-confidence answering when the binomial p-value is below this",
+}
+
+
+def _parse_number(raw, name: str, kind: type, low: float, high: float):
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise ServiceError(f"{name}={raw!r} is not a{'n integer' if kind is int else ' number'}.", code="bad_option") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ServiceError(f"{name} must be a finite number.", code="bad_option")
+    if not low <= value <= high:
+        raise ServiceError(f"{name}={raw} is out of range; use a value from {low:g} to {high:g}.", code="bad_option")
+    return value
+
+
+def thresholds_parse(values) -> Thresholds:
+    """Thresholds from query parameters or command options; unknown values raise a readable ServiceError."""
+    defaults = Thresholds()
+    return Thresholds(
+        min_votes=_parse_number(values.get("min_votes", defaults.min_votes), "min_votes", int, 1, 100000),
+        agreement_p=_parse_number(values.get("agreement_p", defaults.agreement_p), "agreement_p", float, 0.0, 1.0),
+        gold_min=_parse_number(values.get("gold_min", defaults.gold_min), "gold_min", float, 0.0, 1.0),
+        straightline_p=_parse_number(values.get("straightline_p", defaults.straightline_p), "straightline_p", float, 0.0, 1.0),
+    )
+
+
+# --- Loading -----------------------------------------------------------------------
+
+
+def votes_frame(*, study: Study) -> pd.DataFrame:
+    """Every judgment of the study by an annotator who has not withdrawn, one row each."""
+    rows = (
+        Judgment.objects.filter(pair__study=study)
+        .exclude(annotator__annotator_profile__withdrawn_at__isnull=False)
+        .annotate(
+            heard_a=Cast(KT("listening_log__A__seconds"), FloatField()),
+            heard_b=Cast(KT("listening_log__B__seconds"), FloatField()),
+            rationale_length=Length("rationale"),
+        )
+        .order_by("id")
+        .values_list(
+            "id",
+            "pair_id",
+            "annotator_id",
+            "annotator__annotator_profile__pseudonym",
+            "annotator__annotator_profile__excluded_at",
+            "pair__clip_a_id",
+            "pair__clip_b_id",
+            "a_clip_id",
+            "alignment_choice_id",
+            "musicality_choice_id",
+            "alignment_confidence",
+            "musicality_confidence",
+            "time_on_page_ms",
+            "heard_a",
+            "heard_b",
+            "rationale_length",
+            "pair__kind",
+            "pair__expected_alignment_id",
+            "pair__expected_musicality_id",
+            "pair__condition__modality",
+        )
+    )
+    frame = pd.DataFrame.from_records(list(rows), columns=VOTE_COLUMNS)
+    return votes_frame_prepare(frame)
+
+
+def votes_frame_prepare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Normalise dtypes and add the derived clip-term columns; also used on synthetic frames (tests, bench)."""
+    frame = frame.copy()
+    if "pseudonym" not in frame:
+        frame["pseudonym"] = None
+    missing = frame["pseudonym"].isna()
+    # Never fall back to a username: a profile-less annotator gets a neutral label.
+    frame.loc[missing, "pseudonym"] = "annotator-" + frame.loc[missing, "annotator_id"].astype(str)
+    frame["pseudonym"] = frame["pseudonym"].astype(object)
+    # From the database it is excluded_at (a timestamp or None); synthetic frames may pass booleans.
+    excluded = frame["excluded"] if "excluded" in frame else pd.Series(False, index=frame.index)
+    frame["excluded"] = excluded.fillna(False).astype(bool) if excluded.dtype == bool else excluded.notna() & (excluded != False)  # noqa: E712
+    for name in ("alignment_confidence", "musicality_confidence", "time_on_page_ms", "heard_a", "heard_b", "expected_alignment", "expected_musicality"):
+        if name not in frame:
+            frame[name] = np.nan
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
+    for name, default in (("rationale_length", 0), ("kind", "regular"), ("modality", "text")):
+        if name not in frame:
+            frame[name] = default
+    frame["rationale_length"] = frame["rationale_length"].fillna(0).astype(int)
+    for name in ("judgment_id", "pair_id", "annotator_id", "clip_a", "clip_b", "a_clip", "alignment_choice", "musicality_choice"):
+        frame[name] = frame[name].astype(np.int64)
+    for dim in DIMENSIONS:
+        frame[f"pref_{dim}"] = (frame[f"{dim}_choice"] == frame["clip_a"]).astype(np.int8)
+        frame[f"aside_{dim}"] = (frame[f"{dim}_choice"] == frame["a_clip"]).astype(np.int8)
+    frame["heard_s"] = frame["heard_a"] + frame["heard_b"]
+    return frame
+
+
+# --- Small numeric helpers -----------------------------------------------------------
+
+
+def num(value, digits: int = 4):
+    """A JSON-safe number: NaN and inf become None."""
+    if value is None:
+        return None
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return round(value, digits)
+
+
+def confidence_bucket(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return np.where(values < 3, "<3", np.where(values == 3, "=3", ">3"))
+
+
+def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int, chunk: int = 64) -> np.ndarray:
+    """Column sums of `stats` (units x K) over `rounds` resamples of the units, with replacement.
+
+    Resample counts come from one bincount per chunk, then one matrix product:
+    the units are never looped over in Python.
+    """
+    units, width = stats.shape
+    out = np.empty((rounds, width))
+    if units == 0 or rounds == 0:
+        out.fill(np.nan)
+        return out
+    rng = np.random.default_rng(seed)
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        draws = rng.integers(0, units, size=(size, units))
+        draws += (np.arange(size) * units)[:, None]
+        weights = np.bincount(draws.ravel(), minlength=size * units).reshape(size, units).astype(float)
+        out[start : start + size] = weights @ stats
+    return out
+
+
+def percentile_ci(samples: np.ndarray) -> list:
+    samples = np.asarray(samples, dtype=float)
+    samples = samples[np.isfinite(samples)]
+    if samples.size == 0:
+        return [None, None]
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return [num(low), num(high)]
+
+
+# --- Agreement -------------------------------------------------------------------------
+
+# Per-unit columns of the nominal statistics, in this order.
+_UNIT_COLUMNS = ("vote_pairs", "agreements", "o00", "o01", "o11")
+
+
+def nominal_unit_stats(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per pair with n >= 2 votes, k of them for clip_a: vote pairs, agreeing vote pairs, coincidences.
+
+    The coincidences are Krippendorff's o_ck for the two values (clip_b, clip_a);
+    summing them over any set of pairs gives that set's alpha (alpha_nominal_from_sums).
+    """
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(k, dtype=float)
+    m = n - k
+    return np.column_stack(
+        [
+            n * (n - 1) / 2,
+            (k * (k - 1) + m * (m - 1)) / 2,
+            m * (m - 1) / (n - 1),
+            k * m / (n - 1),
+            k * (k - 1) / (n - 1),
+        ]
+    )
+
+
+def alpha_nominal_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Krippendorff's nominal alpha for two values from summed unit statistics (..., 5)."""
+    sums = np.asarray(sums, dtype=float)
+    o00, o01, o11 = sums[..., 2], sums[..., 3], sums[..., 4]
+    n0, n1 = o00 + o01, o11 + o01
+    total = n0 + n1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 - (total - 1.0) * o01 / (n0 * n1)
+
+
+def _alpha_package(n: np.ndarray, k: np.ndarray) -> float | None:
+    if len(n) == 0:
+        return None
+    counts = np.column_stack([n - k, k])
+    if counts.sum(axis=0).min() == 0:
+        return None  # one value only: alpha is undefined
+    return num(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+
+
+def pair_counts(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
+    """Per pair: votes n, votes for clip_a k, mean confidence."""
+    grouped = votes.groupby("pair_id", sort=True)
+    return pd.DataFrame(
+        {
+            "n": grouped.size(),
+            "k": grouped[f"pref_{dim}"].sum(),
+            "confidence": grouped[f"{dim}_confidence"].mean(),
+        }
+    )
+
+
+def _agreement_block(units: pd.DataFrame, sums: np.ndarray, boot: np.ndarray) -> dict:
+    vote_pairs, agreements = sums[0], sums[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot_rate = boot[:, 1] / boot[:, 0]
+    return {
+        "pairs": int(len(units)),
+        "votes": int(units["n"].sum()),
+        "vote_pairs": int(round(vote_pairs)),
+        "agreements": int(round(agreements)),
+        "disagreements": int(round(vote_pairs - agreements)),
+        "agreement_rate": num(agreements / vote_pairs) if vote_pairs else None,
+        "agreement_ci": percentile_ci(boot_rate),
+        "alpha": _alpha_package(units["n"].to_numpy(), units["k"].to_numpy()),
+        "alpha_ci": percentile_ci(alpha_nominal_from_sums(boot)),
+    }
+
+
+def confidence_alpha(votes: pd.DataFrame, dim: str) -> float | None:
+    """Ordinal alpha of the confidence ratings over pairs with >= 2 votes."""
+    multi = votes[votes.groupby("pair_id")["pair_id"].transform("size") >= 2]
+    values = multi[f"{dim}_confidence"].to_numpy()
+    if len(multi) == 0 or np.isnan(values).any():
+        return None
+    index = np.rint(values * 2).astype(int) - 2
+    pair_codes, _ = pd.factorize(multi["pair_id"], sort=True)
+    counts = np.zeros((pair_codes.max() + 1, len(CONFIDENCE_DOMAIN)))
+    np.add.at(counts, (pair_codes, index), 1)
+    if (counts.sum(axis=0) > 0).sum() < 2:
+        return None
+    return num(krippendorff.alpha(value_counts=counts, value_domain=CONFIDENCE_DOMAIN, level_of_measurement="ordinal"))
+
+
+def agreement_report(votes: pd.DataFrame, *, rounds: int = 1000, seed: int = 0) -> dict:
+    """Table 6 of the paper per dimension, with bootstrap intervals, plus a breakdown by confidence.
+
+    Pairs are put in a confidence bucket by the mean confidence of their votes
+    on that dimension (<3, =3, >3), the benchmark's bucket edges.
+    """
+    votes = votes[~votes["excluded"]]
+    result: dict = {}
+    per_dim = {}
+    stats_blocks = []
+    for dim in DIMENSIONS:
+        counts = pair_counts(votes, dim)
+        units = counts[counts["n"] >= 2]
+        stats = nominal_unit_stats(units["n"].to_numpy(), units["k"].to_numpy())
+        buckets = confidence_bucket(units["confidence"].to_numpy())
+        masks = [np.ones(len(units), dtype=bool)] + [buckets == b for b in BUCKETS]
+        per_dim[dim] = (units, stats, buckets, masks)
+        stats_blocks.extend(stats * mask[:, None] for mask in masks)
+    # One resample of pairs serves every dimension and bucket, so intervals are comparable.
+    stacked = np.hstack(stats_blocks) if stats_blocks and len(stats_blocks[0]) else np.zeros((0, len(stats_blocks) * 5))
+    boot = bootstrap_sums(stacked, rounds=rounds, seed=seed)
+    width = len(_UNIT_COLUMNS)
+    column = 0
+    for dim in DIMENSIONS:
+        units, stats, buckets, masks = per_dim[dim]
+        blocks = []
+        for mask in masks:
+            part = boot[:, column : column + width]
+            blocks.append(_agreement_block(units[mask], (stats[mask]).sum(axis=0) if len(stats) else np.zeros(width), part))
+            column += width
+        overall, by_bucket = blocks[0], blocks[1:]
+        overall["by_confidence"] = [dict(bucket=b, **block) for b, block in zip(BUCKETS, by_bucket, strict=True)]
+        overall["confidence_alpha_ordinal"] = confidence_alpha(votes, dim)
+        result[dim] = overall
+    result["total_votes"] = int(len(votes))
+    result["total_pairs"] = int(votes["pair_id"].nunique())
+    result["bootstrap"] = {"rounds": rounds, "seed": seed, "unit": "pair"}
+    return result
+
+
+# --- Confidence, cross-dimension, position bias ---------------------------------------------
+
+
+def confidence_report(votes: pd.DataFrame) -> dict:
+    votes = votes[~votes["excluded"]]
+    histogram = {}
+    for dim in DIMENSIONS:
+        values = votes[f"{dim}_confidence"].dropna()
+        counts = values.value_counts()
+        histogram[dim] = {
+            "values": [num(v, 1) for v in CONFIDENCE_DOMAIN],
+            "counts": [int(counts.get(v, 0)) for v in CONFIDENCE_DOMAIN],
+            "mean": num(values.mean()) if len(values) else None,
+            "buckets": {b: int((confidence_bucket(values) == b).sum()) for b in BUCKETS},
+        }
+    same = (votes["alignment_choice"] == votes["musicality_choice"]).to_numpy()
+    cross = {
+        "votes": int(len(votes)),
+        "same": int(same.sum()),
+        "different": int((~same).sum()),
+        "agreement_rate": num(same.mean()) if len(votes) else None,
+        "mean_confidence_same": {dim: num(votes.loc[same, f"{dim}_confidence"].mean()) for dim in DIMENSIONS},
+        "mean_confidence_different": {dim: num(votes.loc[~same, f"{dim}_confidence"].mean()) for dim in DIMENSIONS},
+    }
+    return {"histogram": histogram, "cross_dimension": cross}
+
+
+def _binom(k: int, n: int, p: float = 0.5, alternative: str = "two-sided") -> tuple[float | None, list]:
+    if n <= 0:
+        return None, [None, None]
+    test = binomtest(int(k), int(n), p, alternative=alternative)
+    ci = test.proportion_ci(confidence_level=0.95)
+    return test.pvalue, [num(ci.low), num(ci.high)]
+
+
+def position_bias(votes: pd.DataFrame) -> dict:
+    """Share of answers for the clip shown as A, with a two-sided binomial test against 50%."""
+    votes = votes[~votes["excluded"]]
+    out = {}
+    for dim in DIMENSIONS:
+        n, k = len(votes), int(votes[f"aside_{dim}"].sum())
+        p_value, ci = _binom(k, n)
+        out[dim] = {"votes": n, "a_side": k, "share": num(k / n) if n else None, "ci": ci, "p_value": num(p_value, 6)}
+    return out
+
+
+# --- Annotators ----------------------------------------------------------------------------
+
+
+def loo_majority_agreement(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
+    """Per vote: does it agree with the majority of the *other included* votes on its pair?
+
+    Excluded annotators' votes are judged against the included majority but never
+    count towards it. Votes whose others are tied, or who have no others, get NaN.
+    """
+    included = (~votes["excluded"]).astype(int)
+    pref = votes[f"pref_{dim}"].astype(int)
+    grouped = pd.DataFrame({"pair_id": votes["pair_id"], "n": included, "k": pref * included}).groupby("pair_id")
+    n_others = grouped["n"].transform("sum") - included
+    k_others = grouped["k"].transform("sum") - pref * included
+    twice = 2 * k_others
+    majority = np.where(twice > n_others, 1, np.where(twice < n_others, 0, -1))
+    valid = (n_others >= 1) & (majority >= 0)
+    agree = np.where(valid, (pref.to_numpy() == majority).astype(float), np.nan)
+    return pd.DataFrame({"agree": agree}, index=votes.index)
+
+
+def annotator_table(votes: pd.DataFrame, *, thresholds: Thresholds) -> list[dict]:
+    """One row per annotator (pseudonym only), with the flags their answers raise."""
+    if votes.empty:
+        return []
+    frame = votes.copy()
+    for dim in DIMENSIONS:
+        frame[f"loo_{dim}"] = loo_majority_agreement(votes, dim)["agree"]
+        expected = frame[f"expected_{dim}"]
+        checked = frame["kind"].isin(["gold", "catch"]) & expected.notna()
+        frame[f"gold_n_{dim}"] = checked.astype(int)
+        frame[f"gold_ok_{dim}"] = (checked & (frame[f"{dim}_choice"] == expected)).astype(int)
+
+    included = frame[~frame["excluded"]]
+    # Population shares of each confidence value, per dimension, for the same-confidence test.
+    population = {dim: included[f"{dim}_confidence"].value_counts() for dim in DIMENSIONS}
+    population_n = {dim: int(included[f"{dim}_confidence"].notna().sum()) for dim in DIMENSIONS}
+
+    rows = []
+    for _, own in frame.groupby("annotator_id", sort=False):
+        n = len(own)
+        row = {
+            "pseudonym": own["pseudonym"].iloc[0],
+            "excluded": bool(own["excluded"].iloc[0]),
+            "votes": n,
+            "median_time_s": num(own["time_on_page_ms"].median() / 1000.0, 2),
+            "median_heard_s": num(own["heard_s"].median(), 2),
+            "rationale_rate": num((own["rationale_length"] > 0).mean()),
+            "rationale_mean_length": num(own.loc[own["rationale_length"] > 0, "rationale_length"].mean(), 1),
+        }
+        agree_total = agree_n = 0
+        gold_n = gold_ok = 0
+        flags = []
+        for dim in DIMENSIONS:
+            loo = own[f"loo_{dim}"].dropna()
+            row[f"overlap_{dim}"] = int(len(loo))
+            row[f"majority_agreement_{dim}"] = num(loo.mean()) if len(loo) else None
+            agree_total += int(loo.sum())
+            agree_n += len(loo)
+            gold_n += int(own[f"gold_n_{dim}"].sum())
+            gold_ok += int(own[f"gold_ok_{dim}"].sum())
+
+            a_side = int(own[f"aside_{dim}"].sum())
+            p_side, ci_side = _binom(a_side, n)
+            row[f"a_share_{dim}"] = num(a_side / n)
+            row[f"a_share_ci_{dim}"] = ci_side
+            row[f"a_share_p_{dim}"] = num(p_side, 6)
+            if n >= thresholds.min_votes and p_side is not None and p_side < thresholds.straightline_p:
+                flags.append(
+                    {"code": "same_side", "dimension": dim, "detail": f"{dim}: chose the clip shown as A in {a_side} of {n} answers (p={p_side:.2g} against 50%)"}
+                )
+
+            conf = own[f"{dim}_confidence"].dropna()
+            if len(conf):
+                modal_value = float(conf.mode().iloc[0])
+                modal_count = int((conf == modal_value).sum())
+                row[f"modal_confidence_{dim}"] = num(modal_value, 1)
+                row[f"modal_confidence_share_{dim}"] = num(modal_count / len(conf))
+                others_n = population_n[dim] - (0 if row["excluded"] else len(conf))
+                others_k = int(population[dim].get(modal_value, 0)) - (0 if row["excluded"] else modal_count)
+                # Laplace smoothing over the nine values: a value nobody else uses is rare, not impossible.
+                chance = (others_k + 1) / (others_n + len(CONFIDENCE_DOMAIN))
+                p_conf = binomtest(modal_count, len(conf), chance, alternative="greater").pvalue
+                row[f"modal_confidence_p_{dim}"] = num(p_conf, 6)
+                if len(conf) >= thresholds.min_votes and p_conf < thresholds.straightline_p:
+                    flags.append(
+                        {
+                            "code": "same_confidence",
+                            "dimension": dim,
+                            "detail": f"{dim}: gave confidence {modal_value:g} in {modal_count} of {len(conf)} answers; others use it {chance:.0%} of the time (p={p_conf:.2g})",
+                        }
+                    )
+            else:
+                row[f"modal_confidence_{dim}"] = row[f"modal_confidence_share_{dim}"] = row[f"modal_confidence_p_{dim}"] = None
+
+        row["overlap_answers"] = agree_n
+        row["majority_agreement"] = num(agree_total / agree_n) if agree_n else None
+        p_chance = binomtest(agree_total, agree_n, 0.5, alternative="greater").pvalue if agree_n else None
+        row["majority_agreement_p"] = num(p_chance, 6)
+        if agree_n >= thresholds.min_votes and p_chance is not None and p_chance >= thresholds.agreement_p:
+            flags.append(
+                {
+                    "code": "chance_agreement",
+                    "dimension": None,
+                    "detail": f"agrees with the others' majority in {agree_total} of {agree_n} overlapping answers ({agree_total / agree_n:.0%}); not distinguishable from chance (p={p_chance:.2g})",
+                }
+            )
+        row["gold_answers"] = gold_n
+        row["gold_accuracy"] = num(gold_ok / gold_n) if gold_n else None
+        if gold_n >= min(thresholds.min_votes, 3) and gold_ok / gold_n < thresholds.gold_min:
+            flags.append({"code": "low_gold", "dimension": None, "detail": f"right on {gold_ok} of {gold_n} gold/catch answers ({gold_ok / gold_n:.0%} < {thresholds.gold_min:.0%})"})
+        row["flags"] = flags
+        row["flag_codes"] = " ".join(sorted({f["code"] for f in flags}))
+        rows.append(row)
+    rows.sort(key=lambda r: (r["excluded"], -len(r["flags"]), r["pseudonym"]))
+    return rows
+
+
+# --- Exclusion (recorded, reversible) -----------------------------------------------------------
+
+
+def _exclusion_log_line(*, action: str, by, reason: str) -> str:
+    stamp = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = f"{stamp} {action} by {by.get_username()}"
+    return f"{text}: {reason}" if reason else text
+
+
+def _exclusion_check(*, by, reason: str, required: bool) -> str:
+    if not is_researcher(by):
+        raise ServiceError("Only researchers and admins can exclude or include annotators.", code="forbidden", status=403)
+    reason = " ".join((reason or "").split())
+    if required and not reason:
+        raise ServiceError("Say why this annotator is excluded (for example: random clicking on gold pairs).", code="reason_required")
+    if len(reason) > 500:
+        raise ServiceError("Keep the reason under 500 characters.", code="too_long")
+    return reason
+
+
+@transaction.atomic
+def annotator_exclude(*, profile: AnnotatorProfile, by, reason: str) -> AnnotatorProfile:
+    """Leave the annotator out of analysis and export; the log line records who, when and why."""
+    reason = _exclusion_check(by=by, reason=reason, required=True)
+    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
+    if profile.excluded_at is not None:
+        raise ServiceError(f"{profile.pseudonym} is already excluded (since {profile.excluded_at:%Y-%m-%d %H:%M} UTC).", code="already_excluded", status=409)
+    profile.excluded_at = timezone.now()
+    # excluded_reason keeps the whole history, one line per decision; excluded_at is the current state.
+    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="excluded", by=by, reason=reason)]))
+    profile.save(update_fields=["excluded_at", "excluded_reason"])
+    _broadcast_after_commit(profile)
+    return profile
+
+
+@transaction.atomic
+def annotator_include(*, profile: AnnotatorProfile, by, reason: str = "") -> AnnotatorProfile:
+    """Undo an exclusion; the history stays in excluded_reason."""
+    reason = _exclusion_check(by=by, reason=reason, required=False)
+    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
+    if profile.excluded_at is None:
+        raise ServiceError(f"{profile.pseudonym} is not excluded.", code="not_excluded", status=409)
+    profile.excluded_at = None
+    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="included again", by=by, reason=reason)]))
+    profile.save(update_fields=["excluded_at", "excluded_reason"])
+    _broadcast_after_commit(profile)
+    return profile
+
+
+def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
+    """Open report pages of every study this annotator voted in refresh once the change is committed."""
+    from .report import report_changed_broadcast
+
+    study_ids = list(Judgment.objects.filter(annotator_id=profile.user_id).values_list("pair__study_id", flat=True).distinct())
+    for study_id in study_ids:
+        transaction.on_commit(lambda study_id=study_id: report_changed_broadcast(study_id=study_id, reason="exclusion"))

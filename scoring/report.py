@@ -1,0 +1,750 @@
+"""The study report: human agreement, annotators, machine vs human, disagreement triage.
+
+`report_build` returns one JSON-safe dict; `report_tables` flattens it into the
+CSV tables; `report_compute` is the pure (DataFrame in, dict out) part that the
+benchmark times. Machine-vs-human numbers follow the CMI-RewardBench rules
+(docs/formats.md): score ties predict B, a "both" label scores 0.5, other
+labels are dropped, confidence buckets <3 / =3 / >3, "w/ audio" and "w/o audio"
+are unweighted means of their two modalities, correlations are pandas'.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+from dataclasses import dataclass, field
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import AnnotatorProfile, Judgment, Pair, Study
+
+from .agreement import (
+    BUCKETS,
+    DIMENSIONS,
+    Thresholds,
+    _parse_number,
+    agreement_report,
+    annotator_table,
+    bootstrap_sums,
+    confidence_bucket,
+    confidence_report,
+    num,
+    percentile_ci,
+    position_bias,
+    thresholds_parse,
+    votes_frame,
+)
+from . import compare
+from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
+
+logger = logging.getLogger(__name__)
+
+# The benchmark's groups, shared with scoring.compare so both apply the same rules.
+MODALITIES = list(compare.MODALITIES)
+WITHOUT_AUDIO, WITH_AUDIO = compare.NO_REF, compare.REF
+INSTRUMENTAL, VOCAL = compare.INSTRUMENTAL, compare.VOCAL
+CACHE_SECONDS = 600
+
+
+# --- Options ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    rounds: int = 1000  # bootstrap resamples
+    seed: int = 0
+    triage: int = 10  # disagreements listed per judge
+
+    def as_dict(self) -> dict:
+        return {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage}
+
+
+def report_options_parse(values) -> ReportOptions:
+    """Options from query parameters or command options; a bad value raises a readable ServiceError."""
+    defaults = ReportOptions()
+    return ReportOptions(
+        thresholds=thresholds_parse(values),
+        rounds=_parse_number(values.get("bootstrap", defaults.rounds), "bootstrap", int, 0, 10000),
+        seed=_parse_number(values.get("seed", defaults.seed), "seed", int, 0, 2**32 - 1),
+        triage=_parse_number(values.get("triage", defaults.triage), "triage", int, 0, 500),
+    )
+
+
+# --- Loading ---------------------------------------------------------------------------------
+
+PAIR_COLUMNS = ["pair_id", "clip_a", "clip_b", "modality"]
+VERDICT_COLUMNS = [
+    "run_id",
+    "pair_id",
+    "status",
+    "alignment_choice",
+    "musicality_choice",
+    "alignment_score_a",
+    "alignment_score_b",
+    "musicality_score_a",
+    "musicality_score_b",
+]
+
+
+def pairs_frame(*, study: Study) -> pd.DataFrame:
+    rows = Pair.objects.filter(study=study).order_by("id").values_list("id", "clip_a_id", "clip_b_id", "condition__modality")
+    return pd.DataFrame.from_records(list(rows), columns=PAIR_COLUMNS).set_index("pair_id")
+
+
+def verdicts_frame(*, study: Study) -> pd.DataFrame:
+    rows = Verdict.objects.filter(pair__study=study).order_by("id").values_list(
+        "run_id",
+        "pair_id",
+        "status",
+        "alignment_choice_id",
+        "musicality_choice_id",
+        "alignment_score_a",
+        "alignment_score_b",
+        "musicality_score_a",
+        "musicality_score_b",
+    )
+    return pd.DataFrame.from_records(list(rows), columns=VERDICT_COLUMNS)
+
+
+def runs_meta(*, study: Study) -> list[dict]:
+    runs = (
+        ScoringRun.objects.filter(Q(study=study) | Q(verdicts__pair__study=study))
+        .select_related("judge")
+        .distinct()
+        .order_by("judge__key", "id")
+    )
+    return [
+        {
+            "source": "run",
+            "id": run.pk,
+            "judge": run.judge.key,
+            "judge_kind": run.judge.kind,
+            "label": run.label or f"{run.judge.key} run {run.pk}",
+            "template": run.template,
+            "state": run.state,
+            "created_at": run.created_at.isoformat(),
+        }
+        for run in runs
+    ]
+
+
+def _external_score(scores, dim: str) -> float | None:
+    value = scores.get(compare.SCORE_KEYS[dim]) if isinstance(scores, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+        return float(value)
+    return None
+
+
+def external_linked_frame(*, study: Study) -> tuple[pd.DataFrame, list[dict]]:
+    """Rows of imported result sets linked to this study's pairs, as verdict-like rows in clip terms.
+
+    A row's audio_a is matched to the clip whose import path it names, so a row
+    stored in the other order than the pair still predicts the right clip.
+    """
+    rows = ExternalResultRow.objects.filter(pair__study=study).select_related("pair__clip_a", "pair__clip_b", "result_set")
+    records, sets = [], {}
+    for row in rows:
+        pair = row.pair
+        names = (pair.clip_a.original_name, pair.clip_b.original_name)
+        if row.audio_a and names[0] and names[0].endswith(row.audio_a):
+            flipped = False
+        elif row.audio_a and names[1] and names[1].endswith(row.audio_a):
+            flipped = True
+        else:
+            continue
+        record = {"run_id": -row.result_set_id, "pair_id": pair.pk, "status": Verdict.Status.OK}
+        for dim in DIMENSIONS:
+            a, b = _external_score(row.scores_a, dim), _external_score(row.scores_b, dim)
+            if flipped:
+                a, b = b, a
+            record[f"{dim}_score_a"], record[f"{dim}_score_b"] = a, b
+            record[f"{dim}_choice"] = None
+        records.append(record)
+        sets[row.result_set_id] = row.result_set
+    meta = [
+        {"source": "external", "id": -rs.pk, "judge": rs.judge_name or rs.name, "judge_kind": "external", "label": rs.name, "template": "", "state": "imported", "created_at": rs.created_at.isoformat()}
+        for rs in sets.values()
+    ]
+    return pd.DataFrame.from_records(records, columns=VERDICT_COLUMNS), meta
+
+
+# --- Machine vs human --------------------------------------------------------------------
+
+
+def human_majority(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
+    """Per pair (included votes only): votes n, votes for clip_a k, majority (1 = clip_a, 0 = clip_b, NaN = tie),
+    mean confidence of the majority side, and the majority's share of the votes."""
+    votes = votes[~votes["excluded"]]
+    pref = votes[f"pref_{dim}"].astype(float)
+    conf = votes[f"{dim}_confidence"]
+    grouped = pd.DataFrame({"pair_id": votes["pair_id"], "k": pref, "one": 1.0, "conf_a": conf * pref, "conf_b": conf * (1 - pref)}).groupby("pair_id")
+    sums = grouped.sum()
+    n, k = sums["one"], sums["k"]
+    majority = np.where(2 * k > n, 1.0, np.where(2 * k < n, 0.0, np.nan))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        confidence = np.where(majority == 1, sums["conf_a"] / k, np.where(majority == 0, sums["conf_b"] / (n - k), np.nan))
+    return pd.DataFrame(
+        {"n": n.astype(int), "k": k.astype(int), "majority": majority, "confidence": confidence, "share": np.maximum(k, n - k) / n},
+        index=sums.index,
+    )
+
+
+def judge_prefs(verdicts: pd.DataFrame, pairs: pd.DataFrame, dim: str) -> pd.Series:
+    """Per verdict: 1 if the judge prefers the pair's clip_a, 0 for clip_b, NaN for no preference.
+
+    A stored choice wins; otherwise the two scores decide, and a tie predicts B
+    (the benchmark's `_pair_pref_label` rule). Only status ok counts.
+    """
+    clip_a = pairs["clip_a"].reindex(verdicts["pair_id"]).to_numpy()
+    choice = pd.to_numeric(verdicts[f"{dim}_choice"], errors="coerce").to_numpy()
+    score_a = pd.to_numeric(verdicts[f"{dim}_score_a"], errors="coerce").to_numpy()
+    score_b = pd.to_numeric(verdicts[f"{dim}_score_b"], errors="coerce").to_numpy()
+    from_scores = np.where(np.isnan(score_a) | np.isnan(score_b), np.nan, (score_a > score_b).astype(float))
+    pref = np.where(np.isnan(choice), from_scores, (choice == clip_a).astype(float))
+    pref = np.where(verdicts["status"].to_numpy() == Verdict.Status.OK, pref, np.nan)
+    return pd.Series(pref, index=verdicts.index)
+
+
+def _accuracy(frame: pd.DataFrame) -> dict:
+    n = len(frame)
+    return {"n": n, "accuracy": num(frame["correct"].mean()) if n else None}
+
+
+def _mean_or_none(values: list) -> float | None:
+    if any(v is None for v in values):
+        return None
+    return num(float(np.mean(values)))
+
+
+def accuracy_breakdown(scored: pd.DataFrame, *, rounds: int, seed: int) -> dict:
+    """Accuracy of one judge on one dimension, with the benchmark's breakdowns.
+
+    `scored` has one row per pair with a human majority and a judge preference:
+    columns correct (0/1), modality, confidence (of the majority side).
+    """
+    boot = bootstrap_sums(np.column_stack([scored["correct"].to_numpy(float), np.ones(len(scored))]), rounds=rounds, seed=seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ci = percentile_ci(boot[:, 0] / boot[:, 1])
+    by_modality = {m: _accuracy(scored[scored["modality"] == m]) for m in MODALITIES}
+    buckets = confidence_bucket(scored["confidence"].to_numpy())
+    return {
+        **_accuracy(scored),
+        "correct": int(scored["correct"].sum()),
+        "ci": ci,
+        "by_modality": by_modality,
+        "reference": {
+            "with": _accuracy(scored[scored["modality"].isin(WITH_AUDIO)]),
+            "without": _accuracy(scored[scored["modality"].isin(WITHOUT_AUDIO)]),
+        },
+        "type": {
+            "instrumental": _accuracy(scored[scored["modality"].isin(INSTRUMENTAL)]),
+            "vocal": _accuracy(scored[scored["modality"].isin(VOCAL)]),
+        },
+        "by_confidence": {b: _accuracy(scored[buckets == b]) for b in BUCKETS},
+        "w_audio": _mean_or_none([by_modality[m]["accuracy"] for m in WITH_AUDIO]),
+        "wo_audio": _mean_or_none([by_modality[m]["accuracy"] for m in WITHOUT_AUDIO]),
+    }
+
+
+def _alpha_counts(counts: np.ndarray) -> float | None:
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts) == 0 or counts.sum(axis=0).min() == 0:
+        return None
+    return num(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+
+
+def judges_report(
+    *, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], rounds: int, seed: int
+) -> tuple[list[dict], dict[int, pd.DataFrame]]:
+    """Per judge run (or linked external set): coverage, accuracy per dimension, alpha with the judge as a rater.
+
+    Also returns, per source id, its disagreements with the human majority (for triage).
+    """
+    majorities = {dim: human_majority(votes, dim) for dim in DIMENSIONS}
+    by_source = dict(tuple(verdicts.groupby("run_id"))) if len(verdicts) else {}
+    results, disagreements = [], {}
+    for source in sources:
+        rows = by_source.get(source["id"], verdicts.iloc[0:0])
+        statuses = rows["status"].value_counts()
+        total = int(len(rows))
+        entry = {
+            **source,
+            "verdicts": total,
+            "ok": int(statuses.get(Verdict.Status.OK, 0)),
+            "discarded": int(statuses.get(Verdict.Status.DISCARDED, 0)),
+            "failed": int(statuses.get(Verdict.Status.FAILED, 0)),
+            "dimensions": {},
+        }
+        entry["discard_rate"] = num(entry["discarded"] / total) if total else None
+        entry["failure_rate"] = num(entry["failed"] / total) if total else None
+        wrong_parts = []
+        for dim in DIMENSIONS:
+            majority = majorities[dim]
+            pref = judge_prefs(rows, pairs, dim)
+            judged = pd.DataFrame({"pair_id": rows["pair_id"].to_numpy(), "judge": pref.to_numpy()}).dropna().drop_duplicates("pair_id").set_index("pair_id")
+            covered = judged.join(majority, how="inner")
+            # Alpha with the judge as one more rater: every pair with a human vote and a judge answer.
+            judge_vote = covered["judge"].to_numpy()
+            counts = np.column_stack([covered["n"] - covered["k"] + (1 - judge_vote), covered["k"] + judge_vote])
+            human_only = np.column_stack([covered["n"] - covered["k"], covered["k"]])
+            scored = covered.dropna(subset=["majority"]).copy()
+            scored["correct"] = (scored["judge"] == scored["majority"]).astype(int)
+            scored["modality"] = pairs["modality"].reindex(scored.index).to_numpy()
+            block = accuracy_breakdown(scored, rounds=rounds, seed=seed)
+            block["coverage"] = num(len(judged) / total) if total else None
+            block["ties_dropped"] = int(covered["majority"].isna().sum())
+            block["alpha_with_judge"] = _alpha_counts(counts)
+            block["alpha_humans_same_pairs"] = _alpha_counts(human_only)
+            entry["dimensions"][dim] = block
+            wrong = scored[scored["correct"] == 0]
+            if len(wrong):
+                part = wrong[["judge", "majority", "confidence", "share", "n", "k"]].copy()
+                part["dimension"] = dim
+                margins = _score_margins(rows, dim)
+                part["judge_margin"] = margins.reindex(part.index).to_numpy()
+                wrong_parts.append(part)
+        accuracies = [entry["dimensions"][d]["accuracy"] for d in DIMENSIONS]
+        entry["headline"] = _mean_or_none(accuracies)
+        results.append(entry)
+        if wrong_parts:
+            disagreements[source["id"]] = pd.concat(wrong_parts)
+    return results, disagreements
+
+
+def _score_margins(rows: pd.DataFrame, dim: str) -> pd.Series:
+    a = pd.to_numeric(rows[f"{dim}_score_a"], errors="coerce")
+    b = pd.to_numeric(rows[f"{dim}_score_b"], errors="coerce")
+    return pd.Series((a - b).abs().to_numpy(), index=rows["pair_id"].to_numpy()).groupby(level=0).first()
+
+
+def triage_select(disagreements: dict[int, pd.DataFrame], *, per_source: int) -> list[dict]:
+    """The most confident human-vs-judge disagreements of each source.
+
+    Ranked by the confidence of the human majority, then by how unanimous it
+    was, then by the judge's own score margin where it has one.
+    """
+    picked = []
+    for source_id, frame in disagreements.items():
+        ranked = frame.assign(judge_margin=frame["judge_margin"].fillna(-1.0)).sort_values(
+            ["confidence", "share", "n", "judge_margin"], ascending=[False, False, False, False], kind="stable"
+        )
+        for pair_id, row in ranked.head(per_source).iterrows():
+            picked.append(
+                {
+                    "source_id": int(source_id),
+                    "pair_id": int(pair_id),
+                    "dimension": row["dimension"],
+                    "human_prefers": "clip_a" if row["majority"] == 1 else "clip_b",
+                    "judge_prefers": "clip_a" if row["judge"] == 1 else "clip_b",
+                    "human_votes": int(row["n"]),
+                    "human_majority_votes": int(max(row["k"], row["n"] - row["k"])),
+                    "human_confidence": num(row["confidence"], 2),
+                    "judge_margin": num(row["judge_margin"]) if row["judge_margin"] >= 0 else None,
+                }
+            )
+    return picked
+
+
+# --- External result sets on their own labels ------------------------------------------------
+
+
+def external_set_summary(result_set: ExternalResultSet) -> dict:
+    """An imported result set scored against the human labels published with it (scoring.compare rules)."""
+    rows = [
+        {"subset": compare.subset_of(subset) or subset, "scores_a": scores_a or {}, "scores_b": scores_b or {}, "human": human or {}}
+        for subset, scores_a, scores_b, human in result_set.rows.order_by("row_index").values_list("subset", "scores_a", "scores_b", "human").iterator(chunk_size=2000)
+    ]
+    summary = {
+        "id": result_set.pk,
+        "name": result_set.name,
+        "judge": result_set.judge_name,
+        "source_file": result_set.source_file,
+        "rows": len(rows),
+        "published": result_set.published_summary,
+        "computed": compare.external_summary(rows),
+    }
+    summary["figures"] = external_figures(summary)
+    return summary
+
+
+def _published_split(published, subset: str) -> dict:
+    if not isinstance(published, dict):
+        return {}
+    per_split = published.get("per_split", published)
+    value = per_split.get(subset) if isinstance(per_split, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def external_figures(summary: dict) -> list[dict]:
+    """The computed figures of one result set as flat rows, each next to the published figure where there is one."""
+    rows = []
+    for subset, block in summary["computed"].items():
+        published = _published_split(summary.get("published"), subset)
+        for dim in DIMENSIONS:
+            value = block.get(dim)
+            if not isinstance(value, dict):
+                continue
+            figure = value.get("all", value)
+            key = compare.SCORE_KEYS[dim].lower()
+            rows.append(
+                {
+                    "subset": subset,
+                    "dimension": dim,
+                    "metric": "accuracy",
+                    "score": compare.SCORE_KEYS[dim],
+                    "n": figure.get("n"),
+                    "value": num(figure.get("accuracy")),
+                    "published": num(published.get(f"pairwise_accuracy_{key}")),
+                }
+            )
+        for name, value in block.items():
+            if not (isinstance(value, dict) and "srcc" in value):
+                continue
+            score_key, _, truth = name.partition("_vs_")
+            truth_dim = truth.removesuffix("_mos")
+            for metric in ("srcc", "lcc", "ktau"):
+                rows.append(
+                    {
+                        "subset": subset,
+                        "dimension": truth_dim,
+                        "metric": metric,
+                        "score": score_key,
+                        "n": value.get("n"),
+                        "value": num(value.get(metric)),
+                        "published": num(published.get(f"{metric}_{score_key.lower()}_vs_{truth_dim}")),
+                    }
+                )
+    return rows
+
+
+# --- Assembly ---------------------------------------------------------------------------------
+
+
+def report_compute(
+    *,
+    votes: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    pairs: pd.DataFrame,
+    sources: list[dict],
+    options: ReportOptions,
+) -> tuple[dict, dict[int, pd.DataFrame]]:
+    """Everything that is arithmetic on frames (no database): what the benchmark times."""
+    judges, disagreements = judges_report(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed)
+    report = {
+        "agreement": agreement_report(votes, rounds=options.rounds, seed=options.seed),
+        "confidence": confidence_report(votes),
+        "position_bias": position_bias(votes),
+        "annotators": annotator_table(votes, thresholds=options.thresholds),
+        "judges": judges,
+    }
+    return report, disagreements
+
+
+def study_fingerprint(study: Study) -> str:
+    """Cheap aggregates that change whenever the report would: new votes, verdicts, exclusions, withdrawals, imports."""
+    judgments = Judgment.objects.filter(pair__study=study).aggregate(n=Count("id"), last=Max("id"))
+    verdicts = Verdict.objects.filter(pair__study=study).aggregate(n=Count("id"), last=Max("id"))
+    people = list(
+        AnnotatorProfile.objects.filter(Q(excluded_at__isnull=False) | Q(withdrawn_at__isnull=False)).order_by("pk").values_list("pk", "excluded_at", "withdrawn_at")
+    )
+    external = ExternalResultSet.objects.aggregate(n=Count("id"), last=Max("id"))
+    raw = json.dumps([study.pk, judgments, verdicts, people, external, Pair.objects.filter(study=study).count()], default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def _cache_key(study: Study, options: ReportOptions) -> str:
+    raw = json.dumps([study_fingerprint(study), options.as_dict()], sort_keys=True)
+    return f"scoring:report:{study.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
+
+
+def report_build(*, study: Study, options: ReportOptions | None = None, use_cache: bool = True) -> dict:
+    """The whole report for a study, as a JSON-safe dict (cached until the data changes)."""
+    options = options or ReportOptions()
+    key = _cache_key(study, options) if use_cache else None
+    if key:
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+    votes = votes_frame(study=study)
+    pairs = pairs_frame(study=study)
+    verdicts = verdicts_frame(study=study)
+    sources = runs_meta(study=study)
+    linked, linked_sources = external_linked_frame(study=study)
+    if len(linked):
+        verdicts = pd.concat([verdicts, linked], ignore_index=True)
+        sources += linked_sources
+    body, disagreements = report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options)
+    included = votes[~votes["excluded"]]
+    report = {
+        "study": {
+            "name": study.name,
+            "title": study.title or study.name,
+            "pairs": int(len(pairs)),
+            "pairs_with_votes": int(included["pair_id"].nunique()),
+            "votes": int(len(included)),
+            "annotators": int(included["annotator_id"].nunique()),
+            "excluded_annotators": int(votes.loc[votes["excluded"], "annotator_id"].nunique()),
+            "excluded_votes": int(votes["excluded"].sum()),
+        },
+        "generated_at": timezone.now().isoformat(),
+        "options": options.as_dict(),
+        **body,
+        "triage": triage_details(triage_select(disagreements, per_source=options.triage), sources=sources),
+        "external": [external_set_summary(rs) for rs in ExternalResultSet.objects.order_by("name")],
+    }
+    if key:
+        cache.set(key, report, CACHE_SECONDS)
+    return report
+
+
+def _clip_info(clip) -> dict | None:
+    if clip is None:
+        return None
+    return {
+        "public_id": str(clip.public_id),
+        "url": reverse("clip-audio", kwargs={"public_id": clip.public_id}),
+        "system": clip.system.name if clip.system_id else None,
+        "duration": num(clip.duration, 2),
+    }
+
+
+def triage_details(picked: list[dict], *, sources: list[dict]) -> list[dict]:
+    """Add what a researcher needs to listen and judge: clips, condition, every human rationale, the judge's."""
+    if not picked:
+        return []
+    pair_ids = {p["pair_id"] for p in picked}
+    pairs = {
+        p.pk: p
+        for p in Pair.objects.filter(pk__in=pair_ids).select_related("condition__reference__system", "clip_a__system", "clip_b__system")
+    }
+    judgments: dict[int, list] = {}
+    for judgment in (
+        Judgment.objects.filter(pair_id__in=pair_ids, annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=True)
+        .select_related("annotator__annotator_profile")
+        .order_by("id")
+    ):
+        judgments.setdefault(judgment.pair_id, []).append(judgment)
+    run_ids = {p["source_id"] for p in picked if p["source_id"] > 0}
+    judge_notes = {(v.run_id, v.pair_id): v.rationale for v in Verdict.objects.filter(run_id__in=run_ids, pair_id__in=pair_ids).only("run_id", "pair_id", "rationale")}
+    labels = {s["id"]: s["label"] for s in sources}
+    out = []
+    for item in picked:
+        pair = pairs.get(item["pair_id"])
+        if pair is None:
+            continue
+        dim = item["dimension"]
+        humans = []
+        for judgment in judgments.get(pair.pk, []):
+            choice = getattr(judgment, f"{dim}_choice_id")
+            humans.append(
+                {
+                    "pseudonym": judgment.annotator.annotator_profile.pseudonym,
+                    "prefers": "clip_a" if choice == pair.clip_a_id else "clip_b",
+                    "confidence": float(getattr(judgment, f"{dim}_confidence")),
+                    "saw_clip_a_as": "A" if judgment.a_clip_id == pair.clip_a_id else "B",
+                    "rationale": judgment.rationale,
+                }
+            )
+        condition = pair.condition
+        out.append(
+            {
+                **item,
+                "source": labels.get(item["source_id"], str(item["source_id"])),
+                "judge_rationale": judge_notes.get((item["source_id"], pair.pk), ""),
+                "prompt": condition.prompt,
+                "lyrics": condition.lyrics,
+                "modality": condition.modality,
+                "reference": _clip_info(condition.reference),
+                "clip_a": _clip_info(pair.clip_a),
+                "clip_b": _clip_info(pair.clip_b),
+                "humans": humans,
+            }
+        )
+    return out
+
+
+# --- Tables (CSV) -----------------------------------------------------------------------------
+
+TABLES = (
+    "agreement",
+    "agreement_by_confidence",
+    "confidence_histogram",
+    "cross_dimension",
+    "position_bias",
+    "annotators",
+    "judges",
+    "judge_breakdown",
+    "triage",
+    "external",
+)
+
+
+def _ci(prefix: str, ci) -> dict:
+    low, high = ci if ci else (None, None)
+    return {f"{prefix}_low": low, f"{prefix}_high": high}
+
+
+def report_tables(report: dict) -> dict[str, list[dict]]:
+    """Every table of the report as a list of flat rows (one CSV each)."""
+    agreement = report["agreement"]
+    tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+    for dim in DIMENSIONS:
+        block = agreement[dim]
+        tables["agreement"].append(
+            {
+                "dimension": dim,
+                **{k: block[k] for k in ("pairs", "votes", "vote_pairs", "agreements", "disagreements", "agreement_rate")},
+                **_ci("agreement_ci", block["agreement_ci"]),
+                "alpha": block["alpha"],
+                **_ci("alpha_ci", block["alpha_ci"]),
+                "confidence_alpha_ordinal": block["confidence_alpha_ordinal"],
+            }
+        )
+        for row in block["by_confidence"]:
+            tables["agreement_by_confidence"].append(
+                {
+                    "dimension": dim,
+                    "bucket": row["bucket"],
+                    **{k: row[k] for k in ("pairs", "votes", "vote_pairs", "agreements", "disagreements", "agreement_rate")},
+                    **_ci("agreement_ci", row["agreement_ci"]),
+                    "alpha": row["alpha"],
+                    **_ci("alpha_ci", row["alpha_ci"]),
+                }
+            )
+        histogram = report["confidence"]["histogram"][dim]
+        for value, count in zip(histogram["values"], histogram["counts"], strict=True):
+            tables["confidence_histogram"].append({"dimension": dim, "confidence": value, "votes": count})
+        bias = report["position_bias"][dim]
+        tables["position_bias"].append({"dimension": dim, "votes": bias["votes"], "a_side": bias["a_side"], "share": bias["share"], **_ci("ci", bias["ci"]), "p_value": bias["p_value"]})
+    cross = report["confidence"]["cross_dimension"]
+    tables["cross_dimension"].append(
+        {
+            "votes": cross["votes"],
+            "same": cross["same"],
+            "different": cross["different"],
+            "agreement_rate": cross["agreement_rate"],
+            **{f"mean_confidence_same_{d}": cross["mean_confidence_same"][d] for d in DIMENSIONS},
+            **{f"mean_confidence_different_{d}": cross["mean_confidence_different"][d] for d in DIMENSIONS},
+        }
+    )
+    for row in report["annotators"]:
+        flat = {}
+        for key, value in row.items():
+            if key == "flags":
+                flat["flag_details"] = " | ".join(f["detail"] for f in value)
+            elif isinstance(value, list):
+                flat.update(_ci(key, value))
+            else:
+                flat[key] = value
+        tables["annotators"].append(flat)
+    for judge in report["judges"]:
+        head = {k: judge[k] for k in ("source", "id", "judge", "label", "state")}
+        for dim in DIMENSIONS:
+            block = judge["dimensions"].get(dim, {})
+            tables["judges"].append(
+                {
+                    **head,
+                    "dimension": dim,
+                    "n": block.get("n"),
+                    "accuracy": block.get("accuracy"),
+                    **_ci("ci", block.get("ci")),
+                    "w_audio": block.get("w_audio"),
+                    "wo_audio": block.get("wo_audio"),
+                    "headline": judge["headline"],
+                    "coverage": block.get("coverage"),
+                    "verdicts": judge["verdicts"],
+                    "discarded": judge["discarded"],
+                    "failed": judge["failed"],
+                    "discard_rate": judge["discard_rate"],
+                    "alpha_with_judge": block.get("alpha_with_judge"),
+                    "alpha_humans_same_pairs": block.get("alpha_humans_same_pairs"),
+                }
+            )
+            groups = [("modality", block.get("by_modality", {})), ("reference", block.get("reference", {})), ("type", block.get("type", {})), ("confidence", block.get("by_confidence", {}))]
+            for group, levels in groups:
+                for level, value in levels.items():
+                    tables["judge_breakdown"].append({**head, "dimension": dim, "group": group, "level": level, "n": value["n"], "accuracy": value["accuracy"]})
+    for item in report["triage"]:
+        tables["triage"].append(
+            {
+                "source": item["source"],
+                "pair_id": item["pair_id"],
+                "dimension": item["dimension"],
+                "human_prefers": item["human_prefers"],
+                "judge_prefers": item["judge_prefers"],
+                "human_votes": item["human_votes"],
+                "human_majority_votes": item["human_majority_votes"],
+                "human_confidence": item["human_confidence"],
+                "judge_margin": item["judge_margin"],
+                "prompt": item["prompt"],
+                "clip_a": (item["clip_a"] or {}).get("public_id"),
+                "clip_b": (item["clip_b"] or {}).get("public_id"),
+                "human_rationales": " | ".join(f"{h['pseudonym']}: {h['rationale']}" for h in item["humans"] if h["rationale"]),
+                "judge_rationale": item["judge_rationale"],
+            }
+        )
+    for result_set in report["external"]:
+        for figure in result_set["figures"]:
+            tables["external"].append({"result_set": result_set["name"], "judge": result_set["judge"], **figure})
+    return tables
+
+
+def table_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    if not rows:
+        return ""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+# --- Live refresh ------------------------------------------------------------------------------
+
+
+def report_group(study_id: int) -> str:
+    return f"scoring-report-{study_id}"
+
+
+def report_changed_broadcast(*, study_id: int, reason: str) -> None:
+    """Tell open report pages of the study that their numbers are stale; never fails the caller."""
+    try:
+        from asgiref.sync import async_to_sync
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        async_to_sync(layer.group_send)(report_group(study_id), {"type": "report.changed", "reason": reason, "at": timezone.now().isoformat()})
+    except Exception:  # a dead channel layer must not break a vote that is already committed
+        logger.warning("report refresh broadcast failed", exc_info=True)
+
+
+def report_judgment_listener(judgment) -> None:
+    study_id = Pair.objects.filter(pk=judgment.pair_id).values_list("study_id", flat=True).first()
+    if study_id is not None:
+        report_changed_broadcast(study_id=study_id, reason="judgment")
+
+
+def report_listener_install() -> None:
+    """Hook the live refresh into judgment submission (idempotent; meant for ScoringConfig.ready())."""
+    from annotation import services
+
+    if report_judgment_listener not in services.judgment_listeners:
+        services.judgment_listeners.append(report_judgment_listener)
+
+
+# Until ScoringConfig.ready() calls report_listener_install(), importing this module (the report URLs do) installs it.
+report_listener_install()
