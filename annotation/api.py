@@ -49,20 +49,20 @@ def assignment_payload(assignment: Assignment) -> dict:
 
 
 class StudyListApi(APIView):
-    class OutputSerializer(serializers.Serializer):
+    class StudyListOutput(serializers.Serializer):
         name = serializers.CharField()
         title = serializers.CharField()
         instructions = serializers.CharField()
         progress = serializers.DictField()
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @extend_schema(responses=StudyListOutput(many=True))
     def get(self, request):
         studies = Study.objects.filter(memberships__annotator=request.user, memberships__is_active=True, is_active=True).order_by("name")
         data = [
             {"name": s.name, "title": s.title or s.name, "instructions": s.instructions, "progress": services.annotator_progress(study=s, annotator=request.user)}
             for s in studies
         ]
-        return Response(self.OutputSerializer(data, many=True).data)
+        return Response(self.StudyListOutput(data, many=True).data)
 
 
 class AssignmentNextApi(APIView):
@@ -98,7 +98,7 @@ class _ListeningLog(serializers.Serializer):
 
 
 class JudgmentSubmitApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class JudgmentInput(serializers.Serializer):
         idempotency_key = serializers.CharField(max_length=100)
         alignment = serializers.ChoiceField(choices=["A", "B"])
         alignment_confidence = serializers.DecimalField(max_digits=2, decimal_places=1, min_value=1, max_value=5)
@@ -108,14 +108,14 @@ class JudgmentSubmitApi(APIView):
         listening_log = _ListeningLog()
         time_on_page_ms = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, allow_null=True, default=None)
 
-    class OutputSerializer(serializers.Serializer):
+    class JudgmentOutput(serializers.Serializer):
         judgment = serializers.IntegerField()
         pair = serializers.IntegerField()
         created_at = serializers.CharField()
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer})
+    @extend_schema(request=JudgmentInput, responses={201: JudgmentOutput, 200: JudgmentOutput})
     def post(self, request, assignment_id: int):
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.JudgmentInput(data=request.data)
         if not serializer.is_valid():
             return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
         data = serializer.validated_data
@@ -127,12 +127,12 @@ class JudgmentSubmitApi(APIView):
 
 
 class AssignmentSkipApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class SkipInput(serializers.Serializer):
         reason = serializers.CharField(max_length=1000)
 
-    @extend_schema(request=InputSerializer, responses=inline_serializer("Skipped", {"state": serializers.CharField()}))
+    @extend_schema(request=SkipInput, responses=inline_serializer("Skipped", {"state": serializers.CharField()}))
     def post(self, request, assignment_id: int):
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.SkipInput(data=request.data)
         if not serializer.is_valid():
             return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
         assignment = Assignment.objects.filter(pk=assignment_id, annotator=request.user).first()

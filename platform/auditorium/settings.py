@@ -234,6 +234,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Pairwise music annotation, arena battles and automatic judges.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # A/B answers share one enum instead of one per question.
+    "ENUM_NAME_OVERRIDES": {"ScreenSideEnum": ["A", "B"]},
 }
 
 # --- Security (tightened automatically outside debug) ----------------------------

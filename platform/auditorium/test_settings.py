@@ -5,6 +5,7 @@ from pathlib import Path
 
 from .settings import *  # noqa: F403
 
+SECRET_KEY = "test-only-secret-key-4f7c1d9e2b8a6053-not-for-deployment"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-media-"))
 CELERY_TASK_ALWAYS_EAGER = True

@@ -3,9 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from auditorium import health
+
 from scoring import report_views
 
 urlpatterns = [
+    path("healthz/", health.healthz, name="healthz"),
+    path("readyz/", health.readyz, name="readyz"),
+    path("healthz/workers/", health.workers, name="healthz-workers"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,0 +1,83 @@
+"""Health endpoints: /healthz/ (process up), /readyz/ (database, cache, broker), /healthz/workers/ (Celery queues answer)."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+
+
+def _timed(check):
+    start = time.perf_counter()
+    try:
+        detail = check()
+        ok = True
+    except Exception as exc:  # a health check reports, never raises
+        detail, ok = f"{type(exc).__name__}: {exc}", False
+    return {"ok": ok, "ms": round((time.perf_counter() - start) * 1000, 1), **({"detail": detail} if detail else {})}
+
+
+def check_database():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return f"{connection.vendor}"
+
+
+def check_cache():
+    cache.set("healthz", "1", 5)
+    if cache.get("healthz") != "1":
+        raise RuntimeError("cache did not return what was stored")
+    return None
+
+
+def check_broker():
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return "tasks run in-process (no broker)"
+    from auditorium.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+    return None
+
+
+def check_workers(timeout: float = 2.0) -> dict:
+    """Which queues have a worker answering, by Celery's ping/active_queues control commands."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return {"mode": "in-process", "queues": {"cpu": True, "gpu": True}}
+    from auditorium.celery import app
+
+    inspector = app.control.inspect(timeout=timeout)
+    active = inspector.active_queues() or {}
+    served = {queue["name"] for queues in active.values() for queue in queues}
+    return {"mode": "broker", "workers": sorted(active), "queues": {name: name in served for name in ("cpu", "gpu")}}
+
+
+@never_cache
+@require_safe
+def healthz(request):
+    return JsonResponse({"ok": True})
+
+
+@never_cache
+@require_safe
+def readyz(request):
+    checks = {"database": _timed(check_database), "cache": _timed(check_cache), "broker": _timed(check_broker)}
+    ok = all(item["ok"] for item in checks.values())
+    return JsonResponse({"ok": ok, "checks": checks}, status=200 if ok else 503)
+
+
+@never_cache
+@require_safe
+def workers(request):
+    try:
+        result = check_workers()
+    except Exception as exc:
+        return JsonResponse({"ok": False, "detail": f"{type(exc).__name__}: {exc}"}, status=503)
+    ok = result["queues"].get("cpu", False)
+    return JsonResponse({"ok": ok, **result}, status=200 if ok else 503)

@@ -1,0 +1,96 @@
+"""Health endpoints, the deployment check command, and production settings."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.django_db
+def test_health_endpoints_answer(client):
+    assert client.get("/healthz/").json() == {"ok": True}
+    ready = client.get("/readyz/")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["ok"] and body["checks"]["database"]["ok"] and body["checks"]["cache"]["ok"]
+
+
+@pytest.mark.django_db
+def test_readyz_reports_a_broken_dependency(client, monkeypatch):
+    from auditorium import health
+
+    def broken():
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(health, "check_cache", broken)
+    r = client.get("/readyz/")
+    assert r.status_code == 503
+    assert "connection refused" in r.json()["checks"]["cache"]["detail"]
+
+
+@pytest.mark.django_db
+def test_check_deployment_passes_on_a_migrated_database(capsys):
+    call_command("check_deployment", "--skip-workers")
+    out = capsys.readouterr().out
+    assert "[ok  ] database" in out and "[ok  ] migrations: all applied" in out
+
+
+@pytest.mark.django_db
+def test_check_deployment_names_missing_judge_weights(capsys):
+    from scoring.models import Judge
+
+    Judge.objects.create(key="clap-missing", kind=Judge.Kind.CLAP, weights="/nonexistent/clap-weights", queue="gpu")
+    call_command("check_deployment", "--skip-workers")  # missing weights warn, they do not fail the web tier
+    out = capsys.readouterr().out
+    assert "[warn] judge weights: clap-missing" in out and "/nonexistent/clap-weights" in out
+
+
+def _run_manage(*args, env_extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(env_extra)
+    env["DJANGO_SETTINGS_MODULE"] = "auditorium.settings"
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+PRODUCTION = {
+    "DJANGO_DEBUG": "false",
+    "DJANGO_SECRET_KEY": "k" * 20 + "Zq8#vL2@pX9!mR4$wT7^nB1&cY6*hJ3(",
+    "DJANGO_ALLOWED_HOSTS": "auditorium.example.org",
+}
+
+
+def test_check_deploy_is_clean_with_production_settings():
+    result = _run_manage("check", "--deploy", "--fail-level", "WARNING", env_extra=PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    result = _run_manage("check", env_extra={"DJANGO_DEBUG": "false"})
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+@pytest.mark.parametrize("name, value", [("DJANGO_DEBUG", "maybe"), ("CELERY_TASK_TIME_LIMIT", "ten"), ("DATABASE_URL", "mysql://x@y/z"), ("LOG_LEVEL", "LOUD")])
+def test_bad_environment_values_fail_loudly(name, value):
+    result = _run_manage("check", env_extra={name: value})
+    assert result.returncode != 0
+    assert name in result.stderr
+
+
+def test_logs_are_json_lines():
+    import json
+    import logging
+
+    from auditorium.logging import JsonFormatter
+
+    record = logging.LogRecord("auditorium.test", logging.INFO, __file__, 1, "vote stored %s", ("x",), None)
+    record.battle = 12
+    line = json.loads(JsonFormatter().format(record))
+    assert line["msg"] == "vote stored x" and line["battle"] == 12 and line["level"] == "INFO"
