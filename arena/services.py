@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import ServiceError, clip_ingest_array
@@ -111,11 +111,17 @@ def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
 
 def systems_sample(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
     """Two distinct systems by weight from the capable, active, healthy pool; A/B order random."""
-    rng = rng or random.SystemRandom()
-    pool = [s for s in systems_eligible(is_instrumental=is_instrumental, seconds=seconds, key=key) if s.weight > 0]
-    if len(pool) < 2:
+    pool = systems_eligible(is_instrumental=is_instrumental, seconds=seconds, key=key)
+    if len([s for s in pool if s.weight > 0]) < 2:
         kind = "instrumental" if is_instrumental else "vocal"
         raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
+    return pair_draw(pool, rng=rng)
+
+
+def pair_draw(pool: list[ArenaSystem], *, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
+    """First system by weight, then a second by weight among the rest; then a coin decides which is A."""
+    rng = rng or random.SystemRandom()
+    pool = [s for s in pool if s.weight > 0]
     first = rng.choices(pool, weights=[s.weight for s in pool])[0]
     rest = [s for s in pool if s.pk != first.pk]
     second = rng.choices(rest, weights=[s.weight for s in rest])[0]
@@ -205,7 +211,12 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
                 raise GenerationError(f"{system}: clip shorter than half a second")
             clip, _ = clip_ingest_array(audio=audio, sample_rate=int(conf.get("ARENA_SAMPLE_RATE")), system=system.system, fmt="FLAC")
             clip_id = clip.pk
-    except GenerationError as exc:
+    except OperationalError:
+        raise  # the database, not the system: the task retries
+    except Exception as exc:  # any adapter fault fails this battle instead of leaving it "generating" forever
+        if not isinstance(exc, GenerationError):
+            log.exception("arena adapter raised unexpectedly", extra={"battle": battle.pk, "side": side})
+            exc = GenerationError(f"{system}: {type(exc).__name__}: {exc}")
         log.warning("arena generation failed", extra={"battle": battle.pk, "side": side, "error": str(exc)})
         system_health_set(arena_system=system, healthy=False, detail=str(exc))
         Battle.objects.filter(pk=battle.pk, status=Battle.Status.GENERATING).update(status=Battle.Status.FAILED, error=str(exc)[:500])

@@ -1,0 +1,106 @@
+// Leaderboard page: renders the table and an interval plot (inline SVG), then follows live refits over a websocket.
+(function () {
+  "use strict";
+  const root = document.getElementById("leaderboard");
+  if (!root) return;
+  let data = JSON.parse(document.getElementById("board-data").textContent);
+  let current = "instrumental";
+  const NS = "http://www.w3.org/2000/svg";
+
+  function el(tag, attrs, text) {
+    const node = document.createElementNS(NS, tag);
+    for (const k in attrs) node.setAttribute(k, attrs[k]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function render() {
+    const board = (data.boards || {})[current];
+    const tbody = document.getElementById("board-rows");
+    tbody.innerHTML = "";
+    const rows = board ? board.rows : [];
+    const when = data.computed_at ? new Date(data.computed_at).toLocaleString() : "never";
+    document.getElementById("board-meta").textContent = board
+      ? board.votes + " votes · " + board.rounds + " bootstrap rounds · systems need " + board.min_votes + " votes to be listed · updated " + when
+      : "No votes yet.";
+    if (!rows.length) {
+      const tr = document.createElement("tr");
+      const td = document.createElement("td");
+      td.colSpan = 5;
+      td.textContent = "No system has enough votes on this board yet.";
+      tr.appendChild(td);
+      tbody.appendChild(tr);
+    }
+    for (const r of rows) {
+      const tr = document.createElement("tr");
+      const cells = [r.rank, r.system, r.rating.toFixed(1), r.lower.toFixed(1) + " – " + r.upper.toFixed(1), r.votes];
+      cells.forEach((value, i) => {
+        const td = document.createElement("td");
+        td.textContent = value;
+        if (i !== 1) td.className = "num";
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    }
+    plot(rows);
+  }
+
+  function plot(rows) {
+    const box = document.getElementById("plot");
+    box.innerHTML = "";
+    if (!rows.length) return;
+    const width = 760, left = 150, right = 30, rowH = 28, top = 20, bottom = 34;
+    const height = top + bottom + rowH * rows.length;
+    let lo = Math.min(...rows.map((r) => r.lower)), hi = Math.max(...rows.map((r) => r.upper));
+    const pad = Math.max(10, (hi - lo) * 0.08);
+    lo -= pad; hi += pad;
+    const x = (v) => left + ((v - lo) / (hi - lo)) * (width - left - right);
+    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: "100%", role: "img", class: "ci-plot", "aria-label": "Ratings with 95% intervals" });
+    const step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / (((hi - lo) / Math.pow(10, Math.floor(Math.log10(hi - lo)))) < 3 ? 4 : 1);
+    for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) {
+      svg.appendChild(el("line", { x1: x(t), x2: x(t), y1: top - 6, y2: height - bottom, stroke: "#e5e7eb" }));
+      svg.appendChild(el("text", { x: x(t), y: height - bottom + 16, "text-anchor": "middle" }, Math.round(t)));
+    }
+    svg.appendChild(el("text", { x: (left + width - right) / 2, y: height - 4, "text-anchor": "middle" }, "rating (Elo scale)"));
+    rows.forEach((r, i) => {
+      const y = top + rowH * i + rowH / 2;
+      svg.appendChild(el("text", { x: left - 10, y: y + 4, "text-anchor": "end" }, r.rank + ". " + r.system));
+      svg.appendChild(el("line", { x1: x(r.lower), x2: x(r.upper), y1: y, y2: y, stroke: "#2f5bd3", "stroke-width": 3, "stroke-linecap": "round" }));
+      svg.appendChild(el("circle", { cx: x(r.rating), cy: y, r: 5, fill: "#111827" }));
+    });
+    box.appendChild(svg);
+  }
+
+  document.querySelectorAll(".board-tabs button").forEach((b) => {
+    b.addEventListener("click", () => {
+      current = b.dataset.board;
+      document.querySelectorAll(".board-tabs button").forEach((o) => o.setAttribute("aria-selected", String(o === b)));
+      render();
+    });
+  });
+
+  const live = document.getElementById("live");
+  function connect(delay) {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    let ws;
+    try { ws = new WebSocket(scheme + location.host + "/ws/arena/leaderboard/"); } catch (e) { return poll(); }
+    ws.onopen = () => { live.textContent = "live"; live.className = "live on"; delay = 1000; };
+    ws.onmessage = (ev) => {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === "leaderboard") { data = msg.payload; render(); }
+    };
+    ws.onclose = () => {
+      // Without websockets (a plain WSGI server) the page still refreshes by polling.
+      live.textContent = "updates every 30 s"; live.className = "live off";
+      setTimeout(() => { poll(); connect(Math.min(delay * 2, 30000)); }, delay);
+    };
+  }
+  async function poll() {
+    try {
+      const res = await fetch(root.dataset.api, { headers: { Accept: "application/json" } });
+      if (res.ok) { data = await res.json(); render(); }
+    } catch (e) { /* keep the last board */ }
+  }
+  render();
+  connect(1000);
+})();
