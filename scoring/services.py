@@ -362,11 +362,13 @@ def run_progress_broadcast(progress: dict) -> None:
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
+    from .consumers import run_group
+
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(f"scoring-run-{progress['run']}", {"type": "run.progress", "progress": progress})
+        async_to_sync(layer.group_send)(run_group(progress["run"]), {"type": "run.progress", "progress": progress})
     except Exception:  # a lost progress push must never fail the scoring job
         logger.exception("progress push for run %s failed", progress["run"])
 

@@ -113,12 +113,19 @@ def signal_features(wave: np.ndarray, sr: int) -> dict:
     return features
 
 
+def _level_penalty(lufs: float | None) -> float:
+    """0 inside -23..-7 LUFS (broadcast to loud streaming masters); full 16 LU below or 8 LU above."""
+    if lufs is None:
+        return 1.0
+    return float(min(1.0, max(0.0, -23.0 - lufs) / 16.0 + max(0.0, lufs + 7.0) / 8.0))
+
+
 def technical_score(f: dict) -> tuple[float, dict]:
     """Composite in [0, 1] (1 = no technical fault found) and the penalty behind each part.
 
     Each penalty saturates at 1 for a fault no listener would accept: 1 % of samples in flat
     tops, a true peak 3 dB over full scale, an all-silent clip, a DC offset of 0.05, a noise
-    floor as flat as white noise, or a level of -50 LUFS.
+    floor as flat as white noise, or a level 16 LU under -23 LUFS / 8 LU over -7 LUFS.
     """
     penalties = {
         "clipping": min(1.0, f["clipping_ratio"] * 100.0),
@@ -127,7 +134,7 @@ def technical_score(f: dict) -> tuple[float, dict]:
         "dc": min(1.0, f["dc_offset"] / 0.05),
         "noise": min(1.0, max(0.0, (f["spectral_flatness"] or 0.0) - 0.02) / 0.3) if f["spectral_flatness"] is not None else 1.0,
         "hiss": min(1.0, max(0.0, (f.get("high_band_share") or 0.0) - 0.01) / 0.2),
-        "level": min(1.0, max(0.0, -35.0 - f["integrated_lufs"]) / 15.0) if f["integrated_lufs"] is not None else 1.0,
+        "level": _level_penalty(f["integrated_lufs"]),
     }
     weights = {"clipping": 0.3, "overs": 0.1, "silence": 0.15, "dc": 0.1, "noise": 0.15, "hiss": 0.1, "level": 0.1}
     score = 1.0 - sum(weights[k] * v for k, v in penalties.items())

@@ -1,0 +1,173 @@
+"""DRF API for researchers: judges with availability, scoring runs (launch, progress, verdicts), imported results."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Study
+from annotation.roles import is_researcher
+from annotation.services import ServiceError
+
+from . import selectors, services
+from .models import ExternalResultSet, Judge, ScoringRun
+
+
+class IsResearcher(permissions.BasePermission):
+    message = "Scoring is open to researchers and admins only."
+
+    def has_permission(self, request, view) -> bool:
+        return is_researcher(request.user)
+
+
+def _error(exc: ServiceError) -> Response:
+    return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+
+
+class JudgeSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    kind = serializers.CharField()
+    title = serializers.CharField()
+    measures = serializers.CharField()
+    dimensions = serializers.ListField(child=serializers.CharField())
+    modalities = serializers.ListField(child=serializers.CharField())
+    pairwise = serializers.BooleanField()
+    queue = serializers.CharField()
+    weights = serializers.CharField()
+    version = serializers.CharField()
+    available = serializers.BooleanField()
+    reason = serializers.CharField()
+    templates = serializers.ListField(child=serializers.CharField())
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    judge = serializers.CharField(source="judge.key")
+    study = serializers.CharField(source="study.name", allow_null=True, default=None)
+    label = serializers.CharField()
+    template = serializers.CharField()
+    group = serializers.CharField()
+    state = serializers.CharField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    remaining = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.JSONField()
+
+    def get_remaining(self, run) -> int:
+        return max(run.total - run.done - run.failed, 0)
+
+
+class JudgeListApi(APIView):
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(responses=JudgeSerializer(many=True))
+    def get(self, request):
+        return Response(JudgeSerializer(selectors.judge_list(), many=True).data)
+
+
+class RunListApi(APIView):
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    class InputSerializer(serializers.Serializer):
+        judge = serializers.CharField(help_text="Judge key.")
+        study = serializers.CharField(required=False, help_text="Study name: score all its pairs.")
+        pair_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="A batch of pair ids.")
+        external_set = serializers.CharField(required=False, help_text="Imported result set: score its linked pairs.")
+        template = serializers.CharField(required=False, allow_blank=True, default="")
+        templates = serializers.ListField(child=serializers.CharField(), required=False, help_text="Several templates: one run each, spread measured.")
+        label = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+    @extend_schema(responses=RunSerializer(many=True))
+    def get(self, request):
+        study = None
+        if request.query_params.get("study"):
+            study = get_object_or_404(Study, name=request.query_params["study"])
+        return Response(RunSerializer(selectors.run_list(study=study), many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: RunSerializer(many=True)})
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        judge = Judge.objects.filter(key=values["judge"]).first()
+        if judge is None:
+            return Response({"detail": f"No judge with key {values['judge']!r}.", "code": "unknown_judge"}, status=status.HTTP_400_BAD_REQUEST)
+        scope = {}
+        if "study" in values:
+            study = Study.objects.filter(name=values["study"]).first()
+            if study is None:
+                return Response({"detail": f"No study named {values['study']!r}.", "code": "unknown_study"}, status=status.HTTP_400_BAD_REQUEST)
+            scope["study"] = study
+        if "pair_ids" in values:
+            scope["pair_ids"] = values["pair_ids"]
+        if "external_set" in values:
+            result_set = ExternalResultSet.objects.filter(name=values["external_set"]).first()
+            if result_set is None:
+                return Response({"detail": f"No imported result set named {values['external_set']!r}.", "code": "unknown_set"}, status=status.HTTP_400_BAD_REQUEST)
+            scope["external_set"] = result_set
+        try:
+            if values.get("templates"):
+                runs = services.run_create_templates(judge=judge, templates=values["templates"], user=request.user, label=values["label"], **scope)
+            else:
+                runs = [services.run_create(judge=judge, template=values["template"], label=values["label"], user=request.user, **scope)]
+        except ServiceError as exc:
+            return _error(exc)
+        return Response(RunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(APIView):
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(responses=RunSerializer)
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ScoringRun.objects.select_related("judge", "study"), pk=run_id)
+        return Response(RunSerializer(run).data)
+
+
+class VerdictSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    pair = serializers.IntegerField(source="pair_id")
+    status = serializers.CharField()
+    alignment_choice = serializers.UUIDField(source="alignment_choice.public_id", allow_null=True, default=None)
+    musicality_choice = serializers.UUIDField(source="musicality_choice.public_id", allow_null=True, default=None)
+    alignment_score_a = serializers.FloatField(allow_null=True)
+    alignment_score_b = serializers.FloatField(allow_null=True)
+    musicality_score_a = serializers.FloatField(allow_null=True)
+    musicality_score_b = serializers.FloatField(allow_null=True)
+    rationale = serializers.CharField()
+    details = serializers.JSONField()
+
+
+class RunVerdictsApi(APIView):
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(responses=VerdictSerializer(many=True))
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ScoringRun, pk=run_id)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(run.verdicts.select_related("alignment_choice", "musicality_choice").order_by("id"), request, view=self)
+        return paginator.get_paginated_response(VerdictSerializer(page, many=True).data)
+
+
+class ExternalSetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    judge_name = serializers.CharField()
+    sha256 = serializers.CharField()
+    rows = serializers.IntegerField(source="rows.count")
+    published_summary = serializers.JSONField()
+    computed_summary = serializers.JSONField()
+
+
+class ExternalSetListApi(APIView):
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(responses=ExternalSetSerializer(many=True))
+    def get(self, request):
+        return Response(ExternalSetSerializer(ExternalResultSet.objects.order_by("name"), many=True).data)

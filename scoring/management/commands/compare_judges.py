@@ -1,0 +1,81 @@
+"""Import published per-row judge results and print the CMI-RewardBench figures; or print a run's comparison."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.services import ServiceError
+from scoring import services
+from scoring.models import ScoringRun
+
+
+def headline(computed: dict) -> dict:
+    """The four figures TuneJury publishes, from a computed external summary."""
+    out = {}
+    cmi = computed.get("CMI-Pref")
+    if cmi:
+        out["CMI-Pref musicality accuracy"] = cmi["musicality"]["all"]
+        out["CMI-Pref alignment accuracy"] = cmi["alignment"]["all"]
+    arena = computed.get("Music Arena")
+    if arena:
+        out["Music Arena musicality accuracy"] = arena["musicality"]
+    for name in ("PAM", "MusicEval"):
+        block = computed.get(name, {}).get("MI_vs_musicality_mos")
+        if block:
+            out[f"{name} SRCC (MI vs musicality MOS)"] = {"srcc": block["srcc"], "lcc": block["lcc"], "ktau": block["ktau"], "n": block["n"]}
+    return out
+
+
+class Command(BaseCommand):
+    help = "compare_judges --import-results FILE [--name NAME] [--json]  |  compare_judges --run ID [--json]"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--import-results", metavar="FILE", help="Per-row results in TuneJury's summary.json shape.")
+        parser.add_argument("--name", default="", help="Name of the imported set (default: the file name).")
+        parser.add_argument("--judge-name", default="", help="Which judge produced the results (e.g. MuQ-Eval-A1).")
+        parser.add_argument("--run", type=int, help="Recompute and print a scoring run's comparison with human votes.")
+        parser.add_argument("--json", action="store_true", help="Print JSON.")
+
+    def handle(self, *args, **options):
+        if bool(options["import_results"]) == bool(options["run"]):
+            raise CommandError("Give exactly one of --import-results FILE or --run ID.")
+        if options["run"]:
+            run = ScoringRun.objects.filter(pk=options["run"]).first()
+            if run is None:
+                raise CommandError(f"No scoring run {options['run']}.")
+            summary = services.run_compare(run=run)
+            self.stdout.write(json.dumps(summary, indent=2) if options["json"] else self._run_text(summary))
+            return
+        try:
+            result_set, created = services.external_results_import(path=options["import_results"], name=options["name"], judge_name=options["judge_name"])
+        except ServiceError as exc:
+            raise CommandError(exc.message) from None
+        figures = {
+            "result_set": result_set.name,
+            "created": created,
+            "rows": result_set.rows.count(),
+            "linked_pairs": result_set.rows.filter(pair__isnull=False).count(),
+            "headline": headline(result_set.computed_summary),
+            "published": result_set.published_summary.get("per_split", result_set.published_summary),
+            "computed": result_set.computed_summary,
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(figures, indent=2))
+            return
+        self.stdout.write(f"{'imported' if created else 'already imported (nothing changed)'}: {result_set.name}, {figures['rows']} rows")
+        for name, value in figures["headline"].items():
+            number = value.get("accuracy", value.get("srcc"))
+            self.stdout.write(f"  {name:<40} {number:.4f}  (n={value['n']})" if number is not None else f"  {name:<40} —")
+
+    @staticmethod
+    def _run_text(summary: dict) -> str:
+        lines = [f"judge {summary['judge']}: {summary['human_rows']} human votes compared"]
+        for dim in ("alignment", "musicality"):
+            block = summary["preference"][dim]["all"]
+            value = "—" if block["accuracy"] is None else f"{block['accuracy']:.4f}"
+            lines.append(f"  {dim:<11} accuracy {value} (n={block['n']})")
+        stats = summary["verdicts"]
+        lines.append(f"  verdicts {stats['counts']}, discard share {stats['discarded_share']}")
+        return "\n".join(lines)
