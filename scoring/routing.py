@@ -1,7 +1,9 @@
 from django.urls import path
 
+from .consumers import ScoringRunConsumer
 from .report_consumers import StudyReportConsumer
 
 websocket_urlpatterns = [
+    path("ws/scoring/runs/<int:run_id>/", ScoringRunConsumer.as_asgi()),
     path("ws/scoring/studies/<slug:name>/report/", StudyReportConsumer.as_asgi()),
 ]

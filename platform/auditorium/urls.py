@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/studies/<slug:name>/", include(report_views.api_urlpatterns)),
+    path("api/scoring/", include("scoring.api_urls")),
     path("scoring/", include("scoring.urls")),
     path("arena/", include("arena.urls")),
     path("", include("annotation.urls")),
