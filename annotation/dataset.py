@@ -32,7 +32,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.validators import validate_slug
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from .models import AnnotatorProfile, Clip, Condition, Judgment, Modality, Pair, Study, System, modality_for
 from .services import (
@@ -484,7 +484,8 @@ def _imported_user(user_id: str):
 
 
 @transaction.atomic
-def _write(rows: list[_Row], *, study_name: str, report: ImportReport) -> None:
+def _write(rows: list[_Row], *, study_name: str, stored: _Stored, report: ImportReport) -> None:
+    """Create what is missing. What the check phase already found stored is reused, not looked up again row by row."""
     study, created = Study.objects.get_or_create(name=study_name, defaults={"title": study_name})
     report.created["studies"] += int(created)
 
@@ -502,21 +503,26 @@ def _write(rows: list[_Row], *, study_name: str, report: ImportReport) -> None:
             roles[audio.sha256] = (audio, model)
     clips: dict[str, Clip] = {}
     for sha, (audio, model) in roles.items():
-        kind = Clip.Kind.REFERENCE if model is None else Clip.Kind.GENERATED
-        clips[sha], created = clip_ingest(
-            path=audio.path, system=systems.get(model) if model else None, kind=kind, original_name=audio.rel, info=audio.info
-        )
-        report.created["clips" if created else "_clips"] += 1
-    report.existing["clips"] += report.created.pop("_clips", 0)
+        created = False
+        clips[sha] = stored.clips.get(sha)
+        if clips[sha] is None:
+            kind = Clip.Kind.REFERENCE if model is None else Clip.Kind.GENERATED
+            clips[sha], created = clip_ingest(
+                path=audio.path, system=systems.get(model) if model else None, kind=kind, original_name=audio.rel, info=audio.info
+            )
+        report.created["clips"] += int(created)
+        report.existing["clips"] += int(not created)
 
     conditions: dict[str, Condition] = {}
     for r in rows:
         key = r.condition_key
         if key in conditions:
             continue
-        condition, created = condition_get_or_create(
-            prompt=r.prompt, lyrics=r.lyrics, reference=clips[r.ref.sha256] if r.ref else None, external_id=r.prompt_id
-        )
+        condition, created = stored.conditions.get(key), False
+        if condition is None:
+            condition, created = condition_get_or_create(
+                prompt=r.prompt, lyrics=r.lyrics, reference=clips[r.ref.sha256] if r.ref else None, external_id=r.prompt_id
+            )
         if not created and not condition.external_id and r.prompt_id:
             condition.external_id = r.prompt_id
             condition.save(update_fields=["external_id"])
@@ -528,41 +534,47 @@ def _write(rows: list[_Row], *, study_name: str, report: ImportReport) -> None:
     for r in rows:
         if r.pair_key in pairs:
             continue
-        pair, created = pair_get_or_create(
-            study=study, condition=conditions[r.condition_key], clip_a=clips[r.a.sha256], clip_b=clips[r.b.sha256], split=r.split
-        )
+        pair, created = stored.pair_for(r), False
+        if pair is None:
+            pair, created = pair_get_or_create(
+                study=study, condition=conditions[r.condition_key], clip_a=clips[r.a.sha256], clip_b=clips[r.b.sha256], split=r.split
+            )
         pairs[r.pair_key] = pair
         report.created["pairs"] += int(created)
         report.existing["pairs"] += int(not created)
 
     annotators = {}
     for user_id in sorted({r.vote.user_id for r in rows if r.vote}):
-        profile = AnnotatorProfile.objects.filter(pseudonym=user_id).select_related("user").first()
+        profile = stored.profiles.get(user_id)
         if profile is None:
             profile = profile_ensure(user=_imported_user(user_id), pseudonym=user_id, is_imported=True)
             report.created["annotators"] += 1
-        annotators[user_id] = profile.user
+        annotators[user_id] = profile.user_id
 
+    new = []
     for r in rows:
         if r.vote is None:
             continue
-        v, pair, user = r.vote, pairs[r.pair_key], annotators[r.vote.user_id]
-        if Judgment.objects.filter(annotator=user, pair=pair).exists():
-            report.existing["judgments"] += 1  # checked identical before writing
+        if stored.vote_for(r) is not None:
+            report.existing["judgments"] += 1  # the check phase found it identical
             continue
+        v = r.vote
         pick = {"a": clips[r.a.sha256], "b": clips[r.b.sha256]}
-        Judgment.objects.create(
-            annotator=user,
-            pair=pair,
-            a_clip=pick["a"],
-            alignment_choice=pick[v.alignment],
-            alignment_confidence=v.alignment_confidence,
-            musicality_choice=pick[v.musicality],
-            musicality_confidence=v.musicality_confidence,
-            rationale=v.feedback,
-            source=Judgment.Source.IMPORT,
+        new.append(
+            Judgment(
+                annotator_id=annotators[v.user_id],
+                pair=pairs[r.pair_key],
+                a_clip=pick["a"],
+                alignment_choice=pick[v.alignment],
+                alignment_confidence=v.alignment_confidence,
+                musicality_choice=pick[v.musicality],
+                musicality_confidence=v.musicality_confidence,
+                rationale=v.feedback,
+                source=Judgment.Source.IMPORT,
+            )
         )
-        report.created["judgments"] += 1
+    Judgment.objects.bulk_create(new, batch_size=500)
+    report.created["judgments"] += len(new)
 
 
 def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name: str = DEFAULT_STUDY, skip_invalid: bool = False, names: list[str] | None = None) -> ImportReport:
@@ -586,7 +598,8 @@ def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name:
 
     report = ImportReport()
     rows = _read_rows(list(zip(names, paths)), root=root, report=report)
-    rows = _check_rows(rows, _Stored(rows, study_name), report)
+    stored = _Stored(rows, study_name)
+    rows = _check_rows(rows, stored, report)
     report.errors.sort(key=lambda e: (names.index(e.source), e.line))
     report.valid_rows = len(rows)
     if report.rows == 0:
@@ -594,7 +607,11 @@ def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name:
     if report.errors and not skip_invalid:
         return report
     if rows:
-        _write(rows, study_name=study_name, report=report)
+        try:
+            _write(rows, study_name=study_name, stored=stored, report=report)
+        except IntegrityError:
+            # Something else wrote the same rows between the check and the write; the transaction rolled back.
+            raise DatasetError("The database changed during the import (another import running?); nothing was imported. Run it again.", code="conflict") from None
     report.imported = bool(rows)
     return report
 
