@@ -52,6 +52,20 @@ class StudyForm(forms.ModelForm):
             "gold_rate": forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1"}),
             "min_listen_seconds": forms.NumberInput(attrs={"step": "0.5", "min": "0"}),
         }
+        labels = {
+            "overlap_target": "Votes per overlap pair",
+            "overlap_share": "Share of pairs with overlap (0–1)",
+            "min_listen_seconds": "Minimum listening per clip (s)",
+            "rationale_min_length": "Minimum rationale length (characters)",
+            "lock_ttl_seconds": "Lock time-to-live (s)",
+            "gold_rate": "Gold/catch rate (0–1)",
+            "annotator_target": "Pairs per annotator",
+            "is_active": "Open for annotation",
+        }
+        error_messages = {
+            "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
+            "name": {"required": "Give the study a name.", "unique": "A study with this name already exists; choose another name."},
+        }
         help_texts = {
             "name": "Short identifier used in URLs and exports (letters, digits, hyphens). Cannot be changed later.",
             "instructions": "Shown to annotators above every pair, before the clips unlock.",
@@ -73,22 +87,8 @@ class StudyForm(forms.ModelForm):
             field.widget.attrs.setdefault("class", "input")
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip().lower()
-        if not name:
-            raise forms.ValidationError("Give the study a name.")
-        return name
-
-    def clean_overlap_target(self) -> int:
-        value = self.cleaned_data["overlap_target"]
-        if value < 1:
-            raise forms.ValidationError("At least one vote per pair.")
-        return value
-
-    def clean_licence(self) -> str:
-        licence = self.cleaned_data["licence"].strip()
-        if not licence:
-            raise forms.ValidationError("Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0).")
-        return licence
+        # Lower case keeps URLs and export file names unambiguous.
+        return self.cleaned_data["name"].lower()
 
 
 _USERNAME_SPLIT = re.compile(r"[\s,;]+")

@@ -679,6 +679,7 @@
   function teardown() {
     if (task && task.transport) task.transport.destroy();
     task = null;
+    el.lockText.textContent = "";
     if (el.ref) el.ref.pause();
   }
 
@@ -975,12 +976,12 @@
   function insertTime() {
     if (!task || !task.transport || !task.transport.ready) return;
     const transport = task.transport;
-    const stamp = `${transport.active} ${fmtTime(transport.position())}`;
+    const stamp = `[${transport.active} ${fmtTime(transport.position())}]`;
     const area = el.rationale;
     const start = area.selectionStart ?? area.value.length;
     const end = area.selectionEnd ?? area.value.length;
     const before = area.value.slice(0, start);
-    const text = `${before && !/\s$/.test(before) ? " " : ""}at ${stamp} `;
+    const text = `${before && !/\s$/.test(before) ? " " : ""}${stamp} `;
     area.value = before + text + area.value.slice(end);
     area.focus();
     const caret = start + text.length;

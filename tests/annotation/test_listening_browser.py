@@ -1,0 +1,315 @@
+"""The listening page in a real browser: Playwright drives Debian Chromium against the live server.
+
+Screenshots are taken at each step; set AUDITORIUM_SCREENSHOT_DIR (e.g. docs/screenshots) to keep them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from annotation import services
+from annotation.models import Assignment, Judgment
+from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyFactory, SystemFactory, UserFactory
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+@pytest.fixture
+def browser():
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+                "--autoplay-policy=no-user-gesture-required",
+            ],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def shots():
+    """Write screenshots to a temporary folder; copy them out when asked to."""
+    folder = Path(tempfile.mkdtemp(prefix="auditorium-shots-"))
+    taken: list[Path] = []
+
+    def take(page, name: str, full_page: bool = False) -> Path:
+        path = folder / f"annotation-{name}.png"
+        page.screenshot(path=str(path), full_page=full_page)
+        assert path.stat().st_size > 1000
+        taken.append(path)
+        return path
+
+    yield take
+    keep = os.environ.get("AUDITORIUM_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for path in taken:
+            shutil.copy(path, Path(keep) / path.name)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def plucks(seconds: float, notes: list[float], *, sr: int = 16000, noise: float = 0.0, seed: int = 0) -> np.ndarray:
+    """Decaying plucked notes, so the waveforms on screen look like music rather than a flat tone."""
+    t = np.arange(int(seconds * sr)) / sr
+    out = np.zeros_like(t)
+    step = seconds / len(notes)
+    for i, freq in enumerate(notes):
+        local = t - i * step
+        on = local >= 0
+        out[on] += np.exp(-local[on] * 5.0) * np.sin(2 * np.pi * freq * local[on])
+    out += noise * np.random.default_rng(seed).standard_normal(len(t))
+    return (0.5 * out / np.max(np.abs(out))).astype(np.float32)
+
+
+def ingest(audio: np.ndarray, **kwargs):
+    clip, _ = services.clip_ingest_array(audio=audio, sample_rate=16000, fmt="WAV", **kwargs)
+    return clip
+
+
+def seed_showing_b_first(pair_id: int) -> int:
+    # The engine picks the side from the membership seed; a seed that shows clip_b as A
+    # makes a side mix-up visible in the assertions below.
+    for seed in range(1, 10_000):
+        if random.Random(f"{seed}:side:{pair_id}").random() >= 0.5:
+            return seed
+    raise AssertionError("no seed found")
+
+
+def login(page, live_server, username: str, password: str = "pw") -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+@pytest.fixture
+def listening_study(transactional_db):
+    study = StudyFactory(
+        name="browser-study",
+        title="Pop prompts, batch 1",
+        instructions="Listen to both clips fully before answering. Judge instruction following and musicality separately.",
+        min_listen_seconds=1.0,
+        rationale_min_length=10,
+        overlap_target=1,
+        lock_ttl_seconds=600,
+        licence="CC BY-NC-SA 4.0",
+    )
+    reference = ingest(plucks(2.0, [262, 330, 392, 523]), kind="reference")
+    condition = ConditionFactory(
+        prompt="An upbeat synth-pop song with a four-on-the-floor beat, bright pads and a female vocal.",
+        lyrics="Neon on the water\nwe run until the morning",
+        reference=reference,
+    )
+    clip_a = ingest(plucks(2.5, [440, 494, 523, 587, 659, 587, 523, 494, 440, 392]), system=SystemFactory(name="secret-system-one"))
+    clip_b = ingest(plucks(2.5, [330, 330, 392, 392, 440], noise=0.08, seed=1), system=SystemFactory(name="secret-system-two"))
+    pair = PairFactory(study=study, condition=condition, clip_a=clip_a, clip_b=clip_b)
+    return study, pair
+
+
+@pytest.mark.timeout(120)
+def test_annotator_judges_a_pair_with_the_keyboard(live_server, browser, listening_study, shots):
+    study, pair = listening_study
+    user = UserFactory(username="listener", roles=["annotator"])
+    membership = services.study_annotator_add(study=study, user=user)
+    membership.seed = seed_showing_b_first(pair.pk)
+    membership.save(update_fields=["seed"])
+    researcher = UserFactory(username="lead", roles=["researcher"])
+
+    page = browser.new_page(viewport=VIEWPORT)
+    console_errors: list[str] = []
+    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    login(page, live_server, "listener")
+
+    # No consent yet: the study shows, but the way in is the consent page.
+    assert page.locator("text=Consent needed").is_visible()
+    shots(page, "home")
+    page.click("text=Read and give consent")
+    page.wait_for_selector("#consent-title")
+    assert "CC BY-NC-SA 4.0" in page.content()
+    shots(page, "consent")
+    page.check("#id_agree")
+    page.click("text=Give consent")
+    page.wait_for_url(f"{live_server.url}/")
+    page.click("text=Start")
+
+    # Step 1: the instruction, with the clips still locked.
+    page.wait_for_selector("#btn-read", state="visible")
+    assert page.locator("#cond-prompt").inner_text().startswith("An upbeat synth-pop song")
+    assert "Neon on the water" in page.locator("#cond-lyrics").inner_text()
+    assert page.locator("#cond-ref").get_attribute("src").startswith("/audio/")
+    assert page.locator("#btn-play").is_disabled()
+    text = page.locator("#listen-app").inner_text()
+    for hidden in (pair.clip_a.system.name, pair.clip_b.system.name, pair.clip_a.sha256[:12]):
+        assert hidden not in text and hidden not in page.content()
+    shots(page, "instruction")
+    page.keyboard.press("Enter")  # "I have read the instruction"
+    page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+
+    # Step 2: real playback, switching A -> B with the keyboard.
+    page.locator("body").focus()
+    page.keyboard.press("Space")
+    page.wait_for_selector("#heard-A[data-done=true]", timeout=15_000)
+    page.keyboard.press("s")
+    page.wait_for_selector("#heard-B[data-done=true]", timeout=15_000)
+    page.locator("#step-listen").scroll_into_view_if_needed()
+    shots(page, "listening")
+    if page.locator("#btn-play").get_attribute("aria-label") == "Pause":
+        page.keyboard.press("Space")
+    assert page.locator("#btn-submit").is_disabled()  # listened, but nothing answered yet
+
+    # Step 3: every answer by keyboard. Q = A for instruction following, Shift+3 = 3.5;
+    # R = B for musicality, 4 = 4.0; T drops the playhead time into the rationale.
+    page.keyboard.press("q")
+    page.keyboard.press("Shift+Digit3")
+    page.keyboard.press("r")
+    page.keyboard.press("Digit4")
+    page.keyboard.press("t")
+    page.keyboard.type("A keeps the steady beat; B sounds cleaner.")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#btn-submit:not([disabled])")
+    shots(page, "answered")
+    page.set_viewport_size({"width": 800, "height": 1280})  # a tablet held upright
+    page.evaluate("window.scrollTo(0, 0)")
+    shots(page, "tablet")
+    page.set_viewport_size(VIEWPORT)
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # an impatient second press must not store a second judgment
+    page.wait_for_selector("#stage-saved", state="visible")
+    shots(page, "done")
+
+    judgments = list(Judgment.objects.filter(annotator=user))
+    assert len(judgments) == 1
+    judgment = judgments[0]
+    assignment = Assignment.objects.get(annotator=user, pair=pair)
+    assert assignment.state == Assignment.State.SUBMITTED
+    assert assignment.a_clip_id == pair.clip_b_id  # the seed put clip_b on screen as A
+    assert judgment.a_clip_id == assignment.a_clip_id
+    assert judgment.alignment_choice_id == assignment.a_clip_id == pair.clip_b_id
+    assert judgment.musicality_choice_id == pair.clip_a_id
+    assert judgment.alignment_confidence == Decimal("3.5")
+    assert judgment.musicality_confidence == Decimal("4.0")
+    assert judgment.rationale[:4] in ("[A 0", "[B 0")
+    assert judgment.rationale.endswith("A keeps the steady beat; B sounds cleaner.")
+    log = judgment.listening_log
+    for side in ("A", "B"):
+        assert log[side]["plays"] >= 1
+        assert 1.0 <= log[side]["seconds"] <= 3.0
+    assert log["switches"] >= 1
+    elapsed = (judgment.created_at - assignment.served_at).total_seconds()
+    assert log["A"]["seconds"] + log["B"]["seconds"] <= elapsed + 0.5
+    assert judgment.time_on_page_ms and judgment.time_on_page_ms >= 2000
+    # The page forgets a pair once it is stored.
+    assert page.evaluate(f"localStorage.getItem('auditorium:assignment:{assignment.pk}')") is None
+
+    # Only one pair in the study: the next request says so cleanly.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#stage-empty", state="visible")
+    assert "No more pairs" in page.locator("#stage-empty").inner_text()
+    shots(page, "empty")
+    assert not failed, failed
+    assert not console_errors, console_errors
+
+    # The researcher's view of the same study.
+    page.context.clear_cookies()
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/manage/studies/{study.name}/")
+    page.wait_for_selector("#h-annotators")
+    assert "1 / 1" in page.locator("table.data").first.inner_text()
+    shots(page, "manage", full_page=True)
+
+
+@pytest.mark.timeout(90)
+def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(live_server, browser, listening_study):
+    study, pair = listening_study
+    user = AnnotatorFactory(username="forger")
+    services.study_annotator_add(study=study, user=user)
+
+    page = browser.new_page(viewport=VIEWPORT)
+    login(page, live_server, "forger")
+    page.goto(f"{live_server.url}/studies/{study.name}/annotate/")
+    page.wait_for_selector("#btn-read", state="visible")
+    assignment = Assignment.objects.get(annotator=user, pair=pair)
+
+    post = """async ([url, body]) => {
+        const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+        const r = await fetch(url, {method: "POST", credentials: "same-origin",
+            headers: {"Content-Type": "application/json", "X-CSRFToken": token}, body: JSON.stringify(body)});
+        return {status: r.status, data: await r.json()};
+    }"""
+    both = """async ([url, body]) => {
+        const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+        const send = () => fetch(url, {method: "POST", credentials: "same-origin",
+            headers: {"Content-Type": "application/json", "X-CSRFToken": token}, body: JSON.stringify(body)})
+            .then(async (r) => ({status: r.status, data: await r.json()}));
+        return Promise.all([send(), send()]);
+    }"""
+    url = f"/api/assignments/{assignment.pk}/judgment/"
+    answer = {
+        "alignment": "A",
+        "alignment_confidence": 3,
+        "musicality": "B",
+        "musicality_confidence": 2.5,
+        "rationale": "B is muddy in the low end at 0:01.",
+        "time_on_page_ms": 4000,
+    }
+
+    # Claims two minutes of listening a few seconds after the pair was served.
+    forged = page.evaluate(
+        post,
+        [url, {**answer, "idempotency_key": "forged-1", "listening_log": {"A": {"plays": 3, "seconds": 60}, "B": {"plays": 3, "seconds": 60}, "switches": 4}}],
+    )
+    assert forged["status"] == 400 and forged["data"]["code"] == "listening_log_inconsistent", forged
+    # Too little of clip B.
+    short = page.evaluate(
+        post,
+        [url, {**answer, "idempotency_key": "short-1", "listening_log": {"A": {"plays": 1, "seconds": 1.2}, "B": {"plays": 1, "seconds": 0.3}, "switches": 1}}],
+    )
+    assert short["status"] == 400 and short["data"]["code"] == "listening_too_short", short
+    assert "B" in short["data"]["detail"]
+    assert not Judgment.objects.filter(annotator=user).exists()
+
+    # The same idempotency key sent twice at once (a double click): exactly one judgment is stored.
+    good = {**answer, "idempotency_key": "double-1", "listening_log": {"A": {"plays": 1, "seconds": 1.0}, "B": {"plays": 1, "seconds": 1.0}, "switches": 1}}
+    first, second = page.evaluate(both, [url, good])
+    assert [first["status"], second["status"]].count(201) == 1, (first, second)
+    stored = first if first["status"] == 201 else second
+    other = second if stored is first else first
+    # The loser of the race either replays the stored answer or is told the pair is already judged;
+    # the page treats both as "saved".
+    assert other["status"] == 200 and other["data"] == stored["data"] or other["data"]["code"] == "already_submitted", (first, second)
+    assert Judgment.objects.filter(annotator=user).count() == 1
+    # A retry with the same key (a lost response) gets the same answer back.
+    retry = page.evaluate(post, [url, good])
+    assert retry["status"] == 200 and retry["data"] == stored["data"], retry
+    # A fresh key for the same pair is refused: the first answer stays.
+    again = page.evaluate(post, [url, {**good, "idempotency_key": "double-2"}])
+    assert again["status"] == 409 and again["data"]["code"] == "already_submitted"
+    assert Judgment.objects.filter(annotator=user).count() == 1
