@@ -1,0 +1,77 @@
+"""Votes queue a debounced refit after commit; the refit is stored and pushed to open pages over the websocket."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
+from django.utils import timezone
+
+from arena.broadcast import leaderboard_broadcast
+from arena.models import ArenaPrompt, ArenaSystem, LeaderboardSnapshot
+from arena.seed import PREBAKED_PROMPTS, arena_seed
+from arena.services import listen_events_record, vote_submit
+
+from .conftest import arena_system, ready_battle, visitor_with_terms
+
+
+def voted(visitor, a, b, choice):
+    battle = ready_battle(visitor, a, b, ready_ago=60)
+    t0 = timezone.now() - timedelta(seconds=50)
+    for side, offset in (("a", 0), ("b", 10)):
+        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play"}], now=t0 + timedelta(seconds=offset))
+        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "pause"}], now=t0 + timedelta(seconds=offset + 3))
+        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play"}], now=t0 + timedelta(seconds=offset + 4))
+        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "ended"}], now=t0 + timedelta(seconds=offset + 7))
+    return vote_submit(battle=battle, visitor=visitor, choice=choice)
+
+
+def test_votes_refit_the_board_once_per_debounce_window(db, django_capture_on_commit_callbacks, settings):
+    visitor, _ = visitor_with_terms()
+    a, b = arena_system("s1"), arena_system("s2")
+    with django_capture_on_commit_callbacks(execute=True):
+        voted(visitor, a, b, "a")
+    first = LeaderboardSnapshot.objects.get()
+    assert first.votes == 1 and [r["system"] for r in first.payload["boards"]["instrumental"]["rows"]][0] == "s1"
+    # Debounce: the task of the first vote has run and cleared the flag, so the next vote refits again...
+    with django_capture_on_commit_callbacks(execute=True):
+        voted(visitor, a, b, "b")
+    assert LeaderboardSnapshot.objects.count() == 2
+    # ...but while a refit is pending, further votes do not queue another.
+    from django.core.cache import cache
+
+    cache.add("arena:leaderboard:pending", 1, 60)
+    with django_capture_on_commit_callbacks(execute=True):
+        voted(visitor, a, b, "b")
+    assert LeaderboardSnapshot.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_leaderboard_pages_receive_refits():
+    from auditorium.asgi import application
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, "/ws/arena/leaderboard/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
+        connected, _ = await communicator.connect()
+        assert connected
+        from channels.db import database_sync_to_async
+
+        await database_sync_to_async(leaderboard_broadcast)({"boards": {"instrumental": {"rows": [{"system": "x"}]}}})
+        message = await communicator.receive_json_from(timeout=5)
+        await communicator.disconnect()
+        return message
+
+    message = async_to_sync(scenario)()
+    assert message["type"] == "leaderboard" and message["payload"]["boards"]["instrumental"]["rows"][0]["system"] == "x"
+
+
+def test_seed_arena_is_idempotent(db):
+    call_command("seed_arena", verbosity=0)
+    call_command("seed_arena", verbosity=0)
+    assert ArenaSystem.objects.count() == 6
+    assert ArenaPrompt.objects.filter(is_prebaked=True).count() == len(PREBAKED_PROMPTS) >= 30
+    assert arena_seed()["systems_created"] == 0
+    assert ArenaPrompt.objects.exclude(lyrics="").count() >= 5
