@@ -434,9 +434,8 @@ def annotator_table(votes: pd.DataFrame, *, thresholds: Thresholds) -> list[dict
         frame[f"gold_ok_{dim}"] = (checked & (frame[f"{dim}_choice"] == expected)).astype(int)
 
     included = frame[~frame["excluded"]]
-    # Population shares of each confidence value, per dimension, for the same-confidence test.
+    # How often the included annotators use each confidence value, for the same-confidence test.
     population = {dim: included[f"{dim}_confidence"].value_counts() for dim in DIMENSIONS}
-    population_n = {dim: int(included[f"{dim}_confidence"].notna().sum()) for dim in DIMENSIONS}
 
     rows = []
     for _, own in frame.groupby("annotator_id", sort=False):
@@ -478,18 +477,21 @@ def annotator_table(votes: pd.DataFrame, *, thresholds: Thresholds) -> list[dict
                 modal_count = int((conf == modal_value).sum())
                 row[f"modal_confidence_{dim}"] = num(modal_value, 1)
                 row[f"modal_confidence_share_{dim}"] = num(modal_count / len(conf))
-                others_n = population_n[dim] - (0 if row["excluded"] else len(conf))
-                others_k = int(population[dim].get(modal_value, 0)) - (0 if row["excluded"] else modal_count)
-                # Laplace smoothing over the nine values: a value nobody else uses is rare, not impossible.
-                chance = (others_k + 1) / (others_n + len(CONFIDENCE_DOMAIN))
-                p_conf = binomtest(modal_count, len(conf), chance, alternative="greater").pvalue
+                own_counts = conf.value_counts()
+                others = population[dim].sub(own_counts if not row["excluded"] else 0, fill_value=0).clip(lower=0)
+                others_n = int(others.sum())
+                # Chance = how often the others use *their* most common value: a panel that
+                # mostly answers 3 does not make an annotator who mostly answers 3 suspicious,
+                # while one value in nearly every answer is. Laplace smoothing over the nine values.
+                chance = float((others.max() + 1) / (others_n + len(CONFIDENCE_DOMAIN))) if others_n else None
+                p_conf = binomtest(modal_count, len(conf), chance, alternative="greater").pvalue if chance else None
                 row[f"modal_confidence_p_{dim}"] = num(p_conf, 6)
-                if len(conf) >= thresholds.min_votes and p_conf < thresholds.straightline_p:
+                if len(conf) >= thresholds.min_votes and p_conf is not None and p_conf < thresholds.straightline_p:
                     flags.append(
                         {
                             "code": "same_confidence",
                             "dimension": dim,
-                            "detail": f"{dim}: gave confidence {modal_value:g} in {modal_count} of {len(conf)} answers; others use it {chance:.0%} of the time (p={p_conf:.2g})",
+                            "detail": f"{dim}: gave confidence {modal_value:g} in {modal_count} of {len(conf)} answers; the others' most common value takes {chance:.0%} of theirs (p={p_conf:.2g})",
                         }
                     )
             else:
