@@ -21,7 +21,7 @@
     const rows = board ? board.rows : [];
     const when = data.computed_at ? new Date(data.computed_at).toLocaleString() : "never";
     document.getElementById("board-meta").textContent = board
-      ? board.votes + " votes · " + board.rounds + " bootstrap rounds · systems need " + board.min_votes + " votes to be listed · updated " + when
+      ? board.votes + " votes · " + board.rounds + " bootstrap rounds · listed from " + board.min_votes + " votes · updated " + when
       : "No votes yet.";
     if (!rows.length) {
       const tr = document.createElement("tr");

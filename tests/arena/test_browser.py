@@ -1,0 +1,118 @@
+"""A full battle in a real browser on the built-in demo systems: terms, random prompt, real playback, vote, reveal, leaderboard."""
+
+from __future__ import annotations
+
+import os
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium")]
+
+
+@pytest.fixture
+def browser_page():
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+                "--autoplay-policy=no-user-gesture-required",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        yield page
+        browser.close()
+
+
+def simulated_votes(n: int, seed: int = 0) -> None:
+    """Votes from simulated visitors whose taste follows the demo systems' designed musicality ranking."""
+    from annotation.demo import DEMO_SYSTEMS
+    from arena.models import ArenaSystem, Battle, Visitor, Vote
+
+    rank = {s.name: s.musicality_rank for s in DEMO_SYSTEMS}
+    systems = list(ArenaSystem.objects.select_related("system"))
+    rng = random.Random(seed)
+    visitor = Visitor.objects.create(cookie_hash="sim" + "0" * 61, pseudonym="u-simulated", terms_version="1", terms_accepted_at=timezone.now())
+    for k in range(n):
+        a, b = rng.sample(systems, 2)
+        p_a = 1 / (1 + 10 ** ((rank[a.name] - rank[b.name]) * 60 / 400))
+        choice = rng.choices(["a", "b", "tie", "both_bad"], weights=[0.85 * p_a, 0.85 * (1 - p_a), 0.1, 0.05])[0]
+        battle = Battle.objects.create(
+            visitor=visitor, prompt=f"simulated {k}", is_instrumental=k % 4 != 0, duration_requested=3.0, seed=k, system_a=a, system_b=b,
+            status=Battle.Status.VOTED, ready_at=timezone.now() - timedelta(seconds=30),
+        )
+        Vote.objects.create(battle=battle, visitor=visitor, choice=choice, listen_seconds_a=6.0, listen_seconds_b=6.0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_full_battle_in_a_real_browser(live_server, browser_page, settings):
+    from arena.models import Vote
+    from arena.seed import arena_seed
+    from arena.services import leaderboard_refresh
+
+    settings.ARENA_MIN_LISTEN_SECONDS = 1.0
+    settings.ARENA_CLIP_SECONDS = 3.0
+    settings.ARENA_LEADERBOARD_MIN_VOTES = 1
+    settings.ARENA_LEADERBOARD_ROUNDS = 200
+    settings.ARENA_LEADERBOARD_DEBOUNCE_SECONDS = 0
+    arena_seed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser_page
+    page.goto(live_server.url + "/arena/")
+    page.get_by_role("button", name="I accept").click()
+    page.get_by_role("button", name="Random prompt").click()
+    page.wait_for_function("document.getElementById('prompt').value.length > 0")
+    page.get_by_role("button", name="Start battle").click()
+    page.wait_for_selector("#battle:not([hidden])", timeout=60000)
+
+    names = ["aurora", "clipper", "hiss", "detune", "wobble", "draggy", "auditorium demo"]
+    html = page.content().lower()
+    assert not [n for n in names if n in html], "a system name is on the page before the vote"
+    vote_a = page.get_by_role("button", name="A is better")
+    assert vote_a.is_disabled()
+
+    # Real playback: each clip plays until the server has counted the minimum.
+    for side in ("a", "b"):
+        page.evaluate(f"document.getElementById('audio-{side}').play()")
+        page.wait_for_function(f"parseFloat(document.getElementById('heard-{side}').textContent) >= 1.0", timeout=20000)
+    page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=10000)
+    page.evaluate("document.getElementById('audio-a').pause(); document.getElementById('audio-b').pause()")
+    page.fill("#feedback", "A has a cleaner mix.")
+    page.screenshot(path=str(SHOTS / "arena-battle.png"), full_page=True)
+
+    vote_a.click()
+    page.wait_for_selector("#reveal-a:not([hidden])", timeout=20000)
+    revealed = page.inner_text("#reveal-a") + page.inner_text("#reveal-b")
+    assert any(n in revealed.lower() for n in names[:-1]) and "Generated in" in revealed
+    assert page.get_by_role("button", name="B is better").is_disabled()
+    page.screenshot(path=str(SHOTS / "arena-reveal.png"), full_page=True)
+    vote = Vote.objects.get()
+    assert vote.choice == "a" and vote.listen_seconds_a >= 1.0 and vote.listen_seconds_b >= 1.0
+    assert vote.feedback == "A has a cleaner mix."
+
+    # The leaderboard page, with the real vote plus simulated ones so the plot has something to show.
+    simulated_votes(600)
+    leaderboard_refresh()
+    page.goto(live_server.url + "/arena/leaderboard/")
+    page.wait_for_selector("#board-rows tr")
+    assert page.locator("#board-rows tr").count() == 6
+    assert page.locator("#plot svg circle").count() == 6
+    first = page.inner_text("#board-rows tr:first-child")
+    assert "aurora" in first
+    page.screenshot(path=str(SHOTS / "arena-leaderboard.png"), full_page=True)
