@@ -1149,6 +1149,24 @@
     persist(true);
   });
 
+  // Read-only view of the transport for diagnostics and the browser tests.
+  window.auditoriumListening = {
+    snapshot() {
+      const transport = task && task.transport;
+      return {
+        assignment: task ? task.assignment.id : null,
+        stage: app.dataset.stage,
+        ready: Boolean(transport && transport.ready),
+        active: transport ? transport.active : null,
+        playing: Boolean(transport && transport.playing),
+        position: transport ? transport.position() : 0,
+        audioTime: ctx ? ctx.currentTime : 0,
+        loop: transport && transport.loop ? { ...transport.loop } : null,
+        log: task ? JSON.parse(JSON.stringify(task.saved.log)) : null,
+      };
+    },
+  };
+
   window.setInterval(tick, TICK_MS);
   window.requestAnimationFrame(frame);
   loadNext();

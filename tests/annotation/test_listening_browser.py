@@ -27,8 +27,9 @@ pytestmark = [
 VIEWPORT = {"width": 1280, "height": 800}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
+    # One Chromium per module; every test opens its own page in a fresh context (own cookies and storage).
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
@@ -48,6 +49,13 @@ def browser():
         )
         yield instance
         instance.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
@@ -132,7 +140,7 @@ def listening_study(transactional_db):
 
 
 @pytest.mark.timeout(120)
-def test_annotator_judges_a_pair_with_the_keyboard(live_server, browser, listening_study, shots):
+def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_study, shots):
     study, pair = listening_study
     user = UserFactory(username="listener", roles=["annotator"])
     membership = services.study_annotator_add(study=study, user=user)
@@ -140,7 +148,6 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, browser, listeni
     membership.save(update_fields=["seed"])
     researcher = UserFactory(username="lead", roles=["researcher"])
 
-    page = browser.new_page(viewport=VIEWPORT)
     console_errors: list[str] = []
     page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: console_errors.append(str(exc)))
@@ -176,9 +183,10 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, browser, listeni
     # Step 2: real playback, switching A -> B with the keyboard.
     page.locator("body").focus()
     page.keyboard.press("Space")
-    page.wait_for_selector("#heard-A[data-done=true]", timeout=15_000)
+    hear(page, "A")
     page.keyboard.press("s")
-    page.wait_for_selector("#heard-B[data-done=true]", timeout=15_000)
+    hear(page, "B")
+    page.wait_for_selector("#heard-B[data-done=true]")
     page.locator("#step-listen").scroll_into_view_if_needed()
     shots(page, "listening")
     if page.locator("#btn-play").get_attribute("aria-label") == "Pause":
@@ -247,12 +255,11 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, browser, listeni
 
 
 @pytest.mark.timeout(90)
-def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(live_server, browser, listening_study):
+def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(live_server, page, listening_study):
     study, pair = listening_study
     user = AnnotatorFactory(username="forger")
     services.study_annotator_add(study=study, user=user)
 
-    page = browser.new_page(viewport=VIEWPORT)
     login(page, live_server, "forger")
     page.goto(f"{live_server.url}/studies/{study.name}/annotate/")
     page.wait_for_selector("#btn-read", state="visible")
@@ -313,3 +320,149 @@ def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(l
     again = page.evaluate(post, [url, {**good, "idempotency_key": "double-2"}])
     assert again["status"] == 409 and again["data"]["code"] == "already_submitted"
     assert Judgment.objects.filter(annotator=user).count() == 1
+
+
+def open_unlocked(page, live_server, study, username: str) -> None:
+    login(page, live_server, username)
+    page.goto(f"{live_server.url}/studies/{study.name}/annotate/")
+    page.wait_for_selector("#btn-read", state="visible")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+    page.locator("body").focus()
+
+
+def hear(page, side: str, seconds: float = 1.0) -> None:
+    """Keep clip `side` playing (keyboard only) until it has been heard for `seconds`.
+
+    On a busy machine a clip can end before the wait notices; then play it again.
+    """
+    for _ in range(150):
+        state = snapshot(page)
+        if state["log"][side]["seconds"] >= seconds:
+            return
+        if state["active"] != side:
+            page.keyboard.press(side.lower())
+        elif not state["playing"]:
+            page.keyboard.press("Space")
+        page.wait_for_timeout(100)
+    raise AssertionError(f"clip {side} was not heard for {seconds} s: {snapshot(page)}")
+
+
+def snapshot(page) -> dict:
+    return page.evaluate("window.auditoriumListening.snapshot()")
+
+
+def wait_until(page, condition: str, timeout: int = 10_000) -> None:
+    page.wait_for_function(f"(() => {{ const s = window.auditoriumListening.snapshot(); return {condition}; }})()", timeout=timeout)
+
+
+@pytest.mark.timeout(90)
+def test_transport_switches_in_place_loops_and_seeks(live_server, page, listening_study):
+    study, _pair = listening_study
+    user = AnnotatorFactory(username="transport")
+    services.study_annotator_add(study=study, user=user)
+    open_unlocked(page, live_server, study, "transport")
+
+    page.keyboard.press("Space")
+    wait_until(page, "s.playing && s.position > 0.4")
+    before = snapshot(page)
+    page.keyboard.press("s")
+    after = snapshot(page)
+    assert before["active"] == "A" and after["active"] == "B" and after["playing"]
+    # Switching keeps the shared position: no restart, no gap (webMUSHRA-style synchronous switch).
+    drift = (after["position"] - before["position"]) - (after["audioTime"] - before["audioTime"])
+    assert abs(drift) < 0.010, drift
+    assert after["log"]["switches"] == 1 and after["log"]["B"]["plays"] == 1
+
+    # L at the playhead, L again a little later: a loop region of at least 0.5 s that repeats.
+    page.keyboard.press("l")
+    page.wait_for_timeout(300)
+    page.keyboard.press("l")
+    looped = snapshot(page)
+    assert looped["loop"] is not None
+    start, end = looped["loop"]["start"], looped["loop"]["end"]
+    assert end - start >= 0.5 - 1e-9 and end <= 2.5
+    wait_until(page, "s.log.B.loops >= 1", timeout=5_000)
+    inside = snapshot(page)
+    assert start - 0.01 <= inside["position"] <= end + 0.01
+    page.keyboard.press("l")
+    assert snapshot(page)["loop"] is None
+
+    # Clicking the middle of A's waveform selects A and seeks there.
+    box = page.locator("#wave-A").bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    sought = snapshot(page)
+    assert sought["active"] == "A" and sought["log"]["A"]["seeks"] == 1
+    assert abs(sought["position"] - 1.25) < 0.15, sought
+    page.keyboard.press("Space")
+    paused = snapshot(page)
+    assert not paused["playing"]
+    page.wait_for_timeout(200)
+    assert snapshot(page)["position"] == paused["position"]
+
+    # A loop set twice at the same spot still lasts the minimum 0.5 s.
+    page.keyboard.press("l")
+    page.keyboard.press("l")
+    tiny = snapshot(page)["loop"]
+    assert abs((tiny["end"] - tiny["start"]) - 0.5) < 1e-6
+
+
+@pytest.mark.timeout(120)
+def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, listening_study):
+    study, pair = listening_study
+    second = PairFactory(study=study)
+    user = AnnotatorFactory(username="resumer")
+    services.study_annotator_add(study=study, user=user)
+    open_unlocked(page, live_server, study, "resumer")
+
+    page.keyboard.press("Space")
+    hear(page, "A")
+    page.keyboard.press("s")
+    hear(page, "B")
+    if snapshot(page)["playing"]:
+        page.keyboard.press("Space")
+    page.keyboard.press("w")
+    page.keyboard.press("Digit2")
+    page.keyboard.press("e")
+    page.keyboard.press("Shift+Digit4")
+    page.locator("#rationale").fill("Half-way rationale before a reload.")
+    page.locator("#rationale").press("Escape")
+    first_id = snapshot(page)["assignment"]
+    heard_before = snapshot(page)["log"]
+    page.wait_for_timeout(1200)  # the page saves its state at least once a second
+
+    page.reload()
+    page.wait_for_selector("#read-done", state="visible")
+    wait_until(page, "s.ready")
+    assert snapshot(page)["assignment"] == first_id
+    assert Assignment.objects.filter(annotator=user).count() == 1
+    assert page.locator("input[name=alignment][value=B]").is_checked()
+    assert page.locator("input[name=alignment_confidence][value='2.0']").is_checked()
+    assert page.locator("input[name=musicality][value=A]").is_checked()
+    assert page.locator("input[name=musicality_confidence][value='4.5']").is_checked()
+    assert page.locator("#rationale").input_value() == "Half-way rationale before a reload."
+    restored = snapshot(page)["log"]
+    assert restored["A"]["seconds"] >= heard_before["A"]["seconds"] - 0.2
+    assert restored["switches"] == heard_before["switches"]
+    page.wait_for_selector("#btn-submit:not([disabled])")
+    page.locator("body").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#stage-saved", state="visible")
+    judgment = Judgment.objects.get(annotator=user)
+    assignment = Assignment.objects.get(pk=first_id)
+    assert judgment.pair_id == assignment.pair_id
+    assert judgment.alignment_choice_id == assignment.b_clip_id
+    assert judgment.musicality_choice_id == assignment.a_clip_id
+    assert judgment.musicality_confidence == Decimal("4.5")
+
+    # The next pair, skipped with a reason: it is recorded and the study runs out cleanly.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#btn-read", state="visible")
+    page.click("#btn-skip")
+    page.check("input[name=skip_preset][value='Audio does not play or is broken.']")
+    page.click("#btn-skip-confirm")
+    page.wait_for_selector("#stage-empty", state="visible")
+    other = second if assignment.pair_id == pair.pk else pair
+    skipped = Assignment.objects.get(annotator=user, pair=other)
+    assert skipped.state == Assignment.State.SKIPPED
+    assert skipped.skip_reason == "Audio does not play or is broken."
