@@ -25,13 +25,14 @@ import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.validators import validate_slug
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
 from .models import AnnotatorProfile, Clip, Condition, Judgment, Modality, Pair, Study, System, modality_for
@@ -168,13 +169,13 @@ class _Row:
     split: str
     vote: _Vote | None
 
-    @property
+    @cached_property
     def condition_key(self) -> str:
         # The service's own key function, fed only the reference's hash: no clip row is needed yet.
         reference = SimpleNamespace(sha256=self.ref.sha256) if self.ref else None
         return condition_content_key(prompt=self.prompt, lyrics=self.lyrics, reference=reference)
 
-    @property
+    @cached_property
     def pair_key(self) -> tuple[str, frozenset]:
         return self.condition_key, frozenset((self.a.sha256, self.b.sha256))
 
