@@ -45,38 +45,45 @@ class Counts:
         return int(self.outcomes.sum())
 
 
+VOTE_CODES = {vote: code for code, vote in enumerate(VOTES)}
+
+
 def counts_from_votes(rows: Iterable[VoteRow], *, both_bad: str = "exclude") -> Counts:
     """Fold votes into per-pair outcome counts. both_bad: "exclude" (default) or "tie"."""
+    rows = list(rows)
+    names = sorted({r.system_a for r in rows} | {r.system_b for r in rows})
+    index = {name: k for k, name in enumerate(names)}
+    try:
+        codes = np.fromiter((VOTE_CODES[r.vote] for r in rows), dtype=np.int64, count=len(rows))
+    except KeyError as exc:
+        raise ValueError(f"unknown vote {exc.args[0]!r}; expected one of {', '.join(VOTES)}") from None
+    a = np.fromiter((index[r.system_a] for r in rows), dtype=np.int64, count=len(rows))
+    b = np.fromiter((index[r.system_b] for r in rows), dtype=np.int64, count=len(rows))
+    return counts_from_arrays(names, a, b, codes, both_bad=both_bad)
+
+
+def counts_from_arrays(names: list[str], a: np.ndarray, b: np.ndarray, codes: np.ndarray, *, both_bad: str = "exclude") -> Counts:
+    """Vectorised fold: a, b index `names` (sorted); codes index VOTES (a, b, tie, both_bad)."""
     if both_bad not in ("exclude", "tie"):
         raise ValueError(f"both_bad must be 'exclude' or 'tie', not {both_bad!r}")
-    tally: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        vote = row.vote
-        if vote not in VOTES:
-            raise ValueError(f"unknown vote {vote!r}; expected one of {', '.join(VOTES)}")
-        if vote == "both_bad":
-            if both_bad == "exclude":
-                continue
-            vote = "tie"
-        if row.system_a == row.system_b:
-            continue
-        low, high = sorted((row.system_a, row.system_b))
-        cell = tally.setdefault((low, high), [0, 0, 0])
-        if vote == "tie":
-            cell[2] += 1
-        elif (vote == "a") == (row.system_a == low):
-            cell[0] += 1
-        else:
-            cell[1] += 1
-    names = sorted({name for key in tally for name in key})
-    index = {name: k for k, name in enumerate(names)}
-    keys = sorted(tally)
-    return Counts(
-        names=names,
-        pair_i=np.array([index[a] for a, _ in keys], dtype=np.int64),
-        pair_j=np.array([index[b] for _, b in keys], dtype=np.int64),
-        outcomes=np.array([tally[k] for k in keys], dtype=np.int64).reshape(len(keys), 3),
-    )
+    a, b, codes = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), np.asarray(codes, dtype=np.int64)
+    keep = a != b
+    if both_bad == "exclude":
+        keep &= codes != VOTE_CODES["both_bad"]
+    a, b, codes = a[keep], b[keep], np.where(codes[keep] == VOTE_CODES["both_bad"], VOTE_CODES["tie"], codes[keep])
+    # Systems that only appear in dropped votes are not part of the fit.
+    used = np.unique(np.concatenate([a, b]))
+    remap = np.full(len(names), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    a, b = remap[a], remap[b]
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    a_is_low = a == low
+    # Column 0: the lower-indexed system won; 1: the higher one won; 2: tie.
+    column = np.where(codes == VOTE_CODES["tie"], 2, np.where((codes == VOTE_CODES["a"]) == a_is_low, 0, 1))
+    n = len(used)
+    pair_codes, inverse = np.unique(low * n + high, return_inverse=True)
+    outcomes = np.bincount(inverse * 3 + column, minlength=3 * len(pair_codes)).reshape(-1, 3)
+    return Counts(names=[names[k] for k in used], pair_i=pair_codes // n, pair_j=pair_codes % n, outcomes=outcomes.astype(np.int64))
 
 
 def bt_fit(
