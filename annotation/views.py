@@ -203,13 +203,17 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
 # --- Researcher pages ---------------------------------------------------------------
 
 
+IMPORT_URL_NAMES = ("admin:annotation_study_import", "admin:annotation_study_import_pairs")
+
+
 def _import_url(study: Study) -> str:
-    """The pairs import page if the admin provides one, else the Study changelist."""
-    for args in ((), (study.pk,)):
-        try:
-            return reverse("admin:annotation_study_import", args=args)
-        except NoReverseMatch:
-            continue
+    """The admin's pairs import page if the admin provides one, else the Study changelist."""
+    for name in IMPORT_URL_NAMES:
+        for args in ((), (study.pk,)):
+            try:
+                return reverse(name, args=args)
+            except NoReverseMatch:
+                continue
     return reverse("admin:annotation_study_changelist")
 
 
