@@ -1069,6 +1069,11 @@
     const onRadio = target.matches && target.matches("input[type=radio]");
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     const digit = /^(Digit|Numpad)([1-5])$/.exec(event.code || "");
+    // A held key repeats; only seeking should.
+    if (event.repeat && key !== "ArrowLeft" && key !== "ArrowRight") {
+      if (key === " " || key === "Enter") event.preventDefault();
+      return;
+    }
 
     if (key === "Enter") {
       if (target.matches && target.matches(NATIVE_ENTER)) return; // let buttons and links do their own thing

@@ -180,6 +180,10 @@ class WithdrawTests(TestCase):
         self.assertContains(response, "2 judgments")
         self.assertContains(response, "left out of every export and analysis")
 
+    def test_consent_page_after_withdrawal_says_earlier_answers_count_again(self):
+        services.consent_withdraw(user=self.user)
+        self.assertContains(self.client.get(reverse("consent")), "answers you gave before")
+
     def test_without_confirmation_nothing_changes(self):
         response = self.client.post(reverse("consent-withdraw"), {})
         self.assertEqual(response.status_code, 200)
@@ -195,6 +199,12 @@ class WithdrawTests(TestCase):
         self.live.refresh_from_db()
         self.assertEqual(self.live.state, Assignment.State.EXPIRED)
         self.assertFalse(StudyAnnotator.objects.get(study=self.study, annotator=self.user).is_active)
+        # The dataset export leaves the withdrawn annotator's judgments out.
+        from annotation.dataset import _exportable_judgments
+
+        kept, left_out = _exportable_judgments(self.study.pairs.all())
+        self.assertEqual(kept.count(), 0)
+        self.assertEqual(left_out["annotator withdrew consent"], 2)
         # No more pairs for them: the study is gone from their page and the annotate page is closed.
         self.assertEqual(self.client.get(reverse("annotate", args=[self.study.name])).status_code, 403)
         self.assertNotContains(self.client.get(reverse("home")), reverse("annotate", args=[self.study.name]))
