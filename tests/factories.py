@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
 from django.utils import timezone
 
+from annotation.services import condition_content_key
 from annotation.models import (
     AnnotatorProfile,
     Assignment,
@@ -103,7 +104,7 @@ class ConditionFactory(factory.django.DjangoModelFactory):
     prompt = factory.Sequence(lambda n: f"upbeat pop song number {n} with piano")
     lyrics = ""
     reference = None
-    content_key = factory.LazyAttribute(lambda o: hashlib.sha256(f"{o.prompt}|{o.lyrics}|{o.reference.sha256 if o.reference else ''}".encode()).hexdigest())
+    content_key = factory.LazyAttribute(lambda o: condition_content_key(prompt=o.prompt, lyrics=o.lyrics, reference=o.reference))
     modality = factory.LazyAttribute(lambda o: modality_for(has_lyrics=bool(o.lyrics), has_reference=o.reference is not None))
 
 

@@ -7,6 +7,7 @@ PostgreSQL, Redis-backed Celery and channels_redis without code changes.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -245,8 +246,9 @@ SESSION_COOKIE_HTTPONLY = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # Only for plain-HTTP loopback set-ups (benchmarks): never turn off in front of users.
+    SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
@@ -270,3 +272,12 @@ LOGGING = {
 AUDITORIUM_HASH_SALT = env_secret("AUDITORIUM_HASH_SALT") or SECRET_KEY
 # Root under which judge weights are looked up when a judge names a relative path.
 AUDITORIUM_MODEL_DIR = Path(env_str("AUDITORIUM_MODEL_DIR", str(DATA_DIR / "models")))
+
+# Arena knobs: defaults live in arena/conf.py; any ARENA_* variable in the environment
+# overrides one (JSON values such as 5.0 or null are decoded, anything else stays a string).
+for _name, _raw in os.environ.items():
+    if _name.startswith("ARENA_"):
+        try:
+            globals()[_name] = json.loads(_raw)
+        except ValueError:
+            globals()[_name] = _raw

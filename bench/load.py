@@ -1,0 +1,316 @@
+"""Load test on loopback: judgment submits and arena votes per second, p50/p99 latency.
+
+    .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
+
+Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
+Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
+requests (--submits, --votes) and time (--seconds per phase). Each client
+retries a failed request with the same idempotency key, and the run ends with
+the integrity figures: lost, duplicated, over-assigned.
+
+Baseline (same run, same server, same clients): GET /healthz/, a view that
+touches nothing, so the ratios show what the real work costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import timedelta
+
+from _setup import ROOT, django_setup, percentile
+
+DB_NAME = "auditorium_bench_load"
+PASSWORD = "load-bench-password"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def build_fixtures(args):
+    """Users, a study with one pair per expected submit, and ready arena battles with enough listening."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import services
+    from annotation.models import Clip, Study
+    from arena.models import ArenaSystem, Battle, ListenEvent
+    from arena.services import visitor_accept_terms
+
+    User = get_user_model()
+    study = Study.objects.create(name="load", overlap_target=1, overlap_share=0.0, min_listen_seconds=0.0, lock_ttl_seconds=3600)
+    condition, _ = services.condition_get_or_create(prompt="load test prompt")
+    n_pairs = args.submits + args.clients  # room for everyone until the submit budget is spent
+    clips = Clip.objects.bulk_create(
+        [Clip(sha256=f"{i:064d}", file=f"bench/{i}.wav", duration=5.0, sample_rate=16000, channels=1) for i in range(n_pairs + 1)]
+    )
+    from annotation.models import Pair
+
+    Pair.objects.bulk_create(
+        [Pair(study=study, condition=condition, clip_a=clips[i], clip_b=clips[i + 1], clip_key=Pair.key_for(clips[i].pk, clips[i + 1].pk), overlap=1) for i in range(n_pairs)]
+    )
+    users = []
+    for i in range(args.clients):
+        user = User.objects.create_user(username=f"load{i}", password=PASSWORD)
+        services.study_annotator_add(study=study, user=user)
+        services.consent_give(user=user)
+        users.append(user.username)
+
+    systems = []
+    for name in ("load-a", "load-b"):
+        system = services.system_get_or_create(name=name)
+        systems.append(ArenaSystem.objects.create(system=system))
+    visitors = []
+    per_client = args.votes // args.clients + 1
+    ready_at = None
+    from django.utils import timezone
+
+    ready_at = timezone.now() - timedelta(minutes=5)
+    for i in range(args.clients):
+        visitor, cookie = visitor_accept_terms(cookie=None, version="1")
+        battles = Battle.objects.bulk_create(
+            [
+                Battle(
+                    visitor=visitor, prompt="load", duration_requested=5.0, seed=j, system_a=systems[0], system_b=systems[1],
+                    clip_a=clips[0], clip_b=clips[1], status=Battle.Status.READY, ready_at=ready_at,
+                )
+                for j in range(per_client)
+            ]
+        )
+        events = []
+        for battle in battles:
+            for side in ("a", "b"):
+                for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause")):
+                    events.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 2 * k)))
+        ListenEvent.objects.bulk_create(events)
+        visitors.append((cookie, [str(b.public_id) for b in battles]))
+    return users, visitors
+
+
+async def run_phase(name, clients, work, seconds):
+    latencies: list[float] = []
+    failures = Counter()
+    stop_at = time.perf_counter() + seconds
+    start = time.perf_counter()
+    done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
+    wall = time.perf_counter() - start
+    return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures}
+
+
+def report(result, baseline=None):
+    lat = result["lat"]
+    rate = result["count"] / result["wall"] if result["wall"] else 0.0
+    line = (
+        f"{result['name']:<22} {result['count']:>6} ok in {result['wall']:5.1f} s = {rate:7.1f}/s   "
+        f"p50 {statistics.median(lat) * 1000 if lat else float('nan'):6.1f} ms   p99 {percentile(lat, 99) * 1000:6.1f} ms"
+    )
+    if baseline:
+        base_rate = baseline["count"] / baseline["wall"]
+        line += f"   x{rate / base_rate:.2f} of baseline rate"
+    if result["failures"]:
+        line += f"   failures: {dict(result['failures'])}"
+    print(line)
+    return rate
+
+
+async def drive(args, base_url, users, visitors):
+    import aiohttp
+
+    csrf = secrets.token_hex(16)
+    connector = aiohttp.TCPConnector(limit=args.clients * 2)
+    timeout = aiohttp.ClientTimeout(total=30)
+    sessions = []
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, connector_owner=False) as login:
+        for username in users:
+            jar = aiohttp.CookieJar(unsafe=True)
+            session = aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=jar, connector_owner=False, headers={"X-CSRFToken": csrf, "Referer": base_url})
+            jar.update_cookies({"csrftoken": csrf})
+            async with session.post(f"{base_url}/accounts/login/", data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": csrf}, allow_redirects=False) as r:
+                assert r.status == 302, f"login failed for {username}: {r.status}"
+            sessions.append(session)
+        del login
+
+    async def health_work(i, latencies, failures, stop_at):
+        n = 0
+        while n < args.submits // args.clients and time.perf_counter() < stop_at:
+            t0 = time.perf_counter()
+            async with sessions[i].get(f"{base_url}/healthz/") as r:
+                await r.read()
+            latencies.append(time.perf_counter() - t0)
+            n += r.status == 200
+        return n
+
+    submitted: list[tuple[str, int]] = []
+    budget = {"left": args.submits}
+
+    async def submit_work(i, latencies, failures, stop_at):
+        session, n = sessions[i], 0
+        while budget["left"] > 0 and time.perf_counter() < stop_at:
+            budget["left"] -= 1
+            async with session.post(f"{base_url}/api/studies/load/next/") as r:
+                body = await r.json()
+            assignment = body.get("assignment")
+            if not assignment:
+                failures[f"no_pair: {body.get('detail', '')[:60]}"] += 1
+                break
+            key = secrets.token_hex(12)
+            payload = {
+                "idempotency_key": key, "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,
+                "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": 0}, "B": {"plays": 1, "seconds": 0}, "switches": 0},
+            }
+            for attempt in range(3):  # a client retry re-sends the same idempotency key
+                t0 = time.perf_counter()
+                try:
+                    async with session.post(f"{base_url}/api/assignments/{assignment['id']}/judgment/", json=payload) as r:
+                        await r.read()
+                        status = r.status
+                except (aiohttp.ClientError, asyncio.TimeoutError):
+                    failures["network"] += 1
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                if status in (200, 201):
+                    submitted.append((users[i], assignment["id"]))
+                    n += 1
+                    break
+                failures[f"http_{status}"] += 1
+                if status < 500:
+                    break
+        return n
+
+    voted: list[str] = []
+
+    async def vote_work(i, latencies, failures, stop_at):
+        cookie, battles = visitors[i]
+        jar = aiohttp.CookieJar(unsafe=True)
+        jar.update_cookies({"csrftoken": csrf, "arena_visitor": cookie})
+        n = 0
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=jar, connector_owner=False, headers={"X-CSRFToken": csrf, "Referer": base_url}) as session:
+            for battle in battles:
+                if len(voted) >= args.votes or time.perf_counter() >= stop_at:
+                    break
+                for attempt in range(3):
+                    t0 = time.perf_counter()
+                    try:
+                        async with session.post(f"{base_url}/arena/api/battles/{battle}/vote/", json={"vote": "a"}) as r:
+                            await r.read()
+                            status = r.status
+                    except (aiohttp.ClientError, asyncio.TimeoutError):
+                        failures["network"] += 1
+                        continue
+                    latencies.append(time.perf_counter() - t0)
+                    if status in (200, 201):
+                        voted.append(battle)
+                        n += 1
+                        break
+                    failures[f"http_{status}: {(await r.text())[:80] if False else ''}"] += 1
+                    if status < 500:
+                        break
+        return n
+
+    baseline = await run_phase("baseline GET /healthz/", args.clients, health_work, args.seconds)
+    submits = await run_phase("judgment next+submit", args.clients, submit_work, args.seconds)
+    votes = await run_phase("arena vote", args.clients, vote_work, args.seconds)
+    for session in sessions:
+        await session.close()
+    await connector.close()
+    return baseline, submits, votes, submitted, voted
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--submits", type=int, default=3000)
+    parser.add_argument("--votes", type=int, default=3000)
+    parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
+    os.environ["REDIS_URL"] = redis_url
+    # Fixtures (visitor cookies) are hashed here and checked by the server: one salt for both.
+    os.environ.setdefault("AUDITORIUM_HASH_SALT", secrets.token_urlsafe(32))
+    django_setup(DB_NAME)
+    from django.conf import settings
+    from django.core.cache import cache
+
+    cache.clear()
+    users, visitors = build_fixtures(args)
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=settings_url(settings),
+        REDIS_URL=redis_url,
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        DJANGO_SECURE_COOKIES="false",
+        LOG_LEVEL="WARNING",
+        PYTHONPATH=f"{ROOT}/platform:{ROOT}",
+        ARENA_VOTE_RATE="100000/60",
+        ARENA_IP_VOTE_RATE="100000/60",
+        ARENA_DAILY_VOTE_CAP="1000000",
+        ARENA_LEADERBOARD_DEBOUNCE_SECONDS="3600",
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "auditorium.asgi:application", "-k", "uvicorn_worker.UvicornWorker", "-w", str(args.workers),
+         "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_for(base_url)
+        baseline, submits, votes, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    from annotation.models import Judgment
+    from arena.models import Vote
+
+    print(f"server: gunicorn + {args.workers} uvicorn workers, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
+    report(baseline)
+    report(submits, baseline)
+    report(votes, baseline)
+    stored = Counter(Judgment.objects.filter(pair__study__name="load").values_list("assignment_id", flat=True))
+    lost = sum(1 for _, assignment_id in submitted if assignment_id not in stored)
+    duplicated = sum(n - 1 for n in stored.values() if n > 1)
+    per_pair = Counter(Judgment.objects.filter(pair__study__name="load").values_list("pair_id", flat=True))
+    over = sum(1 for n in per_pair.values() if n > 1)
+    stored_votes = Counter(Vote.objects.values_list("battle__public_id", flat=True))
+    lost_votes = sum(1 for b in voted if stored_votes.get(__import__("uuid").UUID(b), 0) == 0)
+    print(f"judgments: {len(submitted)} acknowledged, {sum(stored.values())} stored, lost {lost}, duplicated {duplicated}, over-assigned pairs {over}")
+    print(f"votes: {len(voted)} acknowledged, {sum(stored_votes.values())} stored, lost {lost_votes}, duplicated {sum(n - 1 for n in stored_votes.values() if n > 1)}")
+
+
+def settings_url(settings) -> str:
+    return os.environ["DATABASE_URL"]
+
+
+def wait_for(base_url: str, timeout: float = 60.0) -> None:
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base_url}/healthz/", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit("the server did not start")
+
+
+if __name__ == "__main__":
+    main()
