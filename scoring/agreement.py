@@ -191,8 +191,9 @@ def num(value, digits: int = 4):
 
 
 def confidence_bucket(values) -> np.ndarray:
+    """The benchmark's buckets <3, =3, >3; "" where the confidence is missing."""
     values = np.asarray(values, dtype=float)
-    return np.where(values < 3, "<3", np.where(values == 3, "=3", ">3"))
+    return np.where(np.isnan(values), "", np.where(values < 3, "<3", np.where(values == 3, "=3", ">3")))
 
 
 def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int, chunk: int = 64) -> np.ndarray:
@@ -314,40 +315,50 @@ def confidence_alpha(votes: pd.DataFrame, dim: str) -> float | None:
     return num(krippendorff.alpha(value_counts=counts, value_domain=CONFIDENCE_DOMAIN, level_of_measurement="ordinal"))
 
 
+def _bucket_counts(votes: pd.DataFrame, dim: str, unit_ids: pd.Index) -> list[tuple[str | None, pd.DataFrame]]:
+    """Per pair: (n, k) over all its votes, then over only the votes given with confidence <3, =3, >3."""
+    pref = f"pref_{dim}"
+    grouped = votes.groupby("pair_id")
+    parts = [(None, pd.DataFrame({"n": grouped.size(), "k": grouped[pref].sum()}).reindex(unit_ids, fill_value=0))]
+    bucket = confidence_bucket(votes[f"{dim}_confidence"].to_numpy())
+    for name in BUCKETS:
+        sub = votes[bucket == name].groupby("pair_id")
+        parts.append((name, pd.DataFrame({"n": sub.size(), "k": sub[pref].sum()}).reindex(unit_ids, fill_value=0)))
+    return parts
+
+
 def agreement_report(votes: pd.DataFrame, *, rounds: int = 1000, seed: int = 0) -> dict:
     """Table 6 of the paper per dimension, with bootstrap intervals, plus a breakdown by confidence.
 
-    Pairs are put in a confidence bucket by the mean confidence of their votes
-    on that dimension (<3, =3, >3), the benchmark's bucket edges.
+    By confidence: the answers given with confidence <3, =3 or >3 on that
+    dimension (the benchmark's bucket edges) compared among themselves, i.e. the
+    vote pairs where both answers fall in the bucket. "=3" is the protocol's
+    default answer, so it is the bucket to watch for habit rather than judgment.
     """
     votes = votes[~votes["excluded"]]
-    result: dict = {}
-    per_dim = {}
-    stats_blocks = []
+    sizes = votes.groupby("pair_id").size()
+    unit_ids = sizes.index[sizes >= 2]
+    blocks, stats_blocks = [], []
     for dim in DIMENSIONS:
-        counts = pair_counts(votes, dim)
-        units = counts[counts["n"] >= 2]
-        stats = nominal_unit_stats(units["n"].to_numpy(), units["k"].to_numpy())
-        buckets = confidence_bucket(units["confidence"].to_numpy())
-        masks = [np.ones(len(units), dtype=bool)] + [buckets == b for b in BUCKETS]
-        per_dim[dim] = (units, stats, buckets, masks)
-        stats_blocks.extend(stats * mask[:, None] for mask in masks)
-    # One resample of pairs serves every dimension and bucket, so intervals are comparable.
-    stacked = np.hstack(stats_blocks) if stats_blocks and len(stats_blocks[0]) else np.zeros((0, len(stats_blocks) * 5))
-    boot = bootstrap_sums(stacked, rounds=rounds, seed=seed)
+        for bucket, counts in _bucket_counts(votes, dim, unit_ids):
+            usable = counts["n"].to_numpy() >= 2
+            stats = np.zeros((len(counts), len(_UNIT_COLUMNS)))
+            if usable.any():
+                stats[usable] = nominal_unit_stats(counts["n"].to_numpy()[usable], counts["k"].to_numpy()[usable])
+            stats_blocks.append(stats)
+            blocks.append((dim, bucket, counts[usable], stats.sum(axis=0)))
+    # One resample of pairs serves every dimension and bucket, so their intervals are comparable.
+    boot = bootstrap_sums(np.hstack(stats_blocks), rounds=rounds, seed=seed)
     width = len(_UNIT_COLUMNS)
-    column = 0
+    result: dict = {}
+    for index, (dim, bucket, units, sums) in enumerate(blocks):
+        block = _agreement_block(units, sums, boot[:, index * width : (index + 1) * width])
+        if bucket is None:
+            result[dim] = {**block, "by_confidence": []}
+        else:
+            result[dim]["by_confidence"].append({"bucket": bucket, **block})
     for dim in DIMENSIONS:
-        units, stats, buckets, masks = per_dim[dim]
-        blocks = []
-        for mask in masks:
-            part = boot[:, column : column + width]
-            blocks.append(_agreement_block(units[mask], (stats[mask]).sum(axis=0) if len(stats) else np.zeros(width), part))
-            column += width
-        overall, by_bucket = blocks[0], blocks[1:]
-        overall["by_confidence"] = [dict(bucket=b, **block) for b, block in zip(BUCKETS, by_bucket, strict=True)]
-        overall["confidence_alpha_ordinal"] = confidence_alpha(votes, dim)
-        result[dim] = overall
+        result[dim]["confidence_alpha_ordinal"] = confidence_alpha(votes, dim)
     result["total_votes"] = int(len(votes))
     result["total_pairs"] = int(votes["pair_id"].nunique())
     result["bootstrap"] = {"rounds": rounds, "seed": seed, "unit": "pair"}

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST, require_safe
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -77,6 +78,7 @@ def report_context(report: dict) -> dict:
         annotators.append(
             {
                 **row,
+                "flag_codes_unique": sorted({f["code"] for f in row["flags"]}),
                 "agreement_fmt": _pct(row["majority_agreement"]),
                 "agreement_alignment_fmt": _pct(row["majority_agreement_alignment"]),
                 "agreement_musicality_fmt": _pct(row["majority_agreement_musicality"]),
@@ -113,20 +115,33 @@ def report_context(report: dict) -> dict:
         judges.append({**judge, "dims": dims, "headline_fmt": _pct(judge["headline"]), "discard_fmt": _pct(judge["discard_rate"]), "failure_fmt": _pct(judge["failure_rate"])})
     external = []
     for result_set in report["external"]:
-        figures = [
-            {**f, "value_fmt": _fixed(f["value"], 4), "published_fmt": "" if f["published"] is None else _fixed(f["published"], 4)}
-            for f in result_set["figures"]
-        ]
-        external.append({**result_set, "figures_fmt": figures})
+        # One row per subset, human label and score column; the accuracy or the three correlations side by side.
+        grouped: dict[tuple, dict] = {}
+        for f in result_set["figures"]:
+            row = grouped.setdefault((f["subset"], f["dimension"], f["score"]), {"subset": f["subset"], "dimension": f["dimension"], "score": f["score"], "n": f["n"], "published": []})
+            row[f["metric"]] = _fixed(f["value"], 4)
+            if f["published"] is not None:
+                row["published"].append(f"{f['metric']} {_fixed(f['published'], 4)}")
+        rows = [{**r, "published": ", ".join(r["published"])} for r in grouped.values()]
+        external.append({**result_set, "table_rows": rows})
+    generated = parse_datetime(report["generated_at"])
     return {
+        "generated": generated.strftime("%Y-%m-%d %H:%M:%S UTC") if generated else report["generated_at"],
         "agreement": agreement,
         "cross": {**cross, "rate_fmt": _pct(cross["agreement_rate"])},
         "bias": bias,
         "annotators": annotators,
         "judges": judges,
         "external": external,
-        "triage": report["triage"],
+        "triage": _triage_groups(report["triage"]),
     }
+
+
+def _triage_groups(items: list[dict]) -> list[dict]:
+    groups: dict[str, list] = {}
+    for item in items:
+        groups.setdefault(item["source"], []).append(item)
+    return [{"source": source, "items": rows} for source, rows in groups.items()]
 
 
 def _forbidden(request: HttpRequest) -> HttpResponse:

@@ -49,6 +49,11 @@
     return out;
   }
 
+  // Draw at the container's real width so 12px text stays 12px on every screen.
+  function widthOf(container) {
+    return Math.max(320, Math.round(container.getBoundingClientRect().width) || 560);
+  }
+
   function frame(container, caption, width, height) {
     container.textContent = "";
     const svg = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": caption }, container);
@@ -86,7 +91,7 @@
 
   /* Grouped bars with optional 95% whiskers. series: [{name, values[], lows[], highs[], titles[]}] */
   function groupedBars(container, opts) {
-    const width = 560, height = 250, m = { top: 12, right: 12, bottom: 34, left: 46 };
+    const width = widthOf(container), height = 250, m = { top: 12, right: 12, bottom: 34, left: 46 };
     const svg = frame(container, opts.caption, width, height);
     const [lo, hi] = opts.yDomain;
     const y = linear(lo, hi, height - m.bottom, m.top);
@@ -118,7 +123,7 @@
 
   /* Lines over ordered categories, one per series, points sized by n. */
   function lines(container, opts) {
-    const width = 560, height = 250, m = { top: 12, right: 16, bottom: 34, left: 46 };
+    const width = widthOf(container), height = 250, m = { top: 12, right: 16, bottom: 34, left: 46 };
     const svg = frame(container, opts.caption, width, height);
     const y = linear(0, 1, height - m.bottom, m.top);
     yAxis(svg, y, m.left, width - m.right, ticks(0, 1, 4), pct);
@@ -146,7 +151,7 @@
 
   /* One row per annotator: share of "A" answers per dimension with its interval; 50% marked. */
   function dotRows(container, opts) {
-    const rowHeight = 20, width = 560, m = { top: 22, right: 16, bottom: 10, left: 120 };
+    const rowHeight = 22, width = Math.min(widthOf(container), 900), m = { top: 22, right: 16, bottom: 10, left: 130 };
     const height = m.top + m.bottom + rowHeight * opts.rows.length;
     const svg = frame(container, opts.caption, width, height);
     const x = linear(0, 1, m.left, width - m.right);
@@ -321,6 +326,11 @@
   }
 
   draw();
+  let resizeTimer = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(draw, 200);
+  });
   if (body) {
     connect();
     const poll = Math.max(5, Number(body.dataset.pollSeconds || 30)) * 1000;

@@ -98,12 +98,19 @@ class SideCorrectedAgreementTests(TestCase):
         matrix = np.array([[1, 0, 1, NAN], [0, 0, NAN, 0], [1, NAN, 0, NAN]])
         self.assertAlmostEqual(result["alpha"], krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), places=4)
 
-    def test_by_confidence_buckets_pairs_by_their_mean_confidence(self):
-        by = {row["bucket"]: row for row in agreement.agreement_report(self.frame(), rounds=0)["alignment"]["by_confidence"]}
-        # Mean alignment confidence: P1 (4 + 4.5 + 3.5) / 3 = 4 -> ">3"; P2 3 -> "=3"; P3 1.5 -> "<3".
+    def test_by_confidence_compares_answers_given_with_the_same_confidence(self):
+        result = agreement.agreement_report(self.frame(), rounds=0)
+        by = {row["bucket"]: row for row in result["alignment"]["by_confidence"]}
+        # Alignment: P1 answers 4, 4.5, 3.5 are all >3 (3 vote pairs, all agree); P2 3, 3 (=3, agree); P3 2, 1 (<3, disagree).
         self.assertEqual((by[">3"]["pairs"], by[">3"]["agreements"], by[">3"]["vote_pairs"]), (1, 3, 3))
         self.assertEqual((by["=3"]["pairs"], by["=3"]["agreement_rate"]), (1, 1.0))
         self.assertEqual((by["<3"]["pairs"], by["<3"]["agreement_rate"]), (1, 0.0))
+        by = {row["bucket"]: row for row in result["musicality"]["by_confidence"]}
+        # Musicality: P1 answers 4, 2, 3 fall in three different buckets, so P1 forms no vote pair in any;
+        # P2 3, 3 agree; P3 2.5, 1.5 disagree. (Bucketing P1 by its mean, 3, would put two pairs in "=3".)
+        self.assertEqual((by["=3"]["pairs"], by["=3"]["vote_pairs"], by["=3"]["agreements"]), (1, 1, 1))
+        self.assertEqual((by["<3"]["pairs"], by["<3"]["vote_pairs"], by["<3"]["agreements"]), (1, 1, 0))
+        self.assertEqual((by[">3"]["pairs"], by[">3"]["agreement_rate"], by[">3"]["alpha"]), (0, None, None))
 
     def test_bootstrap_interval_is_seeded_and_brackets_the_estimate(self):
         frame = self.frame()

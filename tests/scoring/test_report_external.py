@@ -54,6 +54,7 @@ class TuneJuryTests(TestCase):
         self.assertContains(page, "muqeval-a1")
         section = page.content.decode().split('id="judges"', 1)[1].split('id="triage"', 1)[0]
         self.assertIn("0.6600", section)
+        self.assertIn("accuracy 0.6600", section)  # the published figure next to it
         self.assertIn("0.6761", section)
         csv_text = self.client.get(f"/api/studies/{self.study.name}/report/external.csv", {"bootstrap": 0}).content.decode()
         self.assertIn("muqeval-a1,MuQ-Eval-A1,CMI-Pref,musicality,accuracy,MI,500,0.66,0.66", csv_text)
