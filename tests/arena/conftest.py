@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import uuid
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
@@ -29,9 +30,12 @@ FAST_RATES = {
 def arena_settings(settings):
     for name, value in FAST_RATES.items():
         setattr(settings, name, value)
-    cache.clear()
+    # A fresh key prefix per test instead of cache.clear(): on a shared Redis, clear() would
+    # flush everyone's keys (Celery, Channels, other test runs).
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"arena-test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
     yield settings
-    cache.clear()
 
 
 def arena_system(name: str, **fields) -> ArenaSystem:
