@@ -34,6 +34,8 @@ def _start_worker(queue: str, name: str, log: Path) -> subprocess.Popen:
         # A killed worker's unacknowledged message returns to the queue after this many seconds.
         "CELERY_VISIBILITY_TIMEOUT": "3",
         "LOG_LEVEL": "INFO",
+        # The test reads the log to know when the job started: no block buffering.
+        "PYTHONUNBUFFERED": "1",
     }
     command = [
         sys.executable, "-m", "celery", "-A", "auditorium", "worker", "-Q", queue, "-c", "1", "-P", "prefork",
@@ -44,13 +46,13 @@ def _start_worker(queue: str, name: str, log: Path) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait(predicate, timeout: float, what: str):
+def _wait(predicate, timeout: float, what: str, log: Path):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}; worker log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -84,14 +86,14 @@ def test_killed_worker_job_completes_after_restart_with_exactly_one_verdict(tmp_
     try:
         app.conf.task_always_eager = False
         pair_score_task.apply_async((run.pk, pair.pk), queue=queue)
-        _wait(lambda: b"received" in first_log.read_bytes(), 60, "the first worker to receive the job")
+        _wait(lambda: b"received" in first_log.read_bytes(), 120, "the first worker to receive the job", first_log)
         time.sleep(2.0)  # inside the 6 s job
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
         assert not Verdict.objects.filter(run=run).exists()
 
         second = _start_worker(queue, "second", second_log)
-        _wait(lambda: Verdict.objects.filter(run=run).exists(), 90, "the second worker to finish the job")
+        _wait(lambda: Verdict.objects.filter(run=run).exists(), 120, "the second worker to finish the job", second_log)
         time.sleep(4.0)  # a duplicate delivery would have written by now
         assert Verdict.objects.filter(run=run).count() == 1
         run.refresh_from_db()
