@@ -558,6 +558,10 @@ def judgment_submit(
             if assignment is None:
                 raise ServiceError("No such task for you.", code="not_found", status=404)
             pair = _lock_pair_blocking(assignment.pair_id)
+            # A concurrent request with the same key may have committed while this one waited for the lock.
+            replay = Judgment.objects.filter(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id).first()
+            if replay is not None:
+                return _judgment_answer(replay), False
             assignment = Assignment.objects.select_related("pair__study").get(pk=assignment_id)
             study = pair.study
             if assignment.state == Assignment.State.SUBMITTED or Judgment.objects.filter(annotator=annotator, pair=pair).exists():
