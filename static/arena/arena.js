@@ -104,6 +104,8 @@
     $("battle").hidden = false;
     $("battle-prompt").textContent = battle.prompt;
     $("battle-kind").textContent = battle.is_instrumental ? "instrumental" : "vocal";
+    $("battle-lyrics").textContent = battle.lyrics ? "Lyrics: " + battle.lyrics : "";
+    $("battle-lyrics").hidden = !battle.lyrics;
     for (const side of ["a", "b"]) {
       players[side].src = battle.audio[side];
       $("reveal-" + side).hidden = true;

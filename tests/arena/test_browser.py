@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium")]
 
@@ -61,7 +61,7 @@ def simulated_votes(n: int, seed: int = 0) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_full_battle_in_a_real_browser(live_server, browser_page, settings):
+def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_path):
     from arena.models import Vote
     from arena.seed import arena_seed
     from arena.services import leaderboard_refresh
@@ -72,6 +72,8 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings):
     settings.ARENA_LEADERBOARD_ROUNDS = 200
     settings.ARENA_LEADERBOARD_DEBOUNCE_SECONDS = 0
     arena_seed()
+    # AUDITORIUM_SCREENSHOTS=1 refreshes the committed docs/screenshots; otherwise they stay untouched.
+    SHOTS = DOC_SHOTS if os.environ.get("AUDITORIUM_SCREENSHOTS") == "1" else tmp_path
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser_page
     page.goto(live_server.url + "/arena/")
