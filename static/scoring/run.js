@@ -6,6 +6,8 @@
   const status = document.getElementById("live-status");
   const bar = document.getElementById("progress-bar");
   let retry = 1000;
+  // A page opened on a finished run already shows the comparison: no reload hint for it.
+  const startedDone = box.querySelector('[data-field="state"]').textContent.trim() === "done";
 
   function show(p) {
     for (const key of ["state", "done", "failed", "remaining", "total"]) {
@@ -14,7 +16,7 @@
     }
     bar.max = p.total || 1;
     bar.value = (p.done || 0) + (p.failed || 0);
-    if (p.state === "done") document.getElementById("reload-hint").hidden = false;
+    if (p.state === "done" && !startedDone) document.getElementById("reload-hint").hidden = false;
   }
 
   function connect() {
