@@ -364,12 +364,12 @@ def leaderboard_options() -> dict:
     }
 
 
-def leaderboard_refresh() -> LeaderboardSnapshot:
+def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     """Refit both boards from every stored vote and keep the result as the latest snapshot."""
     from .leaderboard import boards_compute
 
     rows, hidden = vote_rows()
-    payload = boards_compute(rows, hidden=hidden, **leaderboard_options())
+    payload = boards_compute(rows, hidden=hidden, **{**leaderboard_options(), **overrides})
     payload["computed_at"] = timezone.now().isoformat()
     snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
     # Keep a short history only; the board can always be rebuilt from the votes.

@@ -75,3 +75,22 @@ def test_seed_arena_is_idempotent(db):
     assert ArenaPrompt.objects.filter(is_prebaked=True).count() == len(PREBAKED_PROMPTS) >= 30
     assert arena_seed()["systems_created"] == 0
     assert ArenaPrompt.objects.exclude(lyrics="").count() >= 5
+
+
+def test_leaderboard_refresh_command_stores_and_pushes_the_board_it_prints(db, monkeypatch):
+    import io
+    import json
+
+    from arena import broadcast
+
+    pushed = []
+    monkeypatch.setattr(broadcast, "leaderboard_broadcast", lambda payload: pushed.append(payload))
+    visitor, _ = visitor_with_terms()
+    a, b = arena_system("s1"), arena_system("s2")
+    voted(visitor, a, b, "a")
+    out = io.StringIO()
+    call_command("leaderboard", "--json", "--refresh", "--min-votes", "1", "--rounds", "30", stdout=out)
+    printed = json.loads(out.getvalue())
+    stored = LeaderboardSnapshot.objects.latest().payload
+    assert stored["boards"] == printed["boards"] and pushed and pushed[0]["boards"] == printed["boards"]
+    assert stored["boards"]["instrumental"]["rounds"] == 30

@@ -38,11 +38,13 @@ class Command(BaseCommand):
                 result = boards_compute(rows, hidden=hidden, **options)
         except (OSError, ValueError, KeyError) as exc:
             raise CommandError(str(exc)) from None
-        if opts["refresh"] and not opts["from_release"]:
+        if opts["refresh"]:
+            if opts["from_release"]:
+                raise CommandError("--refresh stores the board of the stored votes; it cannot be combined with --from-release")
             from arena.broadcast import leaderboard_broadcast
             from arena.services import leaderboard_refresh
 
-            leaderboard_broadcast(leaderboard_refresh().payload)
+            leaderboard_broadcast(leaderboard_refresh(**options).payload)
         if opts["board"]:
             result["boards"] = {opts["board"]: result["boards"][opts["board"]]}
         if opts["json"]:
