@@ -24,11 +24,9 @@ from annotation.services import ServiceError
 from . import compare
 from .judges import (
     ALIGNMENT,
-    BOTH,
     MODEL_A,
     MODEL_B,
     MUSICALITY,
-    NEITHER,
     ClipAudio,
     ConditionInput,
     JudgeOutputError,

@@ -9,7 +9,6 @@ answers in text). A backend has two operations: `generate` (greedy text) and `ye
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 

@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.test import TestCase, TransactionTestCase
 from django.urls import reverse
@@ -162,3 +160,17 @@ def test_web_code_never_imports_torch_or_transformers():
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{ROOT / 'platform'}", "DJANGO_SETTINGS_MODULE": "auditorium.settings", "HOME": "/tmp"}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+class JudgesCommandTests(TestCase):
+    def test_lists_defaults_and_unavailable_judges_with_the_reason(self):
+        from io import StringIO
+
+        from django.core.management import call_command
+
+        Judge.objects.create(key="aqa-missing", kind=Judge.Kind.AQA, weights="/nowhere/qwen", queue=Judge.Queue.GPU)
+        out = StringIO()
+        call_command("judges", "--ensure-defaults", stdout=out)
+        lines = {line.split()[0]: line for line in out.getvalue().splitlines()}
+        self.assertIn("available", lines["signal-technical"])
+        self.assertIn("UNAVAILABLE: weights not found: /nowhere/qwen", lines["aqa-missing"])
