@@ -342,3 +342,19 @@ def test_events_are_validated(db):
     assert post(client, events_url(battle.public_id), {"events": [{"side": "c", "kind": "play"}]}).status_code == 400
     assert post(client, events_url(battle.public_id), {"events": []}).status_code == 400
     assert not ListenEvent.objects.exists()
+
+
+def test_pre_release_systems_stay_unnamed_after_the_vote(db):
+    from arena.selectors import PRIVATE_LABEL
+
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("secret-v2", is_private=True), arena_system("public-one"), ready_ago=60)
+    t0 = timezone.now() - timedelta(seconds=50)
+    listen(battle, visitor, side="a", seconds=6, start=t0)
+    listen(battle, visitor, side="b", seconds=6, start=t0 + timedelta(seconds=10))
+    response = post(visitor_client(cookie), vote_url(battle.public_id), {"vote": "b"})
+    assert response.status_code == 201
+    assert response.json()["reveal"]["a"]["system"] == PRIVATE_LABEL and b"secret-v2" not in response.content
+    assert response.json()["reveal"]["b"]["system"] == "public-one"
+    # The vote is kept (and goes into the release under the real name).
+    assert Vote.objects.get().battle.system_a.system.name == "secret-v2"
