@@ -22,7 +22,7 @@ from django.db.models import FloatField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
 from django.utils import timezone
-from scipy.stats import binomtest
+from scipy.stats import beta, binom, binomtest
 
 from annotation.models import AnnotatorProfile, Judgment, Study
 from annotation.roles import is_researcher
@@ -196,25 +196,22 @@ def confidence_bucket(values) -> np.ndarray:
     return np.where(np.isnan(values), "", np.where(values < 3, "<3", np.where(values == 3, "=3", ">3")))
 
 
-def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int, chunk: int = 64) -> np.ndarray:
+def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int) -> np.ndarray:
     """Column sums of `stats` (units x K) over `rounds` resamples of the units, with replacement.
 
-    Resample counts come from one bincount per chunk, then one matrix product:
-    the units are never looped over in Python.
+    Resampling U units with replacement gives each *distinct* row a multinomial
+    count, so the draws are made over distinct rows (a pair with 3 votes, 2 for
+    clip_a, looks like every other such pair): the same distribution as drawing
+    unit indices, at the cost of the few hundred distinct rows instead of the
+    tens of thousands of units.
     """
     units, width = stats.shape
-    out = np.empty((rounds, width))
     if units == 0 or rounds == 0:
-        out.fill(np.nan)
-        return out
+        return np.full((rounds, width), np.nan)
+    distinct, counts = np.unique(stats, axis=0, return_counts=True)
     rng = np.random.default_rng(seed)
-    for start in range(0, rounds, chunk):
-        size = min(chunk, rounds - start)
-        draws = rng.integers(0, units, size=(size, units))
-        draws += (np.arange(size) * units)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=size * units).reshape(size, units).astype(float)
-        out[start : start + size] = weights @ stats
-    return out
+    weights = rng.multinomial(units, counts / units, size=rounds).astype(float)
+    return weights @ distinct
 
 
 def percentile_ci(samples: np.ndarray) -> list:
@@ -432,98 +429,152 @@ def loo_majority_agreement(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
     return pd.DataFrame({"agree": agree}, index=votes.index)
 
 
+def binom_two_sided_half(k, n) -> np.ndarray:
+    """Exact two-sided binomial p-value against 1/2, vectorised (equals scipy's binomtest for p = 0.5)."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore"):
+        tail = np.minimum(binom.cdf(k, n, 0.5), binom.sf(k - 1, n, 0.5))
+    return np.where(n > 0, np.minimum(1.0, 2 * tail), np.nan)
+
+
+def binom_greater(k, n, p) -> np.ndarray:
+    """Exact one-sided p-value P(X >= k) for X ~ Binomial(n, p), vectorised."""
+    k, n, p = np.asarray(k, dtype=float), np.asarray(n, dtype=float), np.asarray(p, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where((n > 0) & np.isfinite(p), binom.sf(k - 1, n, p), np.nan)
+
+
+def clopper_pearson(k, n, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (Clopper-Pearson) interval for k successes in n, vectorised; what binomtest().proportion_ci() gives."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    alpha = 1 - level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(k > 0, beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+        high = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+    return np.where(n > 0, low, np.nan), np.where(n > 0, high, np.nan)
+
+
 def annotator_table(votes: pd.DataFrame, *, thresholds: Thresholds) -> list[dict]:
-    """One row per annotator (pseudonym only), with the flags their answers raise."""
+    """One row per annotator (pseudonym only), with the flags their answers raise.
+
+    Every figure is a group-by over the votes and every test a vectorised
+    binomial, so hundreds of annotators cost what a handful do.
+    """
     if votes.empty:
         return []
     frame = votes.copy()
+    frame["has_rationale"] = frame["rationale_length"] > 0
+    frame["rationale_chars"] = frame["rationale_length"].where(frame["has_rationale"])
     for dim in DIMENSIONS:
-        frame[f"loo_{dim}"] = loo_majority_agreement(votes, dim)["agree"]
+        loo = loo_majority_agreement(votes, dim)["agree"]
+        frame[f"loo_n_{dim}"] = loo.notna().astype(int)
+        frame[f"loo_ok_{dim}"] = loo.fillna(0).astype(int)
         expected = frame[f"expected_{dim}"]
         checked = frame["kind"].isin(["gold", "catch"]) & expected.notna()
         frame[f"gold_n_{dim}"] = checked.astype(int)
         frame[f"gold_ok_{dim}"] = (checked & (frame[f"{dim}_choice"] == expected)).astype(int)
-
-    included = frame[~frame["excluded"]]
-    # How often the included annotators use each confidence value, for the same-confidence test.
-    population = {dim: included[f"{dim}_confidence"].value_counts() for dim in DIMENSIONS}
+    grouped = frame.groupby("annotator_id", sort=False)
+    sums = grouped[[c for c in frame.columns if c.startswith(("loo_", "gold_", "aside_"))]].sum()
+    table = pd.DataFrame(
+        {
+            "pseudonym": grouped["pseudonym"].first(),
+            "excluded": grouped["excluded"].first(),
+            "votes": grouped.size(),
+            "median_time_s": grouped["time_on_page_ms"].median() / 1000.0,
+            "median_heard_s": grouped["heard_s"].median(),
+            "rationale_rate": grouped["has_rationale"].mean(),
+            "rationale_mean_length": grouped["rationale_chars"].mean(),
+        }
+    ).join(sums)
+    n = table["votes"].to_numpy(float)
+    columns: dict[str, np.ndarray] = {}
+    for dim in DIMENSIONS:
+        a_side = table[f"aside_{dim}"].to_numpy(float)
+        columns[f"a_share_{dim}"] = a_side / n
+        columns[f"a_share_low_{dim}"], columns[f"a_share_high_{dim}"] = clopper_pearson(a_side, n)
+        columns[f"a_share_p_{dim}"] = binom_two_sided_half(a_side, n)
+        # Modal confidence: the most used value (the lowest on ties), against the others' most used value.
+        counts = pd.crosstab(frame["annotator_id"], frame[f"{dim}_confidence"]).reindex(index=table.index, columns=CONFIDENCE_DOMAIN, fill_value=0)
+        own = counts.to_numpy(float)
+        population = counts[~table["excluded"].to_numpy(bool)].to_numpy(float).sum(axis=0)
+        others = np.clip(population[None, :] - own * (~table["excluded"].to_numpy(bool))[:, None], 0, None)
+        others_n = others.sum(axis=1)
+        modal_index = own.argmax(axis=1)
+        modal_count = own.max(axis=1)
+        answered = own.sum(axis=1)
+        # Chance = how often the others use *their* most common value: a panel that mostly
+        # answers 3 does not make an annotator who mostly answers 3 suspicious, while one
+        # value in nearly every answer is. Laplace smoothing over the nine values.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            chance = np.where(others_n > 0, (others.max(axis=1) + 1) / (others_n + len(CONFIDENCE_DOMAIN)), np.nan)
+        columns[f"modal_confidence_{dim}"] = np.where(answered > 0, CONFIDENCE_DOMAIN[modal_index], np.nan)
+        columns[f"modal_confidence_count_{dim}"] = modal_count
+        columns[f"modal_confidence_answers_{dim}"] = answered
+        columns[f"modal_confidence_share_{dim}"] = np.where(answered > 0, modal_count / np.maximum(answered, 1), np.nan)
+        columns[f"modal_confidence_chance_{dim}"] = chance
+        columns[f"modal_confidence_p_{dim}"] = binom_greater(modal_count, answered, chance)
+        loo_n, loo_ok = table[f"loo_n_{dim}"].to_numpy(float), table[f"loo_ok_{dim}"].to_numpy(float)
+        columns[f"majority_agreement_{dim}"] = np.where(loo_n > 0, loo_ok / np.maximum(loo_n, 1), np.nan)
+    agree_n = sum(table[f"loo_n_{d}"] for d in DIMENSIONS).to_numpy(float)
+    agree_ok = sum(table[f"loo_ok_{d}"] for d in DIMENSIONS).to_numpy(float)
+    columns["majority_agreement_p"] = binom_greater(agree_ok, agree_n, 0.5)
+    gold_n = sum(table[f"gold_n_{d}"] for d in DIMENSIONS).to_numpy(float)
+    gold_ok = sum(table[f"gold_ok_{d}"] for d in DIMENSIONS).to_numpy(float)
 
     rows = []
-    for _, own in frame.groupby("annotator_id", sort=False):
-        n = len(own)
+    for i, (_, base) in enumerate(table.iterrows()):
+        votes_n = int(base["votes"])
         row = {
-            "pseudonym": own["pseudonym"].iloc[0],
-            "excluded": bool(own["excluded"].iloc[0]),
-            "votes": n,
-            "median_time_s": num(own["time_on_page_ms"].median() / 1000.0, 2),
-            "median_heard_s": num(own["heard_s"].median(), 2),
-            "rationale_rate": num((own["rationale_length"] > 0).mean()),
-            "rationale_mean_length": num(own.loc[own["rationale_length"] > 0, "rationale_length"].mean(), 1),
+            "pseudonym": base["pseudonym"],
+            "excluded": bool(base["excluded"]),
+            "votes": votes_n,
+            "median_time_s": num(base["median_time_s"], 2),
+            "median_heard_s": num(base["median_heard_s"], 2),
+            "rationale_rate": num(base["rationale_rate"]),
+            "rationale_mean_length": num(base["rationale_mean_length"], 1),
         }
-        agree_total = agree_n = 0
-        gold_n = gold_ok = 0
         flags = []
         for dim in DIMENSIONS:
-            loo = own[f"loo_{dim}"].dropna()
-            row[f"overlap_{dim}"] = int(len(loo))
-            row[f"majority_agreement_{dim}"] = num(loo.mean()) if len(loo) else None
-            agree_total += int(loo.sum())
-            agree_n += len(loo)
-            gold_n += int(own[f"gold_n_{dim}"].sum())
-            gold_ok += int(own[f"gold_ok_{dim}"].sum())
-
-            a_side = int(own[f"aside_{dim}"].sum())
-            p_side, ci_side = _binom(a_side, n)
-            row[f"a_share_{dim}"] = num(a_side / n)
-            row[f"a_share_ci_{dim}"] = ci_side
+            row[f"overlap_{dim}"] = int(base[f"loo_n_{dim}"])
+            row[f"majority_agreement_{dim}"] = num(columns[f"majority_agreement_{dim}"][i])
+            a_side, p_side = int(base[f"aside_{dim}"]), columns[f"a_share_p_{dim}"][i]
+            row[f"a_share_{dim}"] = num(columns[f"a_share_{dim}"][i])
+            row[f"a_share_ci_{dim}"] = [num(columns[f"a_share_low_{dim}"][i]), num(columns[f"a_share_high_{dim}"][i])]
             row[f"a_share_p_{dim}"] = num(p_side, 6)
-            if n >= thresholds.min_votes and p_side is not None and p_side < thresholds.straightline_p:
+            if votes_n >= thresholds.min_votes and p_side < thresholds.straightline_p:
+                flags.append({"code": "same_side", "dimension": dim, "detail": f"{dim}: chose the clip shown as A in {a_side} of {votes_n} answers (p={p_side:.2g} against 50%)"})
+            row[f"modal_confidence_{dim}"] = num(columns[f"modal_confidence_{dim}"][i], 1)
+            row[f"modal_confidence_share_{dim}"] = num(columns[f"modal_confidence_share_{dim}"][i])
+            p_conf = columns[f"modal_confidence_p_{dim}"][i]
+            row[f"modal_confidence_p_{dim}"] = num(p_conf, 6)
+            answered = int(columns[f"modal_confidence_answers_{dim}"][i])
+            if answered >= thresholds.min_votes and np.isfinite(p_conf) and p_conf < thresholds.straightline_p:
                 flags.append(
-                    {"code": "same_side", "dimension": dim, "detail": f"{dim}: chose the clip shown as A in {a_side} of {n} answers (p={p_side:.2g} against 50%)"}
+                    {
+                        "code": "same_confidence",
+                        "dimension": dim,
+                        "detail": f"{dim}: gave confidence {row[f'modal_confidence_{dim}']:g} in {int(columns[f'modal_confidence_count_{dim}'][i])} of {answered} answers; "
+                        f"the others' most common value takes {columns[f'modal_confidence_chance_{dim}'][i]:.0%} of theirs (p={p_conf:.2g})",
+                    }
                 )
-
-            conf = own[f"{dim}_confidence"].dropna()
-            if len(conf):
-                modal_value = float(conf.mode().iloc[0])
-                modal_count = int((conf == modal_value).sum())
-                row[f"modal_confidence_{dim}"] = num(modal_value, 1)
-                row[f"modal_confidence_share_{dim}"] = num(modal_count / len(conf))
-                own_counts = conf.value_counts()
-                others = population[dim].sub(own_counts if not row["excluded"] else 0, fill_value=0).clip(lower=0)
-                others_n = int(others.sum())
-                # Chance = how often the others use *their* most common value: a panel that
-                # mostly answers 3 does not make an annotator who mostly answers 3 suspicious,
-                # while one value in nearly every answer is. Laplace smoothing over the nine values.
-                chance = float((others.max() + 1) / (others_n + len(CONFIDENCE_DOMAIN))) if others_n else None
-                p_conf = binomtest(modal_count, len(conf), chance, alternative="greater").pvalue if chance else None
-                row[f"modal_confidence_p_{dim}"] = num(p_conf, 6)
-                if len(conf) >= thresholds.min_votes and p_conf is not None and p_conf < thresholds.straightline_p:
-                    flags.append(
-                        {
-                            "code": "same_confidence",
-                            "dimension": dim,
-                            "detail": f"{dim}: gave confidence {modal_value:g} in {modal_count} of {len(conf)} answers; the others' most common value takes {chance:.0%} of theirs (p={p_conf:.2g})",
-                        }
-                    )
-            else:
-                row[f"modal_confidence_{dim}"] = row[f"modal_confidence_share_{dim}"] = row[f"modal_confidence_p_{dim}"] = None
-
-        row["overlap_answers"] = agree_n
-        row["majority_agreement"] = num(agree_total / agree_n) if agree_n else None
-        p_chance = binomtest(agree_total, agree_n, 0.5, alternative="greater").pvalue if agree_n else None
+        overlap, agreed = int(agree_n[i]), int(agree_ok[i])
+        p_chance = columns["majority_agreement_p"][i]
+        row["overlap_answers"] = overlap
+        row["majority_agreement"] = num(agreed / overlap) if overlap else None
         row["majority_agreement_p"] = num(p_chance, 6)
-        if agree_n >= thresholds.min_votes and p_chance is not None and p_chance >= thresholds.agreement_p:
+        if overlap >= thresholds.min_votes and p_chance >= thresholds.agreement_p:
             flags.append(
                 {
                     "code": "chance_agreement",
                     "dimension": None,
-                    "detail": f"agrees with the others' majority in {agree_total} of {agree_n} overlapping answers ({agree_total / agree_n:.0%}); not distinguishable from chance (p={p_chance:.2g})",
+                    "detail": f"agrees with the others' majority in {agreed} of {overlap} overlapping answers ({agreed / overlap:.0%}); not distinguishable from chance (p={p_chance:.2g})",
                 }
             )
-        row["gold_answers"] = gold_n
-        row["gold_accuracy"] = num(gold_ok / gold_n) if gold_n else None
-        if gold_n >= min(thresholds.min_votes, 3) and gold_ok / gold_n < thresholds.gold_min:
-            flags.append({"code": "low_gold", "dimension": None, "detail": f"right on {gold_ok} of {gold_n} gold/catch answers ({gold_ok / gold_n:.0%} < {thresholds.gold_min:.0%})"})
+        golds, right = int(gold_n[i]), int(gold_ok[i])
+        row["gold_answers"] = golds
+        row["gold_accuracy"] = num(right / golds) if golds else None
+        if golds >= min(thresholds.min_votes, 3) and right / golds < thresholds.gold_min:
+            flags.append({"code": "low_gold", "dimension": None, "detail": f"right on {right} of {golds} gold/catch answers ({right / golds:.0%} < {thresholds.gold_min:.0%})"})
         row["flags"] = flags
         row["flag_codes"] = " ".join(sorted({f["code"] for f in flags}))
         rows.append(row)
