@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-import pyloudnorm
 from scipy.ndimage import minimum_filter1d, uniform_filter1d
 from scipy.signal import sosfilt
 
@@ -53,10 +52,14 @@ DEMO_SYSTEMS: list[DemoSystem] = [
     DemoSystem(
         name="draggy",
         organisation=ORGANISATION,
-        description="Clean but at half the requested tempo and mastered far too quietly.",
+        description="Clean but at half the requested tempo, late to start and mastered far too quietly.",
         musicality_rank=2,
         alignment_rank=6,
-        flaws=["tempo: half the requested BPM", "loudness: about -30 LUFS (16 dB below the -14 LUFS target)"],
+        flaws=[
+            "tempo: half the requested BPM",
+            "loudness: about -30 LUFS (16 dB below the -14 LUFS target)",
+            "late start: the first tenth of the clip is digital silence",
+        ],
     ),
     DemoSystem(
         name="hiss",
@@ -164,8 +167,21 @@ MINOR = (0, 2, 3, 5, 7, 8, 10)
 MINOR_WORDS = ("minor", "sad", "melanchol", "dark", "moody", "somber", "sombre", "tense", "gloomy")
 FAST_WORDS = ("fast", "upbeat", "energetic", "dance", "driving", "bouncy", "uptempo")
 SLOW_WORDS = ("slow", "ballad", "calm", "gentle", "lullaby", "ambient", "relaxed", "chill")
+GENRE_TEMPI = (("drum and bass", 172), ("techno", 128), ("house", 124), ("edm", 126), ("hip hop", 90), ("boom bap", 90), ("rap", 92), ("reggae", 76), ("waltz", 90))
 # First match wins: a "piano ballad with strings" leads with strings.
-LEADS = (("flute", "flute"), ("string", "strings"), ("violin", "strings"), ("guitar", "pluck"), ("piano", "piano"), ("synth", "saw"), ("electronic", "saw"))
+LEADS = (
+    ("flute", "flute"),
+    ("string", "strings"),
+    ("violin", "strings"),
+    ("orchestra", "strings"),
+    ("guitar", "pluck"),
+    ("banjo", "pluck"),
+    ("piano", "piano"),
+    ("synth", "saw"),
+    ("electronic", "saw"),
+    ("country", "pluck"),
+    ("folk", "pluck"),
+)
 
 
 @dataclass(frozen=True)
@@ -196,7 +212,7 @@ def style_for(prompt: str, *, bpm: int | None = None) -> Style:
         elif any(w in text for w in SLOW_WORDS):
             bpm = 72
         else:
-            bpm = 100
+            bpm = next((tempo for word, tempo in GENRE_TEMPI if re.search(rf"\b{word}\b", text)), 100)
     tempo = float(min(max(bpm, 30), 240))
     key = re.search(r"\b([A-G])([#b]?)[\s-]*((?i:major|minor))\b", prompt)
     if key:
@@ -319,14 +335,24 @@ def midi_hz(midi: float) -> float:
     return 440.0 * 2.0 ** ((midi - 69.0) / 12.0)
 
 
+@lru_cache(maxsize=64)
+def _ramp(n: int) -> np.ndarray:
+    ramp = np.arange(n, dtype=np.float64)
+    ramp.flags.writeable = False
+    return ramp
+
+
+@lru_cache(maxsize=64)
 def _envelope(n: int, sr: int, *, attack: float, decay: float | None, release: float = 0.03) -> np.ndarray:
-    t = np.arange(n) / sr
+    # Cached: chords, bass and most melody notes repeat the same few lengths.
+    t = _ramp(n) / sr
     env = np.minimum(1.0, t * (1.0 / max(attack, 1.0 / sr)))
     if decay is not None:
         env *= np.exp(t * (-1.0 / decay))
     r = min(n, int(release * sr))
     if r > 0:
         env[n - r :] *= np.linspace(1.0, 0.0, r)
+    env.flags.writeable = False
     return env
 
 
@@ -344,16 +370,17 @@ def _wavetable(timbre: str, harmonics: int) -> np.ndarray:
 
 def _tone(freq: float, n: int, sr: int, timbre: str, *, phase0: float = 0.0, vibrato_rate: float = 5.3) -> np.ndarray:
     amps, attack, decay, vibrato = TIMBRES[timbre]
-    t = np.arange(n) / sr
+    offset = phase0 / (2 * np.pi) * TABLE_SIZE
     if vibrato:
         # Vibrato fades in, as played.
+        t = _ramp(n) / sr
         depth = (2.0 ** (vibrato / 1200.0) - 1.0) * np.minimum(1.0, t / 0.3)
-        cycles = np.cumsum(freq * (1.0 + depth * np.sin(2 * np.pi * vibrato_rate * t))) / sr
+        position = np.cumsum(freq * TABLE_SIZE / sr * (1.0 + depth * np.sin(2 * np.pi * vibrato_rate * t))) + offset
     else:
-        cycles = freq * t
+        position = _ramp(n) * (freq * TABLE_SIZE / sr) + offset
     harmonics = max(1, min(len(amps), int(0.45 * sr / (freq * 2.0 ** (vibrato / 1200.0)))))
     # TABLE_SIZE is a power of two: the mask wraps the phase faster than a modulo.
-    index = ((cycles + phase0 / (2 * np.pi)) * TABLE_SIZE).astype(np.int64) & (TABLE_SIZE - 1)
+    index = position.astype(np.int64) & (TABLE_SIZE - 1)
     return _wavetable(timbre, harmonics)[index] * _envelope(n, sr, attack=attack, decay=decay)
 
 
@@ -448,16 +475,39 @@ def _time_map(beats: int, bpm: float, faults: Faults, rng: np.random.Generator):
 
 
 @lru_cache(maxsize=8)
-def _meter(sample_rate: int) -> pyloudnorm.Meter:
-    return pyloudnorm.Meter(sample_rate)
+def _k_weighting(sample_rate: int) -> np.ndarray:
+    """BS.1770 K-weighting as pyloudnorm designs it for this rate, as one SOS filter."""
+    from pyloudnorm.iirfilter import IIRfilter
+
+    stages = (IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, sample_rate, "high_shelf"), IIRfilter(0.0, 0.5, 38.0, sample_rate, "high_pass"))
+    return np.stack([np.concatenate([np.asarray(f.b) / f.a[0], np.asarray(f.a) / f.a[0]]) for f in stages])
 
 
 def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
-    """Integrated loudness (BS.1770); clips shorter than one gating block fall back to RMS."""
-    if len(audio) < int(0.4 * sample_rate) + 1:
-        rms = float(np.sqrt(np.mean(np.square(audio)))) if len(audio) else 0.0
+    """Integrated loudness (BS.1770-4 gating, the same blocks as pyloudnorm, vectorised: mastering measures it several times).
+
+    Clips shorter than one 400 ms gating block fall back to RMS.
+    """
+    block = 0.4 * sample_rate
+    n = len(audio)
+    if n < int(block) + 1:
+        rms = float(np.sqrt(np.mean(np.square(audio)))) if n else 0.0
         return -0.691 + 20.0 * math.log10(max(rms, 1e-9))
-    return float(_meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
+    weighted = sosfilt(_k_weighting(sample_rate), np.asarray(audio, dtype=np.float64))
+    energy = np.concatenate([[0.0], np.cumsum(weighted * weighted)])
+    blocks = int(round((n / sample_rate - 0.4) / 0.1)) + 1
+    j = np.arange(blocks)
+    lower = (0.4 * 0.25 * j * sample_rate).astype(int)
+    upper = np.minimum((0.4 * (0.25 * j + 1) * sample_rate).astype(int), n)
+    z = (energy[upper] - energy[lower]) / block
+    with np.errstate(divide="ignore"):
+        level = -0.691 + 10.0 * np.log10(z)
+    gated = z[level >= -70.0]
+    if len(gated) == 0:
+        return float("-inf")
+    relative = -0.691 + 10.0 * math.log10(gated.mean()) - 10.0
+    kept = z[(level > relative) & (level > -70.0)]
+    return -0.691 + 10.0 * math.log10(kept.mean()) if len(kept) else float("-inf")
 
 
 _TP_OFFSETS = np.arange(-11, 13)
@@ -789,20 +839,33 @@ def seed_demo(*, force: bool = False):
             },
         )
 
+        def demo_clip(*, original_name: str, make, system=None, kind=Clip.Kind.GENERATED) -> Clip:
+            # A clip seeded before is found by its name, so a forced re-run renders nothing;
+            # new audio is still deduplicated by content hash on ingest.
+            found = Clip.objects.filter(original_name=original_name, system=system, kind=kind).order_by("id").first()
+            if found is not None:
+                return found
+            return clip_ingest_array(audio=make(), sample_rate=DEMO_SAMPLE_RATE, system=system, kind=kind, original_name=original_name)[0]
+
         for index, spec in enumerate(DEMO_CONDITIONS):
             reference = None
             if spec.has_reference:
-                audio = render_reference(prompt=spec.prompt, seed=index, seconds=DEMO_SEED_SECONDS, sample_rate=DEMO_SAMPLE_RATE)
-                reference, _ = clip_ingest_array(
-                    audio=audio, sample_rate=DEMO_SAMPLE_RATE, kind=Clip.Kind.REFERENCE, original_name=f"demo/reference/{spec.key}.flac"
+                reference = demo_clip(
+                    original_name=f"demo/reference/{spec.key}.flac",
+                    kind=Clip.Kind.REFERENCE,
+                    make=lambda: render_reference(prompt=spec.prompt, seed=index, seconds=DEMO_SEED_SECONDS, sample_rate=DEMO_SAMPLE_RATE),
                 )
             condition, _ = condition_get_or_create(prompt=spec.prompt, lyrics=spec.lyrics, reference=reference, external_id=spec.key)
-            clips = {}
-            for name in SYSTEM_NAMES:
-                audio = render(name, prompt=spec.prompt, lyrics=spec.lyrics, seed=index, seconds=DEMO_SEED_SECONDS, sample_rate=DEMO_SAMPLE_RATE)
-                clips[name], _ = clip_ingest_array(
-                    audio=audio, sample_rate=DEMO_SAMPLE_RATE, system=systems[name], original_name=f"demo/{name}/{spec.key}.flac"
+            clips = {
+                name: demo_clip(
+                    original_name=f"demo/{name}/{spec.key}.flac",
+                    system=systems[name],
+                    make=lambda name=name: render(
+                        name, prompt=spec.prompt, lyrics=spec.lyrics, seed=index, seconds=DEMO_SEED_SECONDS, sample_rate=DEMO_SAMPLE_RATE
+                    ),
                 )
+                for name in SYSTEM_NAMES
+            }
             for a, b in _demo_pairs(index):
                 degraded = b if a == CLEAN_SYSTEM else a
                 gold = CLEAN_SYSTEM in (a, b) and (spec.key, degraded) in _GOLD

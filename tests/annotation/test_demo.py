@@ -137,6 +137,7 @@ def test_prompt_words_choose_tempo_key_mode_and_instrument():
     assert demo.style_for("guitar tune at 93 BPM").bpm == 93 and demo.style_for("guitar tune at 93 BPM").lead == "pluck"
     assert demo.style_for("guitar tune at 93 BPM", bpm=140).bpm == 140
     assert demo.style_for("upbeat song in E major").minor is False
+    assert demo.style_for("Rap verse over a boom bap beat").bpm == 90 and demo.style_for("a rapid groove").bpm == 100
 
 
 def test_reference_is_deterministic_clean_and_not_an_answer():
