@@ -118,3 +118,8 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     first = page.inner_text("#board-rows tr:first-child")
     assert "aurora" in first
     page.screenshot(path=str(SHOTS / "arena-leaderboard.png"), full_page=True)
+    # While Playwright's event loop runs, Django's context-local connections hand this thread a
+    # separate connection; close it, or it outlives the test and blocks dropping the test database.
+    from django.db import connections
+
+    connections.close_all()
