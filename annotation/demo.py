@@ -675,6 +675,7 @@ def render(
     if system not in FAULTS:
         raise ValueError(f"unknown demo system {system!r}; choose one of {', '.join(SYSTEM_NAMES)}")
     _check_args(seconds, sample_rate)
+    prompt, lyrics = prompt or "", lyrics or ""
     faults = FAULTS[system]
     style = style_for(prompt, bpm=bpm)
     return _render(style, faults, system=system, prompt=prompt, lyrics=lyrics, seed=seed, seconds=seconds, sample_rate=sample_rate)
@@ -720,6 +721,7 @@ def _render(style: Style, faults: Faults, *, system: str, prompt: str, lyrics: s
 def render_reference(*, prompt: str, seed: int = 0, seconds: float = 6.0, sample_rate: int = 22050) -> np.ndarray:
     """A style anchor for reference-audio conditions: the prompt's style, clean, with its own tune."""
     _check_args(seconds, sample_rate)
+    prompt = prompt or ""
     # Same style as the prompt asks for, its own tune, no voice: an anchor, not an answer.
     return _render(style_for(prompt), FAULTS[CLEAN_SYSTEM], system="reference", prompt=prompt, lyrics="", seed=seed, seconds=seconds, sample_rate=sample_rate)
 
