@@ -21,6 +21,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, Max, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -463,7 +464,8 @@ def study_fingerprint(study: Study) -> str:
 
 
 def _cache_key(study: Study, options: ReportOptions) -> str:
-    raw = json.dumps([study_fingerprint(study), options.as_dict()], sort_keys=True)
+    # The database name is part of the key: several deployments (or test databases) may share one Redis.
+    raw = json.dumps([connection.settings_dict["NAME"], study_fingerprint(study), options.as_dict()], sort_keys=True, default=str)
     return f"scoring:report:{study.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
 
 

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 from annotation.models import AnnotatorProfile, Pair
 from annotation.services import ServiceError
 from scoring import agreement
-from tests.factories import AnnotatorFactory, ClipFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
+from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 NAN = np.nan
 

@@ -16,9 +16,8 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.core.cache import cache
 from django.core.management import CommandError, call_command
-from django.test import TestCase
+from django.test import TestCase, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -30,6 +29,12 @@ from scoring.routing import websocket_urlpatterns
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 NAN = np.nan
+
+
+def own_cache(name: str):
+    """A private in-process cache per test class: reports are cached, and a shared Redis must not see test data."""
+    return override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": f"report-tests-{name}"}})
+
 MODALITY_OF = {1: "text", 2: "text", 3: "text+lyrics", 4: "text+lyrics", 5: "text+ref", 6: "text+ref", 7: "text+lyrics+ref", 8: "text+lyrics+ref"}
 # Human votes per pair: (chosen clip "a"/"b", confidence); the same on both dimensions.
 HUMANS = {
@@ -97,13 +102,13 @@ def build_study(name="judged"):
     return study, pairs, annotators, run1, run2
 
 
+@own_cache("figures")
 class ReportFiguresTests(TestCase):
     @classmethod
     def setUpTestData(cls):
         cls.study, cls.pairs, cls.annotators, cls.run1, cls.run2 = build_study()
 
     def setUp(self):
-        cache.clear()
         self.report = report.report_build(study=self.study, options=report.ReportOptions(rounds=200, triage=3), use_cache=False)
         self.judges = {j["label"]: j for j in self.report["judges"]}
 
@@ -218,14 +223,12 @@ class ReportFiguresTests(TestCase):
         self.assertEqual(fresh["study"]["votes"], first["study"]["votes"] + 1)
 
 
+@own_cache("access")
 class ReportAccessTests(TestCase):
     @classmethod
     def setUpTestData(cls):
         cls.study, cls.pairs, cls.annotators, cls.run1, cls.run2 = build_study()
         cls.researcher = UserFactory(username="resa", roles=["researcher"])
-
-    def setUp(self):
-        cache.clear()
 
     def test_api_json_for_researchers_only(self):
         url = reverse("api-study-report", kwargs={"name": self.study.name})

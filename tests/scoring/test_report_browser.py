@@ -103,9 +103,9 @@ def showcase_study(name: str = "showcase"):
                     right = rng.random() < 0.6 + 0.07 * gap[dim]
                     choice[dim] = better[dim] if right else worse
                     conf[dim] = float(np.clip(np.round((1.2 + 0.6 * gap[dim] + rng.normal(0, 0.7) - (0 if right else 0.8)) * 2) / 2, 1, 5))
-            side = lambda clip: "A" if clip == shown_a else "B"  # noqa: E731
+            winner = "A" if choice["musicality"] == shown_a else "B"
             template = RATIONALES[int(rng.integers(len(RATIONALES)))]
-            rationale = template.format(b=side(choice["musicality"]), w="B" if side(choice["musicality"]) == "A" else "A") if annotator.username not in ("fjord", "grove") else ""
+            rationale = template.format(b=winner, w="B" if winner == "A" else "A") if annotator.username not in ("fjord", "grove") else ""
             heard = float(rng.uniform(8, 20)) if annotator.username != "fjord" else float(rng.uniform(1, 3))
             judgments.append(
                 Judgment(

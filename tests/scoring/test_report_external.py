@@ -8,8 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.core.cache import cache
-from django.test import TestCase
+from django.test import TestCase, override_settings
 
 from scoring import report
 from scoring.services import external_results_import
@@ -23,6 +22,7 @@ def figure(summary: dict, subset: str, dimension: str, metric: str, score: str =
 
 
 @pytest.mark.skipif(not TUNEJURY.is_file(), reason="TuneJury fixture not present in ../shared/data/external/")
+@override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "report-tests-tunejury"}})
 class TuneJuryTests(TestCase):
     @classmethod
     def setUpTestData(cls):
@@ -30,9 +30,6 @@ class TuneJuryTests(TestCase):
         cls.study = StudyFactory(name="with-external")
         PairFactory(study=cls.study)
         cls.researcher = UserFactory(username="tj-res", roles=["researcher"])
-
-    def setUp(self):
-        cache.clear()
 
     def test_published_accuracies_are_reproduced_in_the_report(self):
         data = report.report_build(study=self.study, options=report.ReportOptions(rounds=0), use_cache=False)

@@ -44,7 +44,7 @@ class SimulatedPanelTests(TestCase):
         cls.study = StudyFactory(name="simulated", overlap_target=6)
         systems = {name: System.objects.create(name=name) for name in RANKS}
         pairs, truth = [], {}
-        for c in range(cls.CONDITIONS):
+        for _ in range(cls.CONDITIONS):
             condition = ConditionFactory()
             clips = {name: ClipFactory(system=system) for name, system in systems.items()}
             for first, second in combinations(RANKS, 2):
