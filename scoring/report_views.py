@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST, require_safe
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
@@ -253,10 +253,12 @@ class AnnotatorExclusionApi(APIView):
 
     permission_classes = [IsAuthenticated, IsResearcher]
 
+    @extend_schema_serializer(component_name="AnnotatorExclusionInput")
     class InputSerializer(serializers.Serializer):
         action = serializers.ChoiceField(choices=["exclude", "include"])
         reason = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
 
+    @extend_schema_serializer(component_name="AnnotatorExclusion")
     class OutputSerializer(serializers.Serializer):
         pseudonym = serializers.CharField()
         excluded = serializers.BooleanField()
