@@ -747,6 +747,3 @@ def report_listener_install() -> None:
     if report_judgment_listener not in services.judgment_listeners:
         services.judgment_listeners.append(report_judgment_listener)
 
-
-# Until ScoringConfig.ready() calls report_listener_install(), importing this module (the report URLs do) installs it.
-report_listener_install()
