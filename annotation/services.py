@@ -618,4 +618,5 @@ judgment_listeners: list = []
 
 def _after_judgment(judgment: Judgment) -> None:
     for listener in judgment_listeners:
-        transaction.on_commit(lambda listener=listener: listener(judgment))
+        # robust: a failing listener is logged; the stored judgment and the answer stand.
+        transaction.on_commit(lambda listener=listener: listener(judgment), robust=True)

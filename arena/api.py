@@ -140,20 +140,23 @@ class VoteApi(ArenaApi):
     class InputSerializer(serializers.Serializer):
         vote = serializers.CharField(max_length=20)
         feedback = serializers.CharField(allow_blank=True, required=False, default="", max_length=20000)
+        idempotency_key = serializers.CharField(allow_blank=True, required=False, default="", max_length=100)
 
     def post(self, request, public_id):
         battle = _own_battle(request, public_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.vote_submit(
+        vote = services.vote_submit(
             battle=battle,
             visitor=self.visitor(request),
             choice=data.validated_data["vote"],
             feedback=data.validated_data["feedback"],
             ip_hash=client_ip_hash(request),
+            idempotency_key=data.validated_data["idempotency_key"],
         )
         battle.refresh_from_db()
-        return Response(battle_state(battle), status=status.HTTP_201_CREATED)
+        replayed = getattr(vote, "replayed", False)
+        return Response(battle_state(battle), status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED)
 
 
 class LeaderboardApi(ArenaApi):

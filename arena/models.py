@@ -188,6 +188,8 @@ class Vote(models.Model):
     listen_seconds_a = models.FloatField()
     listen_seconds_b = models.FloatField()
     ip_hash = models.CharField(max_length=64, blank=True)
+    # Set by the page per vote: a retried request with the same key gets the stored vote back.
+    idempotency_key = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -6,12 +6,15 @@ concurrent requests cannot both slip under the limit on the same backend.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 from django.core.cache import cache
 
 from .conf import parse_rate
+
+log = logging.getLogger(__name__)
 
 
 def hit(*, scope: str, ident: str, rate: str, now: float | None = None) -> int:
@@ -22,15 +25,24 @@ def hit(*, scope: str, ident: str, rate: str, now: float | None = None) -> int:
     now = time.time() if now is None else now
     start = int(now // window) * window
     key = f"arena:rl:{scope}:{ident}:{start}"
-    # The key outlives its window slightly, so a late incr never restarts a count at 1.
-    if cache.add(key, 1, timeout=window + 5):
-        count = 1
-    else:
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=window + 5)
-            count = 1
+    try:
+        count = _count(key, window)
+    except Exception:
+        # The cache (Redis) is down or restarting: let the request through rather than
+        # lose votes; the daily cap and the one-vote-per-battle constraint still hold in the database.
+        log.warning("rate limit skipped: cache unavailable", extra={"scope": scope}, exc_info=True)
+        return 0
     if count > limit:
         return max(1, math.ceil(start + window - now))
     return 0
+
+
+def _count(key: str, window: int) -> int:
+    # The key outlives its window slightly, so a late incr never restarts a count at 1.
+    if cache.add(key, 1, timeout=window + 5):
+        return 1
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=window + 5)
+        return 1

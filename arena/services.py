@@ -278,11 +278,31 @@ def _reject(*, battle: Battle | None, visitor: Visitor | None, choice: str, reas
     RejectedVote.objects.create(battle=battle, visitor=visitor, choice=str(choice)[:20], reason=reason, ip_hash=ip_hash)
 
 
-def vote_submit(*, battle: Battle, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", now=None) -> Vote:
-    """One blind vote per battle; refused (and logged) if repeated, too early, too fast or over the daily cap."""
+def _vote_replay(*, battle: Battle, visitor: Visitor, idempotency_key: str) -> Vote | None:
+    """The stored vote if this request is a retry of it (same visitor, battle and key)."""
+    if not idempotency_key:
+        return None
+    vote = Vote.objects.filter(battle=battle, visitor=visitor, idempotency_key=idempotency_key).first()
+    if vote is not None:
+        vote.replayed = True
+    return vote
+
+
+def vote_submit(
+    *, battle: Battle, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None
+) -> Vote:
+    """One blind vote per battle; refused (and logged) if repeated, too early, too fast or over the daily cap.
+
+    A retry carrying the first request's idempotency key gets the stored vote back
+    (vote.replayed is True) instead of a refusal: a lost response must not look like a re-vote.
+    """
     visitor = _require_terms(visitor)
     if battle.visitor_id != visitor.pk:
         raise ArenaError("No such battle.", code="not_found", status=404)
+    idempotency_key = (idempotency_key or "").strip()[:100]
+    replay = _vote_replay(battle=battle, visitor=visitor, idempotency_key=idempotency_key)
+    if replay is not None:
+        return replay
     try:
         _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
         if ip_hash:
@@ -302,6 +322,9 @@ def vote_submit(*, battle: Battle, visitor: Visitor | None, choice: str, feedbac
             raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
         with transaction.atomic():
             locked = Battle.objects.select_for_update().get(pk=battle.pk)
+            replay = _vote_replay(battle=locked, visitor=visitor, idempotency_key=idempotency_key)
+            if replay is not None:
+                return replay
             if locked.status == Battle.Status.VOTED or Vote.objects.filter(battle=locked).exists():
                 raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409)
             if locked.status != Battle.Status.READY:
@@ -316,14 +339,25 @@ def vote_submit(*, battle: Battle, visitor: Visitor | None, choice: str, feedbac
                     extra={"heard": heard, "min_listen_seconds": need},
                 )
             vote = Vote.objects.create(
-                battle=locked, visitor=visitor, choice=choice, feedback=feedback, listen_seconds_a=heard["a"], listen_seconds_b=heard["b"], ip_hash=ip_hash
+                battle=locked,
+                visitor=visitor,
+                choice=choice,
+                feedback=feedback,
+                listen_seconds_a=heard["a"],
+                listen_seconds_b=heard["b"],
+                ip_hash=ip_hash,
+                idempotency_key=idempotency_key,
             )
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])
-            transaction.on_commit(leaderboard_queue_refresh)
+            # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
+            transaction.on_commit(leaderboard_queue_refresh, robust=True)
         return vote
     except IntegrityError:
-        # A concurrent submit won the unique constraint: this one is a re-vote.
+        # A concurrent submit won the unique constraint: a retry of it, or a re-vote.
+        replay = _vote_replay(battle=battle, visitor=visitor, idempotency_key=idempotency_key)
+        if replay is not None:
+            return replay
         _reject(battle=battle, visitor=visitor, choice=choice, reason="already_voted", ip_hash=ip_hash)
         raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409) from None
     except ArenaError as exc:

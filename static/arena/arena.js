@@ -177,7 +177,9 @@
       // Report what has been heard up to this moment before voting.
       for (const side of ["a", "b"]) { if (!players[side].paused) record(side, "tick"); }
       while (flushing || queue.length) { await flush(); await new Promise((res) => setTimeout(res, 50)); }
-      const r = await api(root.dataset.apiBattles + battle.id + "/vote/", "POST", { vote: button.dataset.vote, feedback: $("feedback").value });
+      // One key per battle on this page: a retried request after a lost answer gets the stored vote back.
+      if (!battle.voteKey) battle.voteKey = battle.id + "-" + Math.random().toString(36).slice(2) + Date.now().toString(36);
+      const r = await api(root.dataset.apiBattles + battle.id + "/vote/", "POST", { vote: button.dataset.vote, feedback: $("feedback").value, idempotency_key: battle.voteKey });
       if (!r.ok) {
         $("vote-error").textContent = errorText(r) + (r.retryAfter ? " (retry after " + r.retryAfter + " s)" : "");
         if (r.data && r.data.heard) updateHeard(r.data.heard, false);

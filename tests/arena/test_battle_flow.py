@@ -358,3 +358,19 @@ def test_pre_release_systems_stay_unnamed_after_the_vote(db):
     assert response.json()["reveal"]["b"]["system"] == "public-one"
     # The vote is kept (and goes into the release under the real name).
     assert Vote.objects.get().battle.system_a.system.name == "secret-v2"
+
+
+def test_a_retry_with_the_same_key_gets_the_stored_vote_and_a_revote_is_refused(db):
+    visitor, _ = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    t0 = timezone.now() - timedelta(seconds=100)
+    listen(battle, visitor, side="a", seconds=6, start=t0)
+    listen(battle, visitor, side="b", seconds=6, start=t0 + timedelta(seconds=10))
+    first = vote_submit(battle=battle, visitor=visitor, choice="b", idempotency_key="k1")
+    again = vote_submit(battle=battle, visitor=visitor, choice="b", idempotency_key="k1")
+    assert again.pk == first.pk and getattr(again, "replayed", False)
+    with pytest.raises(ArenaError) as exc:
+        vote_submit(battle=battle, visitor=visitor, choice="a", idempotency_key="k2")
+    assert exc.value.code == "already_voted"
+    assert Vote.objects.filter(battle=battle).count() == 1
+    assert RejectedVote.objects.filter(battle=battle, reason="already_voted").count() == 1
