@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 from rest_framework.exceptions import PermissionDenied
@@ -45,6 +48,16 @@ class VisitorAuthentication(BaseAuthentication):
         return (None, visitor) if visitor is not None else None
 
 
+class VisitorAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents the arena cookie in the OpenAPI schema."""
+
+    target_class = "arena.api.VisitorAuthentication"
+    name = "arenaVisitor"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "cookie", "name": conf.DEFAULTS["ARENA_VISITOR_COOKIE"]}
+
+
 class ArenaApi(APIView):
     authentication_classes = [VisitorAuthentication]
     permission_classes = [AllowAny]
@@ -64,12 +77,13 @@ class ArenaApi(APIView):
 
 
 class TermsAcceptApi(ArenaApi):
-    class InputSerializer(serializers.Serializer):
+    class TermsInput(serializers.Serializer):
         accept = serializers.BooleanField()
         version = serializers.CharField(max_length=20)
 
+    @extend_schema(request=TermsInput, responses=OpenApiTypes.OBJECT)
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.TermsInput(data=request.data)
         data.is_valid(raise_exception=True)
         if not data.validated_data["accept"]:
             raise ArenaError("The arena can only be used after accepting the terms.", code="terms_required", status=403)
@@ -81,6 +95,7 @@ class TermsAcceptApi(ArenaApi):
 
 
 class PromptRandomApi(ArenaApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         ids = list(ArenaPrompt.objects.filter(is_prebaked=True, is_active=True).values_list("id", flat=True))
         if not ids:
@@ -90,12 +105,13 @@ class PromptRandomApi(ArenaApi):
 
 
 class BattleCreateApi(ArenaApi):
-    class InputSerializer(serializers.Serializer):
+    class BattleInput(serializers.Serializer):
         prompt = serializers.CharField(allow_blank=True, trim_whitespace=True, max_length=20000)
         lyrics = serializers.CharField(allow_blank=True, required=False, default="", max_length=50000)
 
+    @extend_schema(request=BattleInput, responses=OpenApiTypes.OBJECT)
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.BattleInput(data=request.data)
         data.is_valid(raise_exception=True)
         battle = services.battle_create(visitor=self.visitor(request), ip_hash=client_ip_hash(request), **data.validated_data)
         battle.refresh_from_db()
@@ -111,6 +127,7 @@ def _own_battle(request, public_id) -> Battle:
 
 
 class BattleDetailApi(ArenaApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, public_id):
         return Response(battle_state(_own_battle(request, public_id)))
 
@@ -122,12 +139,13 @@ class ListenEventsApi(ArenaApi):
         client_time = serializers.FloatField(required=False, allow_null=True)
         position = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
-    class InputSerializer(serializers.Serializer):
+    class EventsInput(serializers.Serializer):
         events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
 
+    @extend_schema(request=EventsInput, responses=OpenApiTypes.OBJECT)
     def post(self, request, public_id):
         battle = _own_battle(request, public_id)
-        data = self.InputSerializer(data=request.data)
+        data = self.EventsInput(data=request.data)
         data.is_valid(raise_exception=True)
         events = self.EventSerializer(data=data.validated_data["events"], many=True)
         events.is_valid(raise_exception=True)
@@ -137,14 +155,15 @@ class ListenEventsApi(ArenaApi):
 
 
 class VoteApi(ArenaApi):
-    class InputSerializer(serializers.Serializer):
+    class VoteInput(serializers.Serializer):
         vote = serializers.CharField(max_length=20)
         feedback = serializers.CharField(allow_blank=True, required=False, default="", max_length=20000)
         idempotency_key = serializers.CharField(allow_blank=True, required=False, default="", max_length=100)
 
+    @extend_schema(request=VoteInput, responses=OpenApiTypes.OBJECT)
     def post(self, request, public_id):
         battle = _own_battle(request, public_id)
-        data = self.InputSerializer(data=request.data)
+        data = self.VoteInput(data=request.data)
         data.is_valid(raise_exception=True)
         vote = services.vote_submit(
             battle=battle,
@@ -160,5 +179,6 @@ class VoteApi(ArenaApi):
 
 
 class LeaderboardApi(ArenaApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response(leaderboard_latest() or {"boards": {}, "computed_at": None})
