@@ -6,22 +6,15 @@ from django.http import FileResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .dataset import dataset_export_archive
 from .models import Study
-from .roles import is_researcher
+from .roles import IsResearcher
 from .services import ServiceError
-
-
-class IsResearcher(BasePermission):
-    message = "Only researchers may export datasets."
-
-    def has_permission(self, request, view) -> bool:
-        return is_researcher(request.user)
 
 
 class ZipRenderer(BaseRenderer):

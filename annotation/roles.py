@@ -23,3 +23,15 @@ def is_researcher(user) -> bool:
 
 def is_admin(user) -> bool:
     return has_role(user, ADMIN) or getattr(user, "is_superuser", False)
+
+
+class IsResearcher:
+    """DRF permission: researchers and admins only (reports, scoring, exports)."""
+
+    message = "This is open to researchers and admins only."
+
+    def has_permission(self, request, view) -> bool:
+        return is_researcher(request.user)
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        return is_researcher(request.user)

@@ -10,18 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from annotation.roles import is_researcher
+from annotation.roles import IsResearcher
 from annotation.services import ServiceError
 
 from . import selectors, services
 from .models import ExternalResultSet, Judge, ScoringRun
-
-
-class IsResearcher(permissions.BasePermission):
-    message = "Scoring is open to researchers and admins only."
-
-    def has_permission(self, request, view) -> bool:
-        return is_researcher(request.user)
 
 
 def _error(exc: ServiceError) -> Response:

@@ -11,12 +11,12 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST, require_safe
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import AnnotatorProfile, Study
-from annotation.roles import is_researcher
+from annotation.roles import IsResearcher, is_researcher
 from annotation.services import ServiceError
 
 from .agreement import DIMENSIONS, THRESHOLD_HELP, Thresholds, annotator_exclude, annotator_include
@@ -200,13 +200,6 @@ def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> Http
 
 
 # --- API ---------------------------------------------------------------------------------------
-
-
-class IsResearcher(BasePermission):
-    message = "Reports are for researchers and admins."
-
-    def has_permission(self, request, view) -> bool:
-        return is_researcher(request.user)
 
 
 def _error(exc: ServiceError) -> Response:

@@ -5,7 +5,6 @@ from decimal import Decimal
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation import services

@@ -231,7 +231,7 @@ def test_bad_row_is_reported_by_line_and_nothing_is_imported(tmp_path, root, cas
     before = snapshot()
     code, out, err = run(path, root)
     assert code == 1
-    assert f"rows.jsonl line 2: " in err and reason in err, err
+    assert "rows.jsonl line 2: " in err and reason in err, err
     assert "line 1:" not in err
     assert "nothing was imported" in out
     assert snapshot() == before

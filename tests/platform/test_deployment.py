@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
 
 ROOT = Path(__file__).resolve().parents[2]
 

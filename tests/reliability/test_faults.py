@@ -23,7 +23,6 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import Judgment
 from arena import conf
 from arena.models import AdapterKind, ArenaSystem, Battle, ListenEvent, Vote

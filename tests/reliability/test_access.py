@@ -1,0 +1,130 @@
+"""Role checks on every route: each route is classified here, so a new one cannot slip in unchecked."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import URLResolver, get_resolver, reverse
+
+from annotation.models import AnnotatorProfile
+from scoring.models import Judge, ScoringRun
+from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
+
+PUBLIC = {
+    "healthz", "readyz", "healthz-workers", "login", "logout", "api-schema", "api-docs",
+    # The arena is for anonymous visitors; its own tests cover the terms, cookie and blind rules.
+    "arena", "leaderboard", "audio", "api-terms", "api-prompt-random", "api-battle-create", "api-battle-detail",
+    "api-battle-events", "api-battle-vote", "api-leaderboard",
+}
+# Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
+ANNOTATOR = {"home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-judgment-submit", "api-assignment-skip", "clip-audio"}
+RESEARCHER = {
+    "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
+    "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
+    "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
+    "study-annotators-add", "api-study-export",
+}
+POST_ONLY = {"api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-judgment-submit", "api-assignment-skip", "study-annotators-add"}
+
+
+def all_routes() -> dict[str, set[str]]:
+    """Route name -> the URL keyword arguments it needs (including those of enclosing includes)."""
+
+    def walk(patterns, namespace="", outer=frozenset()):
+        for p in patterns:
+            converters = outer | set(getattr(p.pattern, "converters", {}))
+            if isinstance(p, URLResolver):
+                if p.app_name == "admin":
+                    continue
+                yield from walk(p.url_patterns, p.namespace or namespace, frozenset(converters))
+            elif p.name:
+                yield (f"{namespace}:{p.name}" if namespace else p.name), converters
+
+    return dict(walk(get_resolver().url_patterns))
+
+
+def test_every_route_is_classified():
+    names = {name.split(":")[-1] for name in all_routes()}
+    unclassified = names - PUBLIC - ANNOTATOR - RESEARCHER
+    assert not unclassified, f"classify these routes in {__file__}: {sorted(unclassified)}"
+
+
+@pytest.fixture
+def world(db):
+    study = StudyFactory(name="acl")
+    pair = PairFactory(study=study)
+    member = StudyAnnotatorFactory(study=study).annotator
+    judgment = JudgmentFactory(pair=pair, annotator=member)
+    run = ScoringRun.objects.create(judge=Judge.objects.create(key="signal-acl", kind=Judge.Kind.SIGNAL), study=study)
+    pseudonym = AnnotatorProfile.objects.get(user=member).pseudonym
+    kwargs = {"name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1}
+    return {"study": study, "judgment": judgment, "kwargs": kwargs}
+
+
+def url_for(full_name: str, converters: set[str], kwargs: dict) -> str:
+    return reverse(full_name, kwargs={key: kwargs[key] for key in converters})
+
+
+def researcher_routes(world):
+    routes = all_routes()
+    for full_name, pattern in routes.items():
+        if full_name.split(":")[-1] in RESEARCHER:
+            yield full_name, url_for(full_name, pattern, world["kwargs"])
+
+
+def call(client, name, url):
+    return client.post(url, {}) if name.split(":")[-1] in POST_ONLY else client.get(url)
+
+
+def test_annotators_cannot_reach_researcher_routes(client, world):
+    annotator = UserFactory(username="plain-annotator", roles=["annotator"])
+    client.force_login(annotator)
+    for name, url in researcher_routes(world):
+        status = call(client, name, url).status_code
+        assert status in (403, 404), f"{name} {url} answered {status} to an annotator"
+
+
+def test_anonymous_cannot_reach_private_routes(client, world):
+    routes = all_routes()
+    for full_name, pattern in routes.items():
+        short = full_name.split(":")[-1]
+        if short in PUBLIC or short == "clip-audio":
+            continue
+        url = url_for(full_name, pattern, world["kwargs"])
+        response = call(client, full_name, url)
+        redirected_to_login = response.status_code == 302 and reverse("login") in response["Location"]
+        assert redirected_to_login or response.status_code in (401, 403), f"{full_name} {url} answered {response.status_code} to an anonymous visitor"
+
+
+def test_researchers_reach_researcher_routes(client, world):
+    client.force_login(UserFactory(username="a-researcher", roles=["researcher"]))
+    for name, url in researcher_routes(world):
+        if name.split(":")[-1] in POST_ONLY:
+            continue
+        status = call(client, name, url).status_code
+        assert status == 200, f"{name} {url} answered {status} to a researcher"
+
+
+def test_annotators_never_see_each_others_answers(client, world):
+    other = StudyAnnotatorFactory(study=world["study"]).annotator
+    client.force_login(other)
+    body = client.post(reverse("api-assignment-next", kwargs={"name": "acl"})).content.decode()
+    judgment = world["judgment"]
+    assert judgment.rationale not in body or not judgment.rationale
+    assert "judgment" not in body and "confidence" not in body
+
+
+@pytest.mark.django_db
+def test_oversized_text_fields_are_refused_with_a_message(client):
+    study = StudyFactory(name="sizes", min_listen_seconds=0.0)
+    PairFactory(study=study)
+    user = StudyAnnotatorFactory(study=study).annotator
+    client.force_login(user)
+    assignment = client.post(reverse("api-assignment-next", kwargs={"name": "sizes"})).json()["assignment"]
+    body = {
+        "idempotency_key": "k", "alignment": "A", "alignment_confidence": 3, "musicality": "A", "musicality_confidence": 3,
+        "rationale": "x" * 6000, "listening_log": {"A": {"plays": 1, "seconds": 0}, "B": {"plays": 1, "seconds": 0}},
+    }
+    r = client.post(reverse("api-judgment-submit", kwargs={"assignment_id": assignment["id"]}), body, content_type="application/json")
+    assert r.status_code == 400 and "rationale" in r.json()["detail"]
+    r = client.post(reverse("api-assignment-skip", kwargs={"assignment_id": assignment["id"]}), {"reason": "y" * 5000}, content_type="application/json")
+    assert r.status_code == 400 and "reason" in r.json()["detail"]
