@@ -243,7 +243,7 @@ def test_export_endpoint_returns_a_zip_to_researchers_only(study):
     assert client.get(url).status_code in (401, 403)
     client.force_authenticate(AnnotatorFactory())
     denied = client.get(url)
-    assert denied.status_code == 403 and "Only researchers" in denied.json()["detail"]
+    assert denied.status_code == 403 and "researchers and admins only" in denied.json()["detail"]
 
     client.force_authenticate(UserFactory(roles=["researcher"]))
     assert client.get("/api/studies/no-such-study/export/").status_code == 404
