@@ -180,7 +180,7 @@ def test_export_action_downloads_a_zip_that_reimports_from_the_page(admin_client
     assert copied.condition == pair.condition and copied.judgments.get().rationale == "steady groove"
 
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser import CHROMIUM, launch  # noqa: E402
 
 
 @pytest.mark.browser
@@ -198,11 +198,7 @@ def test_admin_uploads_in_a_real_browser_and_sees_errors_by_line(live_server, tr
     shots.mkdir(parents=True, exist_ok=True)
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"],
-        )
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{live_server.url}/admin/login/?next=/admin/annotation/study/")
         page.fill("#id_username", "boss")

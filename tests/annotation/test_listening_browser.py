@@ -19,7 +19,7 @@ from annotation import services
 from annotation.models import Assignment, Judgment
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyFactory, SystemFactory, UserFactory
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser import CHROMIUM, launch  # noqa: E402
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
@@ -30,23 +30,10 @@ VIEWPORT = {"width": 1280, "height": 800}
 @pytest.fixture(scope="module")
 def browser():
     # One Chromium per module; every test opens its own page in a fresh context (own cookies and storage).
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        instance = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--disable-sync",
-                "--autoplay-policy=no-user-gesture-required",
-            ],
-        )
+        instance = launch(p)
         yield instance
         instance.close()
 

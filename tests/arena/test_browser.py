@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser import CHROMIUM, launch  # noqa: E402
 DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium")]
@@ -18,23 +18,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIU
 
 @pytest.fixture
 def browser_page():
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--disable-sync",
-                "--autoplay-policy=no-user-gesture-required",
-            ],
-        )
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1100, "height": 900})
         yield page
         browser.close()

@@ -26,7 +26,7 @@ from annotation.models import Judgment, Pair, System
 from scoring.models import Judge, ScoringRun, Verdict
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser import CHROMIUM, launch  # noqa: E402
 TUNEJURY = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")]
 
@@ -156,11 +156,7 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
         from playwright.sync_api import sync_playwright
 
         cls._playwright = sync_playwright().start()
-        cls.browser = cls._playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"],
-        )
+        cls.browser = launch(cls._playwright)
         cls.shots = Path(os.environ.get("AUDITORIUM_SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="report-shots-"))
         cls.shots.mkdir(parents=True, exist_ok=True)
 
