@@ -23,7 +23,7 @@ def _audio(clip: Clip | None) -> dict | None:
     return {"url": reverse("clip-audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
 
 
-def assignment_payload(assignment: Assignment) -> dict:
+def assignment_payload(assignment: Assignment, *, annotator) -> dict:
     """What the page may know: never system names, file names, pair kind or other annotators' answers."""
     pair = assignment.pair
     study = pair.study
@@ -44,7 +44,7 @@ def assignment_payload(assignment: Assignment) -> dict:
         },
         "clips": {"A": _audio(a_clip), "B": _audio(b_clip)},
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
-        "progress": services.annotator_progress(study=study, annotator=assignment.annotator),
+        "progress": services.annotator_progress(study=study, annotator=annotator),
     }
 
 
@@ -81,7 +81,7 @@ class AssignmentNextApi(APIView):
         if assignment is None:
             return Response({"assignment": None, "detail": "No more pairs in this study."})
         assignment = Assignment.objects.select_related("pair__study", "pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment.pk)
-        return Response({"assignment": assignment_payload(assignment)})
+        return Response({"assignment": assignment_payload(assignment, annotator=request.user)})
 
 
 class _SideLog(serializers.Serializer):

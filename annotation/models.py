@@ -219,14 +219,14 @@ class Pair(models.Model):
     expected_alignment = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     expected_musicality = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)], help_text="Votes wanted on this pair.")
-    # Uniform in [0, ORDER_PRIME): each annotator sees pairs in the order of an affine
-    # permutation of this key (seeded per annotator), computed inside the database.
+    # Uniform in [0, ORDER_PRIME): untouched pairs are drawn from a seeded point on
+    # this circle; partly filled ones in an affine permutation of it per annotator.
     order_key = models.BigIntegerField(default=random_order_key, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["study", "kind"])]
+        indexes = [models.Index(fields=["study", "kind"]), models.Index(fields=["study", "order_key"])]
         constraints = [
             models.CheckConstraint(condition=~Q(clip_a=F("clip_b")), name="pair_clips_distinct"),
             models.UniqueConstraint(fields=["study", "condition", "clip_key"], name="unique_pair_per_study"),

@@ -25,8 +25,8 @@ import numpy as np
 import soundfile as sf
 from django.core.files import File
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BigIntegerField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce, Least, Mod
+from django.db.models import BigIntegerField, CharField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Value
+from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
 from .models import (
@@ -336,7 +336,8 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
         return None
 
     special_kinds = [Pair.Kind.GOLD, Pair.Kind.CATCH]
-    rng = random.Random(f"{membership.seed}:{Assignment.objects.filter(annotator=annotator, pair__study=study).count()}")
+    draw = Assignment.objects.filter(annotator=annotator, pair__study=study).count()
+    rng = random.Random(f"{membership.seed}:{draw}")
     # Gold and catch pairs come at the study's rate; either pool stands in when the other is empty.
     pools = [Q(kind__in=special_kinds), ~Q(kind__in=special_kinds)]
     if not rng.random() < study.gold_rate:
@@ -345,7 +346,7 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
         tried: set[int] = set()
         # A short list first; under contention every one of them may be taken, then look further.
         for limit in (8, 200):
-            for pair_id in _candidates(study=study, annotator=annotator, seed=membership.seed, now=now, pool=pool, limit=limit):
+            for pair_id in _candidates(study=study, annotator=annotator, seed=membership.seed, draw=draw, now=now, pool=pool, limit=limit):
                 if pair_id in tried:
                     continue
                 tried.add(pair_id)
@@ -357,40 +358,56 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
     return None
 
 
-def _candidates(*, study: Study, annotator, seed: int, now, pool: Q, limit: int = 8) -> list[int]:
-    """Pairs with room left that this annotator may get, best first, computed in one query.
+def _candidates(*, study: Study, annotator, seed: int, draw: int, now, pool: Q, limit: int = 8) -> list[int]:
+    """Pairs with room left that this annotator may get, best first.
 
     Order: pairs that already hold votes first (breadth-first fills overlap pairs
-    so agreement data arrives early), then the annotator's own permutation.
+    so agreement data arrives early), in the annotator's own permutation; then
+    untouched pairs from a point on the order_key circle drawn from the
+    annotator's seed and draw number, so concurrent annotators start far apart
+    and the lookup is an index range scan, not a pass over the whole study.
     """
-    judged = Judgment.objects.filter(pair=OuterRef("pk")).values("pair").annotate(n=Count("id")).values("n")
-    locked = (
-        Assignment.objects.filter(pair=OuterRef("pk"), state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
-        .values("pair")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
     own = Assignment.objects.filter(annotator=annotator, pair__study=study).exclude(state=Assignment.State.EXPIRED).values("pair_id")
     # The same two clips under the same condition judged anywhere (either order, any study).
-    same_content = Judgment.objects.filter(annotator=annotator, pair__condition=OuterRef("condition"), pair__clip_key=OuterRef("clip_key"))
+    # One combined key lets the database hash the annotator's judged set once
+    # instead of joining it against every candidate pair.
+    content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
+    judged_content = (
+        Judgment.objects.filter(annotator=annotator)
+        .annotate(content=Concat(Cast("pair__condition_id", CharField()), Value("/"), "pair__clip_key", output_field=CharField()))
+        .values("content")
+    )
+    base = Pair.objects.filter(pool, study=study).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
+    live = Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
+
+    judged_here = Judgment.objects.filter(pair__study=study).values("pair_id")
+    locked_here = Assignment.objects.filter(live, pair__study=study).values("pair_id")
     multiplier = 1 + seed % (ORDER_PRIME - 1)
     offset = (seed >> 31) % ORDER_PRIME
-    return list(
-        Pair.objects.filter(pool, study=study)
-        .exclude(id__in=own)
-        .exclude(Exists(same_content))
-        .annotate(load=Coalesce(Subquery(judged), 0) + Coalesce(Subquery(locked), 0))
-        .filter(load__lt=F("overlap"))
+    partial = list(
+        base.filter(overlap__gt=1)
+        .filter(Q(id__in=judged_here) | Q(id__in=locked_here))
         .annotate(
-            filled=Least(F("load"), F("overlap") - 1),
+            load=Count("judgments", distinct=True)
+            + Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True),
             position=ExpressionWrapper(
                 Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField())),
                 output_field=BigIntegerField(),
             ),
         )
-        .order_by("-filled", "position")
+        .filter(load__lt=F("overlap"))
+        .order_by("-load", "position")
         .values_list("id", flat=True)[:limit]
     )
+    need = limit - len(partial)
+    if need <= 0:
+        return partial
+    fresh = base.exclude(Exists(Judgment.objects.filter(pair=OuterRef("pk")))).exclude(Exists(Assignment.objects.filter(live, pair=OuterRef("pk"))))
+    start = random.Random(f"{seed}:start:{draw}").randrange(ORDER_PRIME)
+    ids = list(fresh.filter(order_key__gte=start).order_by("order_key", "id").values_list("id", flat=True)[:need])
+    if len(ids) < need:
+        ids += fresh.filter(order_key__lt=start).order_by("order_key", "id").values_list("id", flat=True)[: need - len(ids)]
+    return partial + ids
 
 
 def _lock_pair(pair_id: int) -> Pair | None:
@@ -554,15 +571,16 @@ def judgment_submit(
 
     try:
         with transaction.atomic():
-            assignment = Assignment.objects.select_related("pair__study").filter(pk=assignment_id, annotator=annotator).first()
-            if assignment is None:
+            pair_id = Assignment.objects.filter(pk=assignment_id, annotator=annotator).values_list("pair_id", flat=True).first()
+            if pair_id is None:
                 raise ServiceError("No such task for you.", code="not_found", status=404)
-            pair = _lock_pair_blocking(assignment.pair_id)
+            pair = _lock_pair_blocking(pair_id)
             # A concurrent request with the same key may have committed while this one waited for the lock.
             replay = Judgment.objects.filter(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id).first()
             if replay is not None:
                 return _judgment_answer(replay), False
-            assignment = Assignment.objects.select_related("pair__study").get(pk=assignment_id)
+            # Read after the lock: a concurrent submit or skip may have changed it.
+            assignment = Assignment.objects.get(pk=assignment_id)
             study = pair.study
             if assignment.state == Assignment.State.SUBMITTED or Judgment.objects.filter(annotator=annotator, pair=pair).exists():
                 raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409)
@@ -609,7 +627,8 @@ def judgment_submit(
 
 
 def _lock_pair_blocking(pair_id: int) -> Pair:
-    return Pair.objects.select_for_update().select_related("study").get(pk=pair_id)
+    # of=self: locking the joined study row too would serialise every submit in the study.
+    return Pair.objects.select_for_update(of=("self",)).select_related("study").get(pk=pair_id)
 
 
 # Hooks other apps register (e.g. live report refresh); called after the commit.

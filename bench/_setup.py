@@ -26,6 +26,8 @@ def django_setup(db_name: str) -> None:
         os.environ["SQLITE_PATH"] = str(ROOT / "var" / f"{db_name}.sqlite3")
         Path(os.environ["SQLITE_PATH"]).unlink(missing_ok=True)
     os.environ.setdefault("LOG_LEVEL", "WARNING")
+    # Benchmarks drive the services from up to 50 threads, each holding a connection.
+    os.environ.setdefault("DB_POOL_MAX_SIZE", "64")
     import django
     from django.core.management import call_command
 

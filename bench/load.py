@@ -138,6 +138,9 @@ async def drive(args, base_url, users, visitors):
             jar.update_cookies({"csrftoken": csrf})
             async with session.post(f"{base_url}/accounts/login/", data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": csrf}, allow_redirects=False) as r:
                 assert r.status == 302, f"login failed for {username}: {r.status}"
+            # Login rotates the CSRF cookie; later requests must send the new one.
+            rotated = {c.key: c.value for c in jar}.get("csrftoken", csrf)
+            session.headers["X-CSRFToken"] = rotated
             sessions.append(session)
         del login
 
@@ -257,6 +260,7 @@ def main() -> None:
         DJANGO_SECURE_SSL_REDIRECT="false",
         DJANGO_SECURE_COOKIES="false",
         LOG_LEVEL="WARNING",
+        DB_POOL_MAX_SIZE="8",  # the deployed default per worker process, not the in-process benches' 64
         PYTHONPATH=f"{ROOT}/platform:{ROOT}",
         ARENA_VOTE_RATE="100000/60",
         ARENA_IP_VOTE_RATE="100000/60",

@@ -735,9 +735,7 @@ def report_changed_broadcast(*, study_id: int, reason: str) -> None:
 
 
 def report_judgment_listener(judgment) -> None:
-    study_id = Pair.objects.filter(pk=judgment.pair_id).values_list("study_id", flat=True).first()
-    if study_id is not None:
-        report_changed_broadcast(study_id=study_id, reason="judgment")
+    report_changed_broadcast(study_id=judgment.pair.study_id, reason="judgment")
 
 
 def report_listener_install() -> None:

@@ -140,9 +140,20 @@ if DATABASE_URL:
     import dj_database_url
 
     try:
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))}
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0))}
     except Exception as exc:  # dj_database_url raises several types for bad URLs
         raise ImproperlyConfigured(f"DATABASE_URL cannot be parsed: {exc}") from None
+    # Under ASGI every request runs in its own executor thread, so persistent
+    # per-thread connections pile up until PostgreSQL refuses clients; a
+    # per-process pool bounds them (DB_POOL_MAX_SIZE per worker process).
+    if env_bool("DB_POOL", True):
+        if DATABASES["default"]["CONN_MAX_AGE"]:
+            raise ImproperlyConfigured("DB_CONN_MAX_AGE must be 0 when DB_POOL is on (the pool keeps the connections).")
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 1, minimum=0),
+            "max_size": env_int("DB_POOL_MAX_SIZE", 8, minimum=1),
+            "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
+        }
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...); leave it unset for the embedded SQLite.")
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env_str("DATABASE_TEST_NAME", "test_auditorium")
@@ -186,6 +197,9 @@ if REDIS_URL:
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]}}
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Sessions read from Redis first (one query less per request); the database
+    # stays the record, and Django falls back to it when Redis is unreachable.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

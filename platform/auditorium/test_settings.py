@@ -12,3 +12,8 @@ CELERY_TASK_ALWAYS_EAGER = True
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 STATIC_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-static-"))
+
+# Threaded tests hold one connection per thread for the thread's whole life
+# (50 concurrent clients in the fault tests); a request-sized pool would time out.
+if "pool" in DATABASES["default"].get("OPTIONS", {}):  # noqa: F405
+    DATABASES["default"]["OPTIONS"]["pool"]["max_size"] = 64  # noqa: F405

@@ -28,7 +28,7 @@ def test_thirty_threads_never_over_assign_repeat_or_lose():
     accepted: list[tuple[int, int]] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
-    start = threading.Barrier(N_ANNOTATORS)
+    start = threading.Barrier(N_ANNOTATORS, timeout=120)
 
     def work(user):
         try:

@@ -27,7 +27,7 @@ def test_concurrent_double_submit_stores_one_vote(attempt):
         for k in range(1, 7):
             listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "tick"}], now=start + timedelta(seconds=k))
 
-    barrier = threading.Barrier(4)
+    barrier = threading.Barrier(4, timeout=60)
     outcomes: list[str] = []
 
     def submit(choice):

@@ -93,3 +93,25 @@ def test_logs_are_json_lines():
     record.battle = 12
     line = json.loads(JsonFormatter().format(record))
     assert line["msg"] == "vote stored x" and line["battle"] == 12 and line["level"] == "INFO"
+
+
+def _database_settings(env_extra):
+    code = "import json, django; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; print(json.dumps([d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool')]))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DB_", "DATABASE_"))}
+    env.update(env_extra, DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_postgresql_connections_are_pooled_per_process():
+    import json
+
+    url = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/auditorium"}
+    result = _database_settings(url)
+    assert result.returncode == 0, result.stderr
+    max_age, pool = json.loads(result.stdout)
+    # Persistent per-thread connections under ASGI exhaust PostgreSQL; the pool bounds them.
+    assert max_age == 0 and pool["max_size"] == 8
+    assert json.loads(_database_settings({**url, "DB_POOL_MAX_SIZE": "20"}).stdout)[1]["max_size"] == 20
+    assert json.loads(_database_settings({**url, "DB_POOL": "false", "DB_CONN_MAX_AGE": "60"}).stdout) == [60, None]
+    refused = _database_settings({**url, "DB_CONN_MAX_AGE": "60"})
+    assert refused.returncode != 0 and "DB_CONN_MAX_AGE" in refused.stderr

@@ -96,7 +96,7 @@ def test_fifty_clients_with_retries_lose_nothing_and_duplicate_nothing(fast_aren
     acknowledged_votes: list[int] = []
     errors: list[str] = []
     lock = threading.Lock()
-    gate = threading.Barrier(50)
+    gate = threading.Barrier(50, timeout=120)
     # Every other first answer is dropped, so half the writes are retried with the same key.
     drop_first = lambda attempt: attempt == 0  # noqa: E731
 
