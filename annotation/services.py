@@ -396,7 +396,7 @@ def _candidates(*, study: Study, annotator, seed: int, draw: int, now, pool: Q, 
             ),
         )
         .filter(load__lt=F("overlap"))
-        .order_by("-load", "position")
+        .order_by("position")
         .values_list("id", flat=True)[:limit]
     )
     need = limit - len(partial)
