@@ -80,7 +80,9 @@ class AssignmentNextApi(APIView):
             return _error(exc)
         if assignment is None:
             return Response({"assignment": None, "detail": "No more pairs in this study."})
-        assignment = Assignment.objects.select_related("pair__study", "pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment.pk)
+        # The study is in hand; one join fewer keeps the planner's search small on this hot path.
+        assignment = Assignment.objects.select_related("pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment.pk)
+        assignment.pair.study = study
         return Response({"assignment": assignment_payload(assignment, annotator=request.user)})
 
 

@@ -46,6 +46,7 @@ from .services import (
     condition_get_or_create,
     file_sha256,
     pair_get_or_create,
+    planner_stats_refresh,
     profile_ensure,
 )
 
@@ -610,6 +611,7 @@ def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name:
     if rows:
         try:
             _write(rows, study_name=study_name, stored=stored, report=report)
+            planner_stats_refresh(Pair, Clip, Judgment)
         except IntegrityError:
             # Something else wrote the same rows between the check and the write; the transaction rolled back.
             raise DatasetError("The database changed during the import (another import running?); nothing was imported. Run it again.", code="conflict") from None

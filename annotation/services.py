@@ -295,6 +295,18 @@ def consent_withdraw(*, user) -> int:
 # --- Assignment engine ------------------------------------------------------------
 
 
+def planner_stats_refresh(*models) -> None:
+    """Refresh the database planner's statistics for these tables after a bulk load.
+
+    Studies are annotated right after their pairs are imported, before autovacuum has
+    looked at them; without statistics PostgreSQL plans the per-annotator counts as nested
+    loops over the whole study (measured on 300 pairs: 12 ms instead of 0.3 ms a query).
+    """
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
 def _live_load(pair_ids, now) -> dict[int, int]:
     """Judgments + live locks without a judgment, per pair."""
     judged = dict(Judgment.objects.filter(pair_id__in=pair_ids).values_list("pair_id").annotate(n=Count("id")))

@@ -30,7 +30,7 @@ def main() -> None:
     from django.db import connection
 
     from annotation import services
-    from annotation.models import Clip, Judgment, Study
+    from annotation.models import Clip, Judgment, Pair, Study
 
     def build(name: str, n_pairs: int):
         study = Study.objects.create(name=name, overlap_target=args.overlap, overlap_share=1.0, min_listen_seconds=0.0)
@@ -41,6 +41,7 @@ def main() -> None:
         ]
         for i in range(n_pairs):
             services.pair_get_or_create(study=study, condition=condition, clip_a=clips[i], clip_b=clips[i + 1], overlap=args.overlap)
+        services.planner_stats_refresh(Pair, Clip)  # as the importer does after a bulk load
         return study
 
     User = get_user_model()

@@ -95,6 +95,7 @@ def build_fixtures(args):
                     events.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 2 * k)))
         ListenEvent.objects.bulk_create(events)
         visitors.append((cookie, [str(b.public_id) for b in battles]))
+    services.planner_stats_refresh(Pair, Clip, Battle, ListenEvent)  # as the importer does after a bulk load
     return users, visitors
 
 

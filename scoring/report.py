@@ -734,8 +734,40 @@ def report_changed_broadcast(*, study_id: int, reason: str) -> None:
         logger.warning("report refresh broadcast failed", exc_info=True)
 
 
+# Open report pages re-fetch on every push; one push per study per window keeps a busy
+# study from costing a channel-layer round trip inside every judgment submit.
+REPORT_PUSH_WINDOW_SECONDS = 2
+
+
+def _push_pending_key(study_id: int) -> str:
+    return f"scoring:report-push:{study_id}"
+
+
+def report_changed_queue(*, study_id: int, reason: str) -> None:
+    """Debounced push: the first change in a window queues one broadcast at its end.
+
+    A change arriving while a push is pending is covered by that push, which clears the
+    flag before it broadcasts; so every change is followed by at least one push.
+    """
+    from .tasks import report_changed_task
+
+    key = _push_pending_key(study_id)
+    try:
+        if cache.add(key, reason, timeout=REPORT_PUSH_WINDOW_SECONDS * 5):
+            report_changed_task.apply_async(args=[study_id, reason], countdown=REPORT_PUSH_WINDOW_SECONDS)
+    except Exception:  # broker or cache down: the vote is committed; pages catch up on their next load
+        cache.delete(key)
+        logger.warning("report refresh could not be queued", exc_info=True)
+
+
+def report_changed_push(*, study_id: int, reason: str) -> None:
+    """The queued end of report_changed_queue (runs in a worker)."""
+    cache.delete(_push_pending_key(study_id))
+    report_changed_broadcast(study_id=study_id, reason=reason)
+
+
 def report_judgment_listener(judgment) -> None:
-    report_changed_broadcast(study_id=judgment.pair.study_id, reason="judgment")
+    report_changed_queue(study_id=judgment.pair.study_id, reason="judgment")
 
 
 def report_listener_install() -> None:

@@ -56,3 +56,10 @@ def pair_score_task(self, run_id: int, pair_id: int) -> dict:
         else:
             raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     return {"verdict": verdict.pk, "status": verdict.status}
+
+
+@shared_task(name="scoring.report_changed", acks_late=True, time_limit=60, soft_time_limit=50, ignore_result=True)
+def report_changed_task(study_id: int, reason: str) -> None:
+    from .report import report_changed_push
+
+    report_changed_push(study_id=study_id, reason=reason)

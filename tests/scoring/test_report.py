@@ -396,6 +396,32 @@ class LiveRefreshTests(TestCase):
         self.assertEqual(async_to_sync(scenario)(self.researcher, "nope"), (False, 4404))
 
 
+def test_report_pushes_are_debounced_per_study_and_never_dropped():
+    from django.core.cache import cache
+
+    from scoring.tasks import report_changed_task
+
+    cache.clear()
+    with mock.patch.object(report_changed_task, "apply_async") as queued, mock.patch.object(report, "report_changed_broadcast") as sent:
+        for _ in range(5):
+            report.report_changed_queue(study_id=7, reason="judgment")
+        report.report_changed_queue(study_id=8, reason="judgment")
+        # One push per study for the whole burst, at the end of the window.
+        assert [c.kwargs for c in queued.call_args_list] == [
+            {"args": [7, "judgment"], "countdown": report.REPORT_PUSH_WINDOW_SECONDS},
+            {"args": [8, "judgment"], "countdown": report.REPORT_PUSH_WINDOW_SECONDS},
+        ]
+        report.report_changed_push(study_id=7, reason="judgment")
+        sent.assert_called_once_with(study_id=7, reason="judgment")
+        # A change after the push started is not swallowed: it queues the next one.
+        report.report_changed_queue(study_id=7, reason="judgment")
+        assert queued.call_count == 3
+
+    with mock.patch.object(report_changed_task, "apply_async", side_effect=ConnectionError("broker down")):
+        report.report_changed_queue(study_id=9, reason="judgment")  # the committed vote is not failed
+    assert cache.get("scoring:report-push:9") is None  # and the next change tries again
+
+
 @pytest.mark.django_db
 def test_report_of_an_empty_study_is_well_formed():
     study = StudyFactory(name="empty-study")
