@@ -196,7 +196,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]}}
     }
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"pool_class": "auditorium.cache.SharedConnectionPool"},
+        }
+    }
     # Sessions read from Redis first (one query less per request); the database
     # stays the record, and Django falls back to it when Redis is unreachable.
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"

@@ -1,5 +1,6 @@
 """Health endpoints, the deployment check command, and production settings."""
 
+import json
 import os
 import subprocess
 import sys
@@ -115,3 +116,29 @@ def test_postgresql_connections_are_pooled_per_process():
     assert json.loads(_database_settings({**url, "DB_POOL": "false", "DB_CONN_MAX_AGE": "60"}).stdout) == [60, None]
     refused = _database_settings({**url, "DB_CONN_MAX_AGE": "60"})
     assert refused.returncode != 0 and "DB_CONN_MAX_AGE" in refused.stderr
+
+
+def test_cache_instances_share_one_redis_pool_per_process():
+    # Under ASGI every request context builds its own cache backend; they must not each dial Redis.
+    code = (
+        "import json, django; django.setup()\n"
+        "from django.core.cache import caches\n"
+        "first, second = caches.create_connection('default'), caches.create_connection('default')\n"
+        "same = first._cache._get_connection_pool(True) is second._cache._get_connection_pool(True)\n"
+        "created = None\n"
+        "try:\n"
+        "    for i in range(20):\n"
+        "        caches.create_connection('default').get('probe')\n"
+        "    created = first._cache._get_connection_pool(True)._created_connections\n"
+        "except Exception:\n"
+        "    pass\n"
+        "print(json.dumps([same, created]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DB_", "DATABASE_"))}
+    env.update(REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    same, created = json.loads(result.stdout.strip().splitlines()[-1])
+    assert same
+    if created is not None:  # Redis reachable: twenty request contexts, one connection
+        assert created == 1
