@@ -193,6 +193,7 @@ async def drive(args, base_url, users, visitors):
         return n
 
     voted: list[str] = []
+    vote_budget = {"left": args.votes}
 
     async def vote_work(i, latencies, failures, stop_at):
         cookie, battles = visitors[i]
@@ -201,8 +202,9 @@ async def drive(args, base_url, users, visitors):
         n = 0
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=jar, connector_owner=False, headers={"X-CSRFToken": csrf, "Referer": base_url}) as session:
             for battle in battles:
-                if len(voted) >= args.votes or time.perf_counter() >= stop_at:
+                if vote_budget["left"] <= 0 or time.perf_counter() >= stop_at:
                     break
+                vote_budget["left"] -= 1  # taken before the request, so concurrent clients cannot overshoot
                 for attempt in range(3):
                     t0 = time.perf_counter()
                     try:
