@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-from django.core.cache import cache
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import ServiceError, clip_ingest_array
+from auditorium.debounce import debounced_apply
 
 from . import conf, ratelimit
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
@@ -412,10 +412,11 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     return snapshot
 
 
+LEADERBOARD_PENDING_KEY = "arena:leaderboard:pending"
+
+
 def leaderboard_queue_refresh() -> None:
     """Debounce: one refit per window however many votes arrive in it."""
     from .tasks import leaderboard_refresh_task
 
-    delay = int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS"))
-    if cache.add("arena:leaderboard:pending", 1, timeout=max(delay, 1) * 3):
-        leaderboard_refresh_task.apply_async(countdown=delay)
+    debounced_apply(leaderboard_refresh_task, key=LEADERBOARD_PENDING_KEY, delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))

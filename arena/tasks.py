@@ -23,13 +23,13 @@ def battle_generate_side(self, battle_id: int, side: str) -> str:
 
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
 def leaderboard_refresh_task() -> int:
-    from django.core.cache import cache
+    from auditorium.debounce import debounce_clear
 
     from .broadcast import leaderboard_broadcast
-    from .services import leaderboard_refresh
+    from .services import LEADERBOARD_PENDING_KEY, leaderboard_refresh
 
     # Cleared before the fit: a vote landing during the fit queues the next one.
-    cache.delete("arena:leaderboard:pending")
+    debounce_clear(LEADERBOARD_PENDING_KEY)
     snapshot = leaderboard_refresh()
     leaderboard_broadcast(snapshot.payload)
     return snapshot.pk

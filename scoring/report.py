@@ -744,25 +744,22 @@ def _push_pending_key(study_id: int) -> str:
 
 
 def report_changed_queue(*, study_id: int, reason: str) -> None:
-    """Debounced push: the first change in a window queues one broadcast at its end.
+    """Debounced push: at most one broadcast per study per window, none dropped (auditorium.debounce)."""
+    from auditorium.debounce import debounced_apply
 
-    A change arriving while a push is pending is covered by that push, which clears the
-    flag before it broadcasts; so every change is followed by at least one push.
-    """
     from .tasks import report_changed_task
 
-    key = _push_pending_key(study_id)
     try:
-        if cache.add(key, reason, timeout=REPORT_PUSH_WINDOW_SECONDS * 5):
-            report_changed_task.apply_async(args=[study_id, reason], countdown=REPORT_PUSH_WINDOW_SECONDS)
+        debounced_apply(report_changed_task, key=_push_pending_key(study_id), delay=REPORT_PUSH_WINDOW_SECONDS, args=[study_id, reason])
     except Exception:  # broker or cache down: the vote is committed; pages catch up on their next load
-        cache.delete(key)
         logger.warning("report refresh could not be queued", exc_info=True)
 
 
 def report_changed_push(*, study_id: int, reason: str) -> None:
     """The queued end of report_changed_queue (runs in a worker)."""
-    cache.delete(_push_pending_key(study_id))
+    from auditorium.debounce import debounce_clear
+
+    debounce_clear(_push_pending_key(study_id))
     report_changed_broadcast(study_id=study_id, reason=reason)
 
 
