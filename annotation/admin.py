@@ -6,10 +6,11 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from auditorium.errors import ServiceError
+from auditorium.roles import is_admin, is_researcher
+
 from .dataset import DEFAULT_STUDY, dataset_export_archive, max_upload_bytes, pairs_import_upload
-from .models import Assignment, AnnotatorProfile, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, System
-from .roles import is_admin, is_researcher
-from .services import ServiceError
+from .models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, System
 
 
 @admin.register(System)

@@ -6,15 +6,12 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
 from .models import Assignment, Clip, Study
-
-
-def _error(exc: services.ServiceError) -> Response:
-    return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
 
 
 def _audio(clip: Clip | None) -> dict | None:
@@ -74,10 +71,7 @@ class AssignmentNextApi(APIView):
     )
     def post(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        try:
-            assignment = services.assignment_next(study=study, annotator=request.user)
-        except services.ServiceError as exc:
-            return _error(exc)
+        assignment = services.assignment_next(study=study, annotator=request.user)
         if assignment is None:
             return Response({"assignment": None, "detail": "No more pairs in this study."})
         # The study is in hand; one join fewer keeps the planner's search small on this hot path.
@@ -118,13 +112,9 @@ class JudgmentSubmitApi(APIView):
     @extend_schema(request=JudgmentInput, responses={201: JudgmentOutput, 200: JudgmentOutput})
     def post(self, request, assignment_id: int):
         serializer = self.JudgmentInput(data=request.data)
-        if not serializer.is_valid():
-            return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
+        serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            answer, created = services.judgment_submit(assignment_id=assignment_id, annotator=request.user, **data)
-        except services.ServiceError as exc:
-            return _error(exc)
+        answer, created = services.judgment_submit(assignment_id=assignment_id, annotator=request.user, **data)
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -135,27 +125,10 @@ class AssignmentSkipApi(APIView):
     @extend_schema(request=SkipInput, responses=inline_serializer("Skipped", {"state": serializers.CharField()}))
     def post(self, request, assignment_id: int):
         serializer = self.SkipInput(data=request.data)
-        if not serializer.is_valid():
-            return Response({"detail": _first_error(serializer.errors), "code": "invalid", "errors": serializer.errors}, status=400)
+        serializer.is_valid(raise_exception=True)
         assignment = Assignment.objects.filter(pk=assignment_id, annotator=request.user).first()
         if assignment is None:
-            return Response({"detail": "No such task for you.", "code": "not_found"}, status=404)
-        try:
-            services.assignment_skip(assignment=assignment, annotator=request.user, reason=serializer.validated_data["reason"])
-        except services.ServiceError as exc:
-            return _error(exc)
+            raise NotFound("No such task for you.")
+        services.assignment_skip(assignment=assignment, annotator=request.user, reason=serializer.validated_data["reason"])
         return Response({"state": "skipped"})
 
-
-def _first_error(errors, prefix: str = "") -> str:
-    """One readable sentence from DRF's nested error dict."""
-    for field, value in errors.items():
-        name = f"{prefix}{field}"
-        if isinstance(value, dict):
-            return _first_error(value, prefix=f"{name}.")
-        if isinstance(value, list) and value:
-            first = value[0]
-            if isinstance(first, dict):
-                return _first_error(first, prefix=f"{name}.")
-            return f"{name}: {first}"
-    return "Invalid input."

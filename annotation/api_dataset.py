@@ -8,13 +8,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
-from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from auditorium.roles import IsResearcher
 
 from .dataset import dataset_export_archive
 from .models import Study
-from .roles import IsResearcher
-from .services import ServiceError
 
 
 class ZipRenderer(BaseRenderer):
@@ -38,8 +37,5 @@ class StudyExportApi(APIView):
     @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="zip archive"), 403: None, 404: None})
     def get(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        try:
-            archive = dataset_export_archive(studies=[study])
-        except ServiceError as exc:
-            return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+        archive = dataset_export_archive(studies=[study])
         return FileResponse(archive, as_attachment=True, filename=f"{study.name}-dataset.zip", content_type="application/zip")

@@ -1,6 +1,6 @@
 """Template context shared by every page: which navigation a user's roles allow."""
 
-from .roles import is_researcher
+from auditorium.roles import is_researcher
 
 
 def roles(request):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from auditorium.roles import is_researcher
+
 from .models import Assignment, Clip
-from .roles import is_researcher
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:

@@ -29,6 +29,8 @@ from django.db.models import BigIntegerField, CharField, Count, Exists, Expressi
 from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
+from auditorium.errors import ServiceError
+
 from .models import (
     ORDER_PRIME,
     AnnotatorProfile,
@@ -45,18 +47,6 @@ from .models import (
 
 SUPPORTED_AUDIO = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG", ".mp3": "MP3", ".aiff": "AIFF", ".aif": "AIFF"}
 CONSENT_VERSION = "1"
-
-
-class ServiceError(Exception):
-    """A request that cannot be carried out; the message is meant for the person who made it."""
-
-    status = 400
-
-    def __init__(self, message: str, *, code: str = "invalid", status: int | None = None):
-        super().__init__(message)
-        self.message, self.code = message, code
-        if status is not None:
-            self.status = status
 
 
 class AudioError(ServiceError):

@@ -22,10 +22,11 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from .audio import ranged_file_response
+from auditorium.ranged import ranged_file_response
+from auditorium.roles import is_researcher
+
 from .forms import ConsentForm, ConsentWithdrawForm, StudyAnnotatorAddForm, StudyForm
 from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
-from .roles import is_researcher
 from .selectors import clip_audible_by
 from .services import CONSENT_VERSION, annotator_progress, consent_give, consent_withdraw, study_annotator_add
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import soundfile as sf
+
+from auditorium.runtime import cached_model, pick_device
 
 from . import conf
 from .models import AdapterKind, ArenaSystem, CatalogClip
@@ -165,21 +166,17 @@ class HttpAdapter(Adapter):
             return False, str(exc)[:400]
 
 
-_MODELS: dict[tuple[str, str], tuple[object, object]] = {}
-_MODELS_LOCK = threading.Lock()
+def _musicgen_load(path_or_id: str, device: str):
+    from transformers import AutoProcessor, MusicgenForConditionalGeneration
+
+    model = MusicgenForConditionalGeneration.from_pretrained(path_or_id).to(device)
+    model.eval()
+    return model, AutoProcessor.from_pretrained(path_or_id)
 
 
 def musicgen_load(path_or_id: str, device: str):
     """Model and processor, loaded once per worker process and kept."""
-    key = (path_or_id, device)
-    with _MODELS_LOCK:
-        if key not in _MODELS:
-            from transformers import AutoProcessor, MusicgenForConditionalGeneration
-
-            model = MusicgenForConditionalGeneration.from_pretrained(path_or_id).to(device)
-            model.eval()
-            _MODELS[key] = (model, AutoProcessor.from_pretrained(path_or_id))
-        return _MODELS[key]
+    return cached_model(("musicgen", path_or_id, device), lambda: _musicgen_load(path_or_id, device))
 
 
 class TransformersAdapter(Adapter):
@@ -188,12 +185,7 @@ class TransformersAdapter(Adapter):
     queue = "gpu"
 
     def _device(self) -> str:
-        device = self.config.get("device")
-        if device:
-            return device
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return pick_device(self.config.get("device"))
 
     def generate(self, request: GenerationRequest) -> Generated:
         import torch

@@ -15,8 +15,6 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.services import ServiceError
-
 from . import conf, services
 from .models import ArenaPrompt, Battle
 from .selectors import battle_state, leaderboard_latest
@@ -61,16 +59,6 @@ class VisitorAuthenticationScheme(OpenApiAuthenticationExtension):
 class ArenaApi(APIView):
     authentication_classes = [VisitorAuthentication]
     permission_classes = [AllowAny]
-
-    def handle_exception(self, exc):
-        if isinstance(exc, ServiceError):
-            body = {"error": exc.message, "code": exc.code, **getattr(exc, "extra", {})}
-            response = Response(body, status=exc.status)
-            retry = getattr(exc, "retry_after", None)
-            if retry:
-                response["Retry-After"] = str(retry)
-            return response
-        return super().handle_exception(exc)
 
     def visitor(self, request):
         return request.auth

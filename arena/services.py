@@ -18,8 +18,9 @@ import numpy as np
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
-from annotation.services import ServiceError, clip_ingest_array
+from annotation.services import clip_ingest_array
 from auditorium.debounce import debounced_apply
+from auditorium.errors import ServiceError
 
 from . import conf, ratelimit
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
@@ -31,12 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class ArenaError(ServiceError):
-    """A ServiceError with machine-readable extras (moderation reasons, Retry-After, heard seconds)."""
-
-    def __init__(self, message: str, *, code: str, status: int = 400, extra: dict | None = None, retry_after: int | None = None):
-        super().__init__(message, code=code, status=status)
-        self.extra = extra or {}
-        self.retry_after = retry_after
+    """An arena refusal; extras carry moderation reasons, Retry-After and heard seconds."""
 
 
 # --- Visitors ------------------------------------------------------------------------

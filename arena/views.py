@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
-from annotation.audio import ranged_file_response
+from auditorium.ranged import ranged_file_response
 
 from . import conf
 from .models import Battle

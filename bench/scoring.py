@@ -43,8 +43,8 @@ def main() -> None:
 
     import numpy as np
 
-    from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
     from annotation.models import Study
+    from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
     from scoring import services
     from scoring.judges.clap import ClapJudge
     from scoring.judges.signal import SignalJudge

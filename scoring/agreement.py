@@ -25,8 +25,8 @@ from django.utils import timezone
 from scipy.stats import beta, binom, binomtest
 
 from annotation.models import AnnotatorProfile, Judgment, Study
-from annotation.roles import is_researcher
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 
 DIMENSIONS = ("alignment", "musicality")
 BUCKETS = ("<3", "=3", ">3")

@@ -10,15 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from annotation.roles import IsResearcher
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
+from auditorium.roles import IsResearcher
 
 from . import selectors, services
 from .models import ExternalResultSet, Judge, ScoringRun
-
-
-def _error(exc: ServiceError) -> Response:
-    return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
 
 
 class JudgeSerializer(serializers.Serializer):
@@ -91,27 +87,24 @@ class RunListApi(APIView):
         values = data.validated_data
         judge = Judge.objects.filter(key=values["judge"]).first()
         if judge is None:
-            return Response({"detail": f"No judge with key {values['judge']!r}.", "code": "unknown_judge"}, status=status.HTTP_400_BAD_REQUEST)
+            raise ServiceError(f"No judge with key {values['judge']!r}.", code="unknown_judge")
         scope = {}
         if "study" in values:
             study = Study.objects.filter(name=values["study"]).first()
             if study is None:
-                return Response({"detail": f"No study named {values['study']!r}.", "code": "unknown_study"}, status=status.HTTP_400_BAD_REQUEST)
+                raise ServiceError(f"No study named {values['study']!r}.", code="unknown_study")
             scope["study"] = study
         if "pair_ids" in values:
             scope["pair_ids"] = values["pair_ids"]
         if "external_set" in values:
             result_set = ExternalResultSet.objects.filter(name=values["external_set"]).first()
             if result_set is None:
-                return Response({"detail": f"No imported result set named {values['external_set']!r}.", "code": "unknown_set"}, status=status.HTTP_400_BAD_REQUEST)
+                raise ServiceError(f"No imported result set named {values['external_set']!r}.", code="unknown_set")
             scope["external_set"] = result_set
-        try:
-            if values.get("templates"):
-                runs = services.run_create_templates(judge=judge, templates=values["templates"], user=request.user, label=values["label"], **scope)
-            else:
-                runs = [services.run_create(judge=judge, template=values["template"], label=values["label"], user=request.user, **scope)]
-        except ServiceError as exc:
-            return _error(exc)
+        if values.get("templates"):
+            runs = services.run_create_templates(judge=judge, templates=values["templates"], user=request.user, label=values["label"], **scope)
+        else:
+            runs = [services.run_create(judge=judge, template=values["template"], label=values["label"], user=request.user, **scope)]
         return Response(RunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
 
 

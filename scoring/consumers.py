@@ -5,7 +5,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from annotation.roles import is_researcher
+from auditorium.roles import is_researcher
 
 from .models import ScoringRun
 

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from annotation.models import AnnotatorProfile, Judgment, Pair, Study
 
+from . import compare
 from .agreement import (
     BUCKETS,
     DIMENSIONS,
@@ -44,7 +45,6 @@ from .agreement import (
     thresholds_parse,
     votes_frame,
 )
-from . import compare
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 
 logger = logging.getLogger(__name__)

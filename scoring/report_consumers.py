@@ -6,7 +6,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from annotation.models import Study
-from annotation.roles import is_researcher
+from auditorium.roles import is_researcher
 
 from .report import report_group
 

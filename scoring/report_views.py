@@ -16,8 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import AnnotatorProfile, Study
-from annotation.roles import IsResearcher, is_researcher
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
+from auditorium.roles import IsResearcher, is_researcher
 
 from .agreement import DIMENSIONS, THRESHOLD_HELP, Thresholds, annotator_exclude, annotator_include
 from .report import BUCKETS, MODALITIES, TABLES, ReportOptions, report_build, report_options_parse, report_tables, table_csv
@@ -202,10 +202,6 @@ def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> Http
 # --- API ---------------------------------------------------------------------------------------
 
 
-def _error(exc: ServiceError) -> Response:
-    return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
-
-
 class StudyReportApi(APIView):
     """The whole report as JSON (the same dict `manage.py report --json` prints)."""
 
@@ -214,10 +210,7 @@ class StudyReportApi(APIView):
     @extend_schema(parameters=OPTION_PARAMETERS, responses=inline_serializer("StudyReport", {"study": serializers.DictField(), "agreement": serializers.DictField()}))
     def get(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        try:
-            options = report_options_parse(request.query_params)
-        except ServiceError as exc:
-            return _error(exc)
+        options = report_options_parse(request.query_params)
         return Response(report_build(study=study, options=options))
 
 
@@ -230,11 +223,8 @@ class StudyReportTableApi(APIView):
     def get(self, request, name: str, table: str):
         study = get_object_or_404(Study, name=name)
         if table not in TABLES:
-            return Response({"detail": f"No table {table!r}; choose one of: {', '.join(TABLES)}.", "code": "unknown_table"}, status=404)
-        try:
-            options = report_options_parse(request.query_params)
-        except ServiceError as exc:
-            return _error(exc)
+            raise ServiceError(f"No table {table!r}; choose one of: {', '.join(TABLES)}.", code="unknown_table", status=404)
+        options = report_options_parse(request.query_params)
         rows = report_tables(report_build(study=study, options=options))[table]
         response = HttpResponse(table_csv(rows), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{study.name}-{table}.csv"'
@@ -263,14 +253,9 @@ class AnnotatorExclusionApi(APIView):
         get_object_or_404(Study, name=name)
         profile = get_object_or_404(AnnotatorProfile, pseudonym=pseudonym)
         serializer = self.InputSerializer(data=request.data)
-        if not serializer.is_valid():
-            field, errors = next(iter(serializer.errors.items()))
-            return Response({"detail": f"{field}: {errors[0]}", "code": "invalid", "errors": serializer.errors}, status=400)
+        serializer.is_valid(raise_exception=True)
         service = annotator_exclude if serializer.validated_data["action"] == "exclude" else annotator_include
-        try:
-            profile = service(profile=profile, by=request.user, reason=serializer.validated_data["reason"])
-        except ServiceError as exc:
-            return _error(exc)
+        profile = service(profile=profile, by=request.user, reason=serializer.validated_data["reason"])
         return Response(
             self.OutputSerializer(
                 {"pseudonym": profile.pseudonym, "excluded": profile.excluded_at is not None, "excluded_at": profile.excluded_at, "log": profile.excluded_reason.splitlines()}

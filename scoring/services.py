@@ -19,7 +19,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import Clip, Condition, Pair, Study
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
 
 from . import compare
 from .judges import (

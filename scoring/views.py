@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
 from annotation.models import Study
-from annotation.roles import is_researcher
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 
 from . import selectors, services
 from .models import Judge, ScoringRun

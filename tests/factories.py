@@ -14,7 +14,6 @@ from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from annotation.services import condition_content_key
 from annotation.models import (
     AnnotatorProfile,
     Assignment,
@@ -27,6 +26,7 @@ from annotation.models import (
     System,
     modality_for,
 )
+from annotation.services import condition_content_key
 
 
 def wav_bytes(*, seconds: float = 1.0, freq: float = 440.0, sr: int = 16000) -> bytes:

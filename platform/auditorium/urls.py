@@ -4,7 +4,6 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from auditorium import health
-
 from scoring import report_views
 
 urlpatterns = [

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import MUSICALITY, ClipAudio, ConditionInput, JudgeAdapter, cached_model, load_audio, torch_device
+from auditorium.runtime import cached_model, pick_device
+
+from .base import MUSICALITY, ClipAudio, ConditionInput, JudgeAdapter, load_audio
 
 SAMPLE_RATE = 16000
 WINDOW_SECONDS = 10
@@ -49,7 +51,7 @@ class AestheticsJudge(JudgeAdapter):
 
     def _model(self):
         path = self.require()
-        device = torch_device(self.options)
+        device = pick_device(self.options.get("device"))
         return cached_model(("aesthetics", path, device), lambda: _load(path, device)), device
 
     def predict(self, waves: list[np.ndarray]) -> list[dict]:

@@ -12,6 +12,8 @@ import json
 
 import numpy as np
 
+from auditorium.runtime import cached_model, pick_device
+
 from . import prompts
 from .base import (
     ALIGNMENT,
@@ -25,9 +27,7 @@ from .base import (
     JudgeAdapter,
     JudgeOutputError,
     PairOutcome,
-    cached_model,
     load_audio,
-    torch_device,
 )
 
 SAMPLE_RATE = 16000
@@ -101,7 +101,7 @@ class TransformersAudioLLM:
 
 
 def _transformers_backend(path: str, options: dict):
-    device = torch_device(options)
+    device = pick_device(options.get("device"))
     family = options.get("family", "qwen2_audio")
     return TransformersAudioLLM(path, family=family, device=device, max_new_tokens=int(options.get("max_new_tokens", 256)))
 
@@ -126,7 +126,7 @@ class AudioLLMJudge(JudgeAdapter):
         path = self.require()
         family = self.options.get("family", "qwen2_audio")
         factory = BACKENDS[family]
-        return cached_model(("audiollm", family, path, torch_device(self.options) if factory is _transformers_backend else ""), lambda: factory(path, self.options))
+        return cached_model(("audiollm", family, path, pick_device(self.options.get("device")) if factory is _transformers_backend else ""), lambda: factory(path, self.options))
 
     def templates(self) -> tuple[str, ...]:
         return prompts.TEMPLATES[self.kind]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,32 +165,6 @@ def _hub_cached(repo_id: str) -> tuple[str, str]:
     if isinstance(found, str):
         return str(Path(found).parent), ""
     return "", f"{repo_id} is not in the local Hugging Face cache and downloads are disabled; put the weights under AUDITORIUM_MODEL_DIR"
-
-
-_cache: dict = {}
-_cache_lock = threading.Lock()
-
-
-def cached_model(key: tuple, loader):
-    """Load once per worker process; concurrent threads wait for the first load instead of repeating it."""
-    with _cache_lock:
-        if key not in _cache:
-            _cache[key] = loader()
-        return _cache[key]
-
-
-def cache_clear() -> None:
-    with _cache_lock:
-        _cache.clear()
-
-
-def torch_device(options: dict) -> str:
-    import torch
-
-    wanted = options.get("device")
-    if wanted:
-        return str(wanted)
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class JudgeAdapter:

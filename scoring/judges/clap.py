@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, cached_model, chunks, load_audio, torch_device
+from auditorium.runtime import cached_model, pick_device
+
+from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, chunks, load_audio
 
 SAMPLE_RATE = 48000
 WINDOW_SECONDS = 10
@@ -40,7 +42,7 @@ class ClapJudge(JudgeAdapter):
 
     def _model(self):
         path = self.require()
-        device = torch_device(self.options)
+        device = pick_device(self.options.get("device"))
         return cached_model(("clap", path, device), lambda: _load(path, device)) + (device,)
 
     def context_key(self, condition: ConditionInput) -> str:

@@ -17,9 +17,9 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from tests.browser import CHROMIUM, launch  # noqa: E402
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyFactory, SystemFactory, UserFactory
 
-from tests.browser import CHROMIUM, launch  # noqa: E402
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),

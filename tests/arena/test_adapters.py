@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from arena import adapters
 from arena.adapters import GenerationRequest, HttpAdapter, adapter_for, prompt_key
 from arena.models import AdapterKind, ArenaPrompt, Battle, CatalogClip, Health
 from arena.selectors import systems_eligible
 from arena.services import battle_generate_side, system_health_check
+from auditorium import runtime
 from tests.audio import write_tone
 
 from .conftest import arena_system, visitor_with_terms
@@ -211,11 +211,12 @@ def test_transformers_adapter_generates_offline_and_loads_once(db, settings, tin
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     settings.ARENA_CLIP_SECONDS = 1.0
     system = arena_system("tiny-mg", adapter_kind=AdapterKind.TRANSFORMERS, adapter_config={"model": tiny_musicgen, "device": "cpu", "guidance_scale": 1.0})
-    adapters._MODELS.clear()
+    runtime.cache_clear()
     result = adapter_for(system).generate(GenerationRequest(prompt="calm piano", seconds=0.5, seed=3, sample_rate=32000))
     assert result.sample_rate == 8000 and result.audio.ndim == 1 and len(result.audio) >= 0.4 * 8000 and np.isfinite(result.audio).all()
-    assert len(adapters._MODELS) == 1
-    loaded = next(iter(adapters._MODELS.values()))
+    musicgen_keys = [k for k in runtime.cached_keys() if k[0] == "musicgen"]
+    assert len(musicgen_keys) == 1
+    loaded = runtime.cached_model(musicgen_keys[0], lambda: None)
 
     visitor, _ = visitor_with_terms()
     battle = Battle.objects.create(visitor=visitor, prompt="soft ambient pads", duration_requested=1.0, seed=5, system_a=system, system_b=arena_system("other"))
@@ -223,7 +224,8 @@ def test_transformers_adapter_generates_offline_and_loads_once(db, settings, tin
     battle.refresh_from_db()
     assert battle.clip_a is not None and battle.clip_a.sample_rate == 32000 and battle.clip_a.duration <= 1.0
     # Second use in the same worker process: the same model object, not a reload.
-    assert len(adapters._MODELS) == 1 and next(iter(adapters._MODELS.values())) is loaded
+    assert [k for k in runtime.cached_keys() if k[0] == "musicgen"] == musicgen_keys
+    assert runtime.cached_model(musicgen_keys[0], lambda: None) is loaded
 
 
 def test_transformers_adapter_reports_a_missing_model_clearly(db, monkeypatch, tmp_path):

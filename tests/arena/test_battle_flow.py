@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import timedelta
 
 import pytest
 import soundfile as sf
-import io
 from django.apps import apps
 from django.urls import reverse
 from django.utils import timezone

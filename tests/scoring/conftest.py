@@ -68,7 +68,7 @@ def tiny_qwen_dir(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _fresh_model_cache():
     # Each test loads through the real loader instead of reusing another test's model.
-    from scoring.judges.base import cache_clear
+    from auditorium.runtime import cache_clear
 
     cache_clear()
     yield

@@ -13,7 +13,7 @@ from django.utils import timezone
 from scipy.stats import binomtest
 
 from annotation.models import AnnotatorProfile, Pair
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
 from scoring import agreement
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 

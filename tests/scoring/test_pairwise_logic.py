@@ -9,8 +9,7 @@ import pytest
 
 from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
 from scoring import services
-from scoring.judges import JudgeOutputError
-from scoring.judges import audiollm
+from scoring.judges import JudgeOutputError, audiollm
 from scoring.judges.audiollm import combine_orders, parse_cmi_answer, parse_strict_answer
 from scoring.models import Judge, ScoringRun, Verdict
 from tests.factories import StudyFactory

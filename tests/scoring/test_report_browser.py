@@ -24,9 +24,9 @@ from django.utils import timezone
 
 from annotation.models import Judgment, Pair, System
 from scoring.models import Judge, ScoringRun, Verdict
+from tests.browser import CHROMIUM, launch  # noqa: E402
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 
-from tests.browser import CHROMIUM, launch  # noqa: E402
 TUNEJURY = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")]
 

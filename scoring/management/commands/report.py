@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import AnnotatorProfile, Study
-from annotation.services import ServiceError
+from auditorium.errors import ServiceError
 from scoring.agreement import DIMENSIONS, THRESHOLD_HELP, Thresholds, annotator_exclude, annotator_include
 from scoring.report import TABLES, report_build, report_options_parse, report_tables, table_csv
 
