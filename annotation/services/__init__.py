@@ -11,7 +11,7 @@ Every function takes keyword-only arguments and runs in a transaction where it w
 more than one row; refusals raise `auditorium.errors.ServiceError`.
 """
 
-from .assignment import assignment_next, assignment_skip, live_load, planner_stats_refresh
+from .assignment import assignment_next, assignment_skip, planner_stats_refresh
 from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_check, listening_log_clean
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
@@ -39,7 +39,6 @@ __all__ = [
     "judgment_submit",
     "listening_check",
     "listening_log_clean",
-    "live_load",
     "pair_get_or_create",
     "pair_overlap_for",
     "planner_stats_refresh",
