@@ -1,4 +1,4 @@
-"""DRF API for annotators: next pair, submit a judgment (idempotent), skip."""
+"""DRF API for annotators: next pair, listening events, submit a judgment (idempotent), skip."""
 
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
         },
         "clips": {"A": _audio(a_clip), "B": _audio(b_clip)},
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
+        # Where the page's event numbers continue, and what the server has counted so far.
+        "listening": {
+            "next_seq": assignment.listening_seq + 1,
+            "heard": {side: float((assignment.listening.get(side) or {}).get("seconds", 0.0)) for side in ("A", "B")},
+        },
         "progress": selectors.annotator_progress(study=study, annotator=annotator),
     }
 
@@ -90,6 +95,27 @@ class _ListeningLog(serializers.Serializer):
     switches = serializers.IntegerField(min_value=0, max_value=100000, required=False, default=0)
 
 
+class ListeningEventsApi(APIView):
+    """The page's play / pause / seek / switch / tick / ended events, stamped with the server's clock on arrival."""
+
+    class EventsInput(serializers.Serializer):
+        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+
+    class EventsOutput(serializers.Serializer):
+        accepted = serializers.IntegerField()
+        ignored = serializers.IntegerField(help_text="Events whose seq was already received (a retry or a replay).")
+        last_seq = serializers.IntegerField()
+        heard = serializers.DictField(child=serializers.FloatField())
+        min_listen_seconds = serializers.FloatField()
+
+    @extend_schema(request=EventsInput, responses=EventsOutput)
+    def post(self, request, assignment_id: int):
+        serializer = self.EventsInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=serializer.validated_data["events"])
+        return Response(self.EventsOutput(result).data)
+
+
 class JudgmentSubmitApi(APIView):
     class JudgmentInput(serializers.Serializer):
         idempotency_key = serializers.CharField(max_length=100)
@@ -98,7 +124,8 @@ class JudgmentSubmitApi(APIView):
         musicality = serializers.ChoiceField(choices=["A", "B"])
         musicality_confidence = serializers.DecimalField(max_digits=2, decimal_places=1, min_value=1, max_value=5)
         rationale = serializers.CharField(max_length=5000, allow_blank=True, required=False, default="")
-        listening_log = _ListeningLog()
+        # The page's own count, stored for reference; the server's record decides.
+        listening_log = _ListeningLog(required=False)
         time_on_page_ms = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, allow_null=True, default=None)
 
     class JudgmentOutput(serializers.Serializer):

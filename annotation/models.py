@@ -67,7 +67,10 @@ class Clip(models.Model):
         DERIVED = "derived", "Degraded variant"
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    sha256 = models.CharField(max_length=64, unique=True, help_text="Content hash: the same file imported twice is one clip.")
+    # The stored file is the import with its metadata stripped (see services/audio.py): `sha256`
+    # names what is stored, served, exported and scored; `original_sha256` the file as it came in.
+    sha256 = models.CharField(max_length=64, unique=True, help_text="Hash of the stored (metadata-free) file: one clip per distinct stored content.")
+    original_sha256 = models.CharField(max_length=64, blank=True, db_index=True, help_text="Hash of the file as imported, before its tags were stripped.")
     file = models.FileField(upload_to=clip_upload_to, max_length=300)
     extension = models.CharField(max_length=10, default=".wav")
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.GENERATED)
@@ -267,6 +270,10 @@ class Assignment(models.Model):
     served_at = models.DateTimeField()
     lock_expires_at = models.DateTimeField()
     skip_reason = models.TextField(blank=True)
+    # The server's own listening record so far (auditorium.listening.evidence), refreshed by
+    # every events post, and the highest event number received (later ones must be higher).
+    listening = models.JSONField(default=dict, blank=True)
+    listening_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -299,7 +306,10 @@ class Judgment(models.Model):
     musicality_choice = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
     musicality_confidence = models.DecimalField(max_digits=2, decimal_places=1, validators=CONFIDENCE_VALIDATORS)
     rationale = models.TextField(blank=True)
-    # {"A": {"plays", "seconds", "seeks", "loops"}, "B": {...}, "switches": n}; sides as shown, see a_clip.
+    # Sides as shown, see a_clip. On the platform: the server's record the submit was checked
+    # against, {"source": "server", "A": {"seconds", "played_seconds", "served_seconds", "plays",
+    # "seeks"}, "B": {...}, "switches", "events", "client": the page's own log}; its events are
+    # the assignment's ListeningEvent rows.
     listening_log = models.JSONField(default=dict, blank=True)
     time_on_page_ms = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
@@ -332,3 +342,43 @@ class Judgment(models.Model):
         for value in (self.alignment_confidence, self.musicality_confidence):
             if value is not None and (value * 2) % 1 != 0:
                 raise ValidationError("Confidence moves in half steps (1.0, 1.5, ... 5.0).")
+
+
+class ListeningEvent(models.Model):
+    """One play / pause / seek / switch / tick / ended reported by the listening page, as the server received it."""
+
+    class Kind(models.TextChoices):
+        PLAY = "play", "Play"
+        PAUSE = "pause", "Pause"
+        SEEK = "seek", "Seek"
+        SWITCH = "switch", "Switch to the other clip"
+        TICK = "tick", "Still playing"
+        ENDED = "ended", "Ended"
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="listening_events")
+    seq = models.PositiveBigIntegerField(help_text="The page's event number; grows per assignment, so a replay is ignored.")
+    side = models.CharField(max_length=1, choices=[("A", "A"), ("B", "B")], help_text="As shown; see the assignment's a_clip.")
+    kind = models.CharField(max_length=6, choices=Kind.choices)
+    # Listening is measured by server arrival time; the page's clock and position are kept for the record.
+    server_time = models.DateTimeField()
+    client_time = models.FloatField(null=True, blank=True, help_text="Page clock, ms since page load.")
+    position = models.FloatField(null=True, blank=True, help_text="Media position in seconds.")
+
+    class Meta:
+        ordering = ["server_time", "seq"]
+        constraints = [models.UniqueConstraint(fields=["assignment", "seq"], name="unique_listening_event_seq")]
+
+
+class AudioFetch(models.Model):
+    """Bytes of a clip the audio endpoint sent to a user: no clip can be heard that was never sent."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    clip = models.ForeignKey(Clip, on_delete=models.CASCADE, related_name="+")
+    first_byte = models.PositiveBigIntegerField()
+    last_byte = models.PositiveBigIntegerField()
+    total_bytes = models.PositiveBigIntegerField()
+    served_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["served_at", "id"]
+        indexes = [models.Index(fields=["user", "clip"])]

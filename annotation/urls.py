@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),
     path("api/studies/<slug:name>/export/", StudyExportApi.as_view(), name="api-study-export"),
+    path("api/assignments/<int:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
     path("api/assignments/<int:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
     path("api/assignments/<int:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
 ]

@@ -19,6 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from auditorium.errors import ServiceError
+from auditorium.listening import served_range
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
@@ -100,7 +101,11 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
     if not selectors.clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
-    return ranged_file_response(request, clip.file.path, etag=clip.sha256)
+    response = ranged_file_response(request, clip.file.path, etag=clip.sha256)
+    if request.method == "GET":
+        # What was sent is what can have been heard: the judgment submit checks listening against it.
+        services.audio_fetch_record(user=request.user, clip=clip, served=served_range(response))
+    return response
 
 
 # --- Annotator pages --------------------------------------------------------------
@@ -181,6 +186,7 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),
         "judgmentUrl": _api_url_template("api-judgment-submit", arg_name="assignment_id"),
+        "listeningUrl": _api_url_template("api-listening-events", arg_name="assignment_id"),
         "skipUrl": _api_url_template("api-assignment-skip", arg_name="assignment_id"),
         "consentUrl": f"{reverse('consent')}?next={request.path}",
         "homeUrl": reverse("home"),

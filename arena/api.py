@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import conf, services
-from .models import ArenaPrompt, Battle
+from .models import ArenaPrompt, Battle, ListenEvent
 from .selectors import battle_state, leaderboard_latest
 from .services import ArenaError
 
@@ -122,8 +122,9 @@ class BattleDetailApi(ArenaApi):
 
 class ListenEventsApi(ArenaApi):
     class EventSerializer(serializers.Serializer):
+        seq = serializers.IntegerField(min_value=1, help_text="One higher for every event the page sends for this battle; a number already received is ignored.")
         side = serializers.ChoiceField(choices=["a", "b"])
-        kind = serializers.ChoiceField(choices=["play", "pause", "seek", "tick", "ended"])
+        kind = serializers.ChoiceField(choices=list(ListenEvent.Kind.values))
         client_time = serializers.FloatField(required=False, allow_null=True)
         position = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
@@ -137,9 +138,10 @@ class ListenEventsApi(ArenaApi):
         data.is_valid(raise_exception=True)
         events = self.EventSerializer(data=data.validated_data["events"], many=True)
         events.is_valid(raise_exception=True)
-        heard = services.listen_events_record(battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data])
+        result = services.listen_events_record(battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data])
         need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-        return Response({"heard": heard, "min_listen_seconds": need, "can_vote": heard["a"] >= need and heard["b"] >= need})
+        heard = result["heard"]
+        return Response({**result, "min_listen_seconds": need, "can_vote": heard["a"] >= need and heard["b"] >= need})
 
 
 class VoteApi(ArenaApi):

@@ -136,6 +136,10 @@ class Battle(models.Model):
     moderation = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     ready_at = models.DateTimeField(null=True, blank=True)
+    # The server's listening record so far (auditorium.listening.evidence), refreshed by every
+    # events post, and the highest event number received (later ones must be higher).
+    listening = models.JSONField(default=dict, blank=True)
+    listen_seq = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-id"]
@@ -157,12 +161,15 @@ class ListenEvent(models.Model):
         PLAY = "play", "Play"
         PAUSE = "pause", "Pause"
         SEEK = "seek", "Seek"
+        SWITCH = "switch", "Switch to the other clip"
         TICK = "tick", "Still playing"
         ENDED = "ended", "Ended"
 
     battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="listen_events")
+    # The page's event number, growing per battle, so a replayed event is ignored (null on events from before numbering).
+    seq = models.PositiveBigIntegerField(null=True, blank=True)
     side = models.CharField(max_length=1, choices=Battle.Side.choices)
-    kind = models.CharField(max_length=5, choices=Kind.choices)
+    kind = models.CharField(max_length=6, choices=Kind.choices)
     # Server arrival time is what listening is measured by; the client's clock and
     # media position are kept for the release only.
     server_time = models.DateTimeField()
@@ -172,6 +179,21 @@ class ListenEvent(models.Model):
     class Meta:
         ordering = ["server_time", "id"]
         indexes = [models.Index(fields=["battle", "side", "server_time"])]
+        constraints = [models.UniqueConstraint(fields=["battle", "seq"], condition=Q(seq__isnull=False), name="unique_listen_event_seq")]
+
+
+class BattleAudioFetch(models.Model):
+    """Bytes of a battle side's audio sent to its visitor: no clip can be heard that was never sent."""
+
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="audio_fetches")
+    side = models.CharField(max_length=1, choices=Battle.Side.choices)
+    first_byte = models.PositiveBigIntegerField()
+    last_byte = models.PositiveBigIntegerField()
+    total_bytes = models.PositiveBigIntegerField()
+    served_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["served_at", "id"]
 
 
 class Vote(models.Model):

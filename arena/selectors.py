@@ -7,14 +7,14 @@ from datetime import timedelta
 from django.urls import reverse
 from django.utils import timezone
 
+from auditorium import listening
+
 from . import conf
 from .adapters import adapter_for
 from .leaderboard import VoteRow
-from .models import ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, Vote
+from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, Vote
 
-# A playing clip posts a tick every second; a longer silence from the page is not counted
-# as listening, so holding a clip "playing" without the page reporting earns nothing.
-MAX_EVENT_GAP_SECONDS = 3.0
+SIDES = ("a", "b")
 PRIVATE_LABEL = "Pre-release system (named in the next data release)"
 
 
@@ -25,28 +25,22 @@ def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list
     return [s for s in query.order_by("pk") if adapter_for(s).can_serve(prompt_key=key)]
 
 
-def listen_seconds(battle: Battle, *, now=None) -> dict[str, float]:
-    """Seconds each side was playing, measured on the server's clock from the events as they arrived.
+def listening_record(battle: Battle) -> dict:
+    """The battle's listening record from its stored events and audio fetches (auditorium.listening.evidence)."""
+    events = [
+        listening.Event(seq=seq or 0, side=side, kind=kind, at=at)
+        for seq, side, kind, at in ListenEvent.objects.filter(battle=battle).values_list("seq", "side", "kind", "server_time")
+    ]
+    fetches = [
+        listening.Fetch(side=side, first_byte=first, last_byte=last, total_bytes=total, at=at)
+        for side, first, last, total, at in BattleAudioFetch.objects.filter(battle=battle).values_list("side", "first_byte", "last_byte", "total_bytes", "served_at")
+    ]
+    return listening.evidence(events=events, fetches=fetches, durations=dict.fromkeys(SIDES, battle.duration_requested))
 
-    A side counts as playing from a `play` event until `pause`/`ended`; the time
-    between two consecutive events counts only up to MAX_EVENT_GAP_SECONDS, and
-    the total never exceeds the wall-clock time since the battle became ready.
-    """
-    now = now or timezone.now()
-    heard = {"a": 0.0, "b": 0.0}
-    if battle.ready_at is None:
-        return heard
-    state = {"a": None, "b": None}  # server time of the last event while playing
-    for side, kind, at in ListenEvent.objects.filter(battle=battle, server_time__gte=battle.ready_at).values_list("side", "kind", "server_time"):
-        last = state[side]
-        if last is not None:
-            heard[side] += min((at - last).total_seconds(), MAX_EVENT_GAP_SECONDS)
-        if kind in (ListenEvent.Kind.PAUSE, ListenEvent.Kind.ENDED):
-            state[side] = None
-        elif kind == ListenEvent.Kind.PLAY or last is not None:
-            state[side] = at
-    wall = max((now - battle.ready_at).total_seconds(), 0.0)
-    return {side: round(min(value, wall), 3) for side, value in heard.items()}
+
+def listen_seconds(battle: Battle) -> dict[str, float]:
+    """Seconds each side was heard, as the server counted them at the last events post (kept on the battle)."""
+    return listening.heard(battle.listening, SIDES)
 
 
 def battle_audio_url(battle: Battle, side: str) -> str:
@@ -66,7 +60,8 @@ def battle_state(battle: Battle, *, now=None) -> dict:
         "progress": {"ready": int(battle.clip_a_id is not None) + int(battle.clip_b_id is not None), "total": 2},
         "audio": {side: battle_audio_url(battle, side) for side in ("a", "b")} if ready else None,
         "min_listen_seconds": float(conf.get("ARENA_MIN_LISTEN_SECONDS")),
-        "heard": listen_seconds(battle, now=now),
+        "heard": listen_seconds(battle),
+        "listen_seq": battle.listen_seq,
         "vote": None,
         "reveal": None,
         "message": "",

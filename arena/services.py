@@ -2,8 +2,8 @@
 
 Rules that protect the data live here, not in the page: prompt limits and
 moderation, capability-aware sampling, the minimum listening time (measured
-from events as the server received them), one vote per battle, rate limits and
-the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
+from events as the server received them and the audio it sent, see
+auditorium.listening), one vote per battle, rate limits and the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from django.utils import timezone
 
 from annotation.services import clip_ingest_array
 from auditorium.debounce import debounced_apply
+from auditorium import listening
 from auditorium.errors import ServiceError
 
 from . import conf, ratelimit
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
-from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
+from .blind import blind_wav
+from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .selectors import listen_seconds, systems_eligible, vote_rows
+from .selectors import SIDES, listen_seconds, listening_record, systems_eligible, vote_rows
 
 log = logging.getLogger(__name__)
 
@@ -238,33 +240,45 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
 # --- Listening --------------------------------------------------------------------------
 
 
-def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict[str, float]:
-    """Store play/pause/seek/tick/ended events stamped with the server's arrival time; return heard seconds per side."""
+def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict:
+    """Store a batch of play/pause/seek/switch/tick/ended events stamped with the server's arrival time.
+
+    Returns the seconds heard per side as the server counts them (auditorium.listening),
+    how many events were new and how many were ignored as already received (a replay),
+    and the last event number received.
+    """
     visitor = _require_terms(visitor)
     if battle.visitor_id != visitor.pk:
         raise ArenaError("No such battle.", code="not_found", status=404)
-    if battle.status != Battle.Status.READY:
-        raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
     _limit(scope="events", ident=str(visitor.pk), rate_setting="ARENA_EVENT_RATE", message="Too many listening events.")
-    if not isinstance(events, list) or not events or len(events) > 50:
-        raise ArenaError("Send between 1 and 50 events at a time.", code="bad_events")
-    now = now or timezone.now()
-    rows = []
-    for item in events:
-        if not isinstance(item, dict):
-            raise ArenaError("Each event must be an object.", code="bad_events")
-        side, kind = item.get("side"), item.get("kind")
-        if side not in ("a", "b") or kind not in ListenEvent.Kind.values:
-            raise ArenaError("Each event needs side a|b and kind play|pause|seek|tick|ended.", code="bad_events")
-        client_time, position = item.get("client_time"), item.get("position")
-        for value in (client_time, position):
-            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value)):
-                raise ArenaError("client_time and position must be numbers.", code="bad_events")
-        rows.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=now, client_time=client_time, position=position))
-    if ListenEvent.objects.filter(battle=battle).count() + len(rows) > conf.get("ARENA_MAX_EVENTS_PER_BATTLE"):
-        raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
-    ListenEvent.objects.bulk_create(rows)
-    return listen_seconds(battle, now=now)
+    with transaction.atomic():
+        # The row lock orders concurrent posts for one battle: numbers and times then grow together.
+        locked = Battle.objects.select_for_update().get(pk=battle.pk)
+        if locked.status != Battle.Status.READY:
+            raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
+        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
+        if fresh:
+            if locked.listening.get("events", 0) + len(fresh) > conf.get("ARENA_MAX_EVENTS_PER_BATTLE"):
+                raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
+            now = now or timezone.now()
+            ListenEvent.objects.bulk_create([ListenEvent(battle=locked, server_time=now, **event) for event in fresh])
+            locked.listening = listening_record(locked)
+            locked.listen_seq = fresh[-1]["seq"]
+            locked.save(update_fields=["listening", "listen_seq"])
+    return {"heard": listen_seconds(locked), "accepted": len(fresh), "ignored": ignored, "last_seq": locked.listen_seq}
+
+
+def battle_audio_path(*, battle: Battle, side: str):
+    """The side's clip in the one shape every battle clip is served in (arena/blind.py)."""
+    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(conf.get("ARENA_SAMPLE_RATE")))
+
+
+def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, int, int] | None, now=None) -> None:
+    """Note the bytes of a side's audio sent to the battle's visitor (nothing for a 304 or HEAD)."""
+    if served is None:
+        return
+    first, last, total = served
+    BattleAudioFetch.objects.create(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now())
 
 
 # --- Votes -------------------------------------------------------------------------------
@@ -325,11 +339,12 @@ def vote_submit(
                 raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409)
             if locked.status != Battle.Status.READY:
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
-            heard = listen_seconds(locked, now=now)
+            heard = listen_seconds(locked)
             need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-            if heard["a"] < need or heard["b"] < need:
+            short = listening.shortfalls(locked.listening, sides=SIDES, minimum=need)
+            if short:
                 raise ArenaError(
-                    f"Listen to each clip for at least {need:g} seconds before voting (heard A {heard['a']:.1f} s, B {heard['b']:.1f} s).",
+                    listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
                     code="listen_required",
                     status=403,
                     extra={"heard": heard, "min_listen_seconds": need},

@@ -7,12 +7,13 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
+from auditorium.listening import served_range
 from auditorium.ranged import ranged_file_response
 
 from . import conf
 from .models import Battle
 from .selectors import leaderboard_latest
-from .services import visitor_for_cookie
+from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_cookie
 
 
 @require_safe
@@ -36,7 +37,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
-    """/arena/audio/<battle>/<a|b>/: the same URL shape and headers whatever system made the clip."""
+    """/arena/audio/<battle>/<a|b>/: the same URL shape, headers, size and file layout whatever system made the clip."""
     if side not in ("a", "b"):
         raise Http404("No such audio.")
     battle = get_object_or_404(Battle.objects.select_related("clip_a", "clip_b"), public_id=public_id)
@@ -44,8 +45,13 @@ def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
     clip = battle.clip_for(side)
     if visitor is None or visitor.pk != battle.visitor_id or clip is None or battle.status not in (Battle.Status.READY, Battle.Status.VOTED):
         raise Http404("No such audio.")
+    # One shape for every system (arena/blind.py): same size, header and type per battle length.
     # The ETag names the battle side, not the clip: a content hash would let a visitor
     # recognise a catalog clip heard before.
-    response = ranged_file_response(request, clip.file.path, etag=f"{battle.public_id}-{side}", content_type="audio/flac" if clip.extension == ".flac" else None)
+    path = battle_audio_path(battle=battle, side=side)
+    response = ranged_file_response(request, str(path), etag=f"{battle.public_id}-{side}", content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
+    if request.method == "GET":
+        # What was sent is what can have been heard: the vote checks listening against it.
+        battle_audio_fetch_record(battle=battle, side=side, served=served_range(response))
     return response

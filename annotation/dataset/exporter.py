@@ -102,6 +102,23 @@ def _balanced_test_draw(*, pairs, judgments, n: int, seed: int) -> list[int]:
     return chosen
 
 
+# --- Listening time (CMI-Pref's total_listening_time_a/_b) ---------------------------------
+# Seconds each clip was heard, as the server counted them when the vote was accepted
+# (annotation/services/listening.py); null where the server holds no such record
+# (imported votes, votes from before the server kept one).
+LISTENING_KEYS = ("total_listening_time_a", "total_listening_time_b")
+
+
+def _listening_seconds(judgment: Judgment) -> dict:
+    log = judgment.listening_log or {}
+    if log.get("source") != "server":
+        return dict.fromkeys(LISTENING_KEYS)
+    return {key: (log.get(side) or {}).get("seconds") for key, side in zip(LISTENING_KEYS, ("A", "B"))}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
 def _confidence_text(value) -> str:
     return f"{Decimal(value):.1f}"
 
@@ -124,6 +141,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "two dimensions (`preference-alignment`: instruction following; `preference-musicality`),",
         "each with the annotator's confidence (1.0 to 5.0 in half steps) and a free-text `feedback`.",
         "`model_a` / `audio-path` is the clip the annotator heard as A.",
+        "`total_listening_time_a` / `_b`: seconds the server counted each clip as heard (null where it kept no record).",
         "",
         "## Files",
         "",
@@ -219,11 +237,12 @@ def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, b
             "source": EXPORT_SOURCE,
             "split": pair.split,
             "modality": condition.modality,
+            **_listening_seconds(j),
         }
         rows.append(row)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({k: row[k] for k in EXPORT_KEYS}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

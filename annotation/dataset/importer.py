@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from ..models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study, System
 from ..services import clip_ingest, condition_get_or_create, pair_get_or_create, planner_stats_refresh, profile_ensure
@@ -32,7 +33,10 @@ class _Stored:
 
     def __init__(self, rows: list[Row], study_name: str):
         shas = {r.a.sha256 for r in rows} | {r.b.sha256 for r in rows} | {r.ref.sha256 for r in rows if r.ref}
-        self.clips = {c.sha256: c for c in Clip.objects.filter(sha256__in=shas).select_related("system")}
+        # Rows name files by the hash of the file as given; a stored clip knows that one as original_sha256.
+        self.clips = {}
+        for clip in Clip.objects.filter(Q(sha256__in=shas) | Q(original_sha256__in=shas)).select_related("system"):
+            self.clips.update({h: clip for h in (clip.sha256, clip.original_sha256) if h in shas})
         keys = {r.condition_key for r in rows}
         self.conditions = {c.content_key: c for c in Condition.objects.filter(content_key__in=keys)}
         self.pairs: dict[tuple[str, str], Pair] = {}

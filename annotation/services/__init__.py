@@ -5,7 +5,8 @@
 - studies.py: creating a study and changing its parameters
 - people.py: annotator profiles, study membership, consent
 - assignment.py: the assignment engine (next pair, locks, skips)
-- judgments.py: judgment submission and the server's listening rule
+- listening.py: the server's listening record (audio bytes sent, events received)
+- judgments.py: judgment submission, checked against that record
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
 more than one row; refusals raise `auditorium.errors.ServiceError`.
@@ -13,7 +14,8 @@ more than one row; refusals raise `auditorium.errors.ServiceError`.
 
 from .assignment import assignment_next, assignment_skip, planner_stats_refresh
 from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
-from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_check, listening_log_clean
+from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
+from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .studies import STUDY_PARAMETERS, study_create, study_update
@@ -27,6 +29,7 @@ __all__ = [
     "AudioInfo",
     "assignment_next",
     "assignment_skip",
+    "audio_fetch_record",
     "audio_probe",
     "clip_ingest",
     "clip_ingest_array",
@@ -37,7 +40,7 @@ __all__ = [
     "file_sha256",
     "judgment_listeners",
     "judgment_submit",
-    "listening_check",
+    "listening_events_record",
     "listening_log_clean",
     "pair_get_or_create",
     "pair_overlap_for",

@@ -48,10 +48,16 @@ def live_load(pair_ids, now) -> dict[int, int]:
     return {pid: judged.get(pid, 0) + locked.get(pid, 0) for pid in pair_ids}
 
 
+@transaction.atomic
 def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
-    """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None."""
+    """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None.
+
+    At most one live lock per annotator and study, however many requests arrive at once:
+    the membership row is locked first, so one annotator's requests take turns and each
+    later one finds the lock the first one took.
+    """
     now = now or timezone.now()
-    membership = StudyAnnotator.objects.filter(study=study, annotator=annotator, is_active=True).first()
+    membership = StudyAnnotator.objects.select_for_update().filter(study=study, annotator=annotator, is_active=True).first()
     if membership is None:
         raise ServiceError("You are not an annotator of this study.", code="not_member", status=403)
     profile = AnnotatorProfile.objects.filter(user=annotator).first()

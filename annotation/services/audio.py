@@ -1,4 +1,4 @@
-"""Audio in: probe a file, store it as a content-addressed clip, name its system."""
+"""Audio in: probe a file, store it without its metadata as a content-addressed clip, name its system."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import soundfile as sf
 from django.core.files import File
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from auditorium.errors import ServiceError
 
@@ -68,6 +69,39 @@ def file_sha256(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+# Integer PCM is rewritten sample for sample in its own container; anything else (float WAV,
+# lossy or exotic formats) is decoded and stored as 24-bit FLAC. libsndfile writes no tags
+# unless asked, and float WAV would carry a PEAK chunk with the time of writing.
+_LOSSLESS_INTEGER = ("PCM_S8", "PCM_U8", "PCM_16", "PCM_24", "PCM_32")
+_KEPT_CONTAINERS = {"WAV": ".wav", "AIFF": ".aiff", "FLAC": ".flac"}
+
+
+def audio_strip(path: Path | str, folder: Path | str) -> Path:
+    """Write the audio of `path` into `folder` with nothing else: no tags, pictures, encoder strings or extra chunks.
+
+    The output is deterministic and idempotent (stripping a stripped file gives the same
+    bytes), so content hashes of stored clips are stable across imports and round trips.
+    """
+    path = Path(path)
+    try:
+        with sf.SoundFile(str(path)) as source:
+            fmt, subtype = source.format, source.subtype
+            if subtype in _LOSSLESS_INTEGER and fmt in _KEPT_CONTAINERS:
+                out_format, out_subtype, dtype = fmt, subtype, "int32"
+            elif subtype in _LOSSLESS_INTEGER and sf.check_format("FLAC", subtype):
+                out_format, out_subtype, dtype = "FLAC", subtype, "int32"
+            else:
+                out_format, out_subtype, dtype = "FLAC", "PCM_24", "float64"
+            target = Path(folder) / f"stripped{_KEPT_CONTAINERS[out_format]}"
+            with sf.SoundFile(str(target), "w", samplerate=source.samplerate, channels=source.channels, format=out_format, subtype=out_subtype) as out:
+                for block in source.blocks(blocksize=65536, dtype=dtype, always_2d=True):
+                    # libsndfile wraps float samples beyond full scale around when writing integers.
+                    out.write(block if dtype == "int32" else np.clip(block, -1.0, 1.0))
+    except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / ValueError
+        raise AudioError(f"audio cannot be rewritten without its metadata ({exc}): {path.name}", code="unreadable_audio") from None
+    return target
+
+
 def clip_ingest(
     *,
     path: Path | str,
@@ -78,27 +112,41 @@ def clip_ingest(
     degradation: dict | None = None,
     info: AudioInfo | None = None,
 ) -> tuple[Clip, bool]:
-    """Store an audio file as a clip, deduplicated by content hash. Returns (clip, created)."""
+    """Store an audio file as a clip with its metadata stripped (audio_strip). Returns (clip, created).
+
+    Annotators hear the stored file, so no title, artist or encoder string of the import
+    can name its maker. Deduplicated twice: the same imported file finds its clip by
+    `original_sha256` without being rewritten, and two files that differ only in their
+    tags share one clip by the stored file's `sha256`.
+    """
     path = Path(path)
     info = info or audio_probe(path)
-    sha = file_sha256(path)
-    existing = Clip.objects.filter(sha256=sha).first()
+    original = file_sha256(path)
+    # An already stripped file (an export imported again) is its own stored content.
+    existing = Clip.objects.filter(Q(original_sha256=original) | Q(sha256=original)).first()
     if existing is not None:
         return existing, False
-    clip = Clip(
-        sha256=sha,
-        extension=info.extension,
-        kind=kind,
-        system=system,
-        duration=info.duration,
-        sample_rate=info.sample_rate,
-        channels=info.channels,
-        original_name=original_name[:500],
-        derived_from=derived_from,
-        degradation=degradation or {},
-    )
-    with open(path, "rb") as handle:
-        clip.file.save(f"{sha}{info.extension}", File(handle), save=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        stripped = audio_strip(path, tmp)
+        sha = file_sha256(stripped)
+        existing = Clip.objects.filter(sha256=sha).first()
+        if existing is not None:
+            return existing, False
+        clip = Clip(
+            sha256=sha,
+            original_sha256=original,
+            extension=stripped.suffix,
+            kind=kind,
+            system=system,
+            duration=info.duration,
+            sample_rate=info.sample_rate,
+            channels=info.channels,
+            original_name=original_name[:500],
+            derived_from=derived_from,
+            degradation=degradation or {},
+        )
+        with open(stripped, "rb") as handle:
+            clip.file.save(f"{sha}{stripped.suffix}", File(handle), save=False)
     try:
         with transaction.atomic():
             clip.save()

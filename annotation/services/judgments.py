@@ -1,4 +1,4 @@
-"""Judgments: the annotator's two answers on an assigned pair, checked against the server's listening rule.
+"""Judgments: the annotator's two answers on an assigned pair, accepted only when the server's own listening record covers the study's minimum.
 
 A submit locks the pair row like the assignment engine does (assignment.py), so the
 overlap invariant holds between submits, skips and fresh locks.
@@ -14,8 +14,11 @@ from django.utils import timezone
 
 from auditorium.errors import ServiceError
 
-from ..models import Assignment, Judgment, Pair, Study
+from auditorium import listening
+
+from ..models import Assignment, Judgment, Pair
 from .assignment import live_load
+from .listening import listening_require
 
 
 def _confidence(value, field: str) -> Decimal:
@@ -31,8 +34,10 @@ def _confidence(value, field: str) -> Decimal:
 LOG_FIELDS = ("plays", "seconds", "seeks", "loops")
 
 
-def listening_log_clean(raw) -> dict:
-    """Normalise the page's listening log; reject shapes a real page cannot produce."""
+def listening_log_clean(raw) -> dict | None:
+    """The page's own listening log, kept beside the server's record for reference; never used to accept a judgment."""
+    if raw is None:
+        return None
     if not isinstance(raw, dict):
         raise ServiceError("listening_log must be an object with A and B entries.", code="bad_log")
     log: dict = {}
@@ -52,31 +57,6 @@ def listening_log_clean(raw) -> dict:
         raise ServiceError("listening_log.switches must be a non-negative number.", code="bad_log")
     log["switches"] = int(switches)
     return log
-
-
-def listening_check(*, log: dict, study: Study, served_at, now) -> None:
-    """The server's own listening rule, independent of the page.
-
-    Each clip must have been heard for the study's minimum; and since A and B
-    share one transport, the seconds heard cannot add up to more than the
-    wall-clock time since the pair was served (a forged log is caught here).
-    """
-    minimum = study.min_listen_seconds
-    for side in ("A", "B"):
-        heard = log[side]["seconds"]
-        if heard + 1e-6 < minimum:
-            raise ServiceError(
-                f"Listen to clip {side} for at least {minimum:g} s before answering (heard {heard:.1f} s).", code="listening_too_short"
-            )
-        if log[side]["plays"] < 1 and minimum > 0:
-            raise ServiceError(f"Clip {side} was never played.", code="listening_too_short")
-    elapsed = (now - served_at).total_seconds()
-    # 2 s slack for clock granularity and network time between the last tick and the submit.
-    if log["A"]["seconds"] + log["B"]["seconds"] > elapsed + 2.0:
-        raise ServiceError(
-            f"The listening log claims {log['A']['seconds'] + log['B']['seconds']:.0f} s of audio within {elapsed:.0f} s of the pair being served; it was refused.",
-            code="listening_log_inconsistent",
-        )
 
 
 def _judgment_answer(judgment: Judgment) -> dict:
@@ -122,15 +102,24 @@ def judgment_submit(
     rationale = (rationale or "").strip()
     if len(rationale) > 5000:
         raise ServiceError("Keep the rationale under 5000 characters.", code="too_long")
-    log = listening_log_clean(listening_log)
+    client_log = listening_log_clean(listening_log)
     if time_on_page_ms is not None and (not isinstance(time_on_page_ms, int) or isinstance(time_on_page_ms, bool) or time_on_page_ms < 0):
         raise ServiceError("time_on_page_ms must be a non-negative integer.", code="bad_time")
 
     try:
         with transaction.atomic():
-            pair_id = Assignment.objects.filter(pk=assignment_id, annotator=annotator).values_list("pair_id", flat=True).first()
-            if pair_id is None:
+            found = (
+                Assignment.objects.filter(pk=assignment_id, annotator=annotator)
+                .values_list("pair_id", "annotator__annotator_profile__consented_at", "annotator__annotator_profile__withdrawn_at")
+                .first()
+            )
+            if found is None:
                 raise ServiceError("No such task for you.", code="not_found", status=404)
+            pair_id, consented_at, withdrawn_at = found
+            if consented_at is None or withdrawn_at is not None:
+                raise ServiceError(
+                    "Your consent is withdrawn (or was never given), so no judgment can be stored for you.", code="consent_withdrawn", status=403
+                )
             pair = _lock_pair_blocking(pair_id)
             # A concurrent request with the same key may have committed while this one waited for the lock.
             replay = Judgment.objects.filter(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id).first()
@@ -147,7 +136,7 @@ def judgment_submit(
                 raise ServiceError(
                     f"Write a rationale of at least {study.rationale_min_length} characters (you wrote {len(rationale)}).", code="rationale_too_short"
                 )
-            listening_check(log=log, study=study, served_at=assignment.served_at, now=now)
+            listening_require(record=assignment.listening, minimum=study.min_listen_seconds)
             if assignment.state != Assignment.State.ACTIVE or assignment.lock_expires_at <= now:
                 # The lock lapsed: accept only if the slot was not handed to someone else.
                 others = live_load([pair.pk], now)[pair.pk]
@@ -166,7 +155,7 @@ def judgment_submit(
                 musicality_choice_id=pick[sides["musicality"]],
                 musicality_confidence=conf_musicality,
                 rationale=rationale,
-                listening_log=log,
+                listening_log=_kept_log(assignment.listening, client_log),
                 time_on_page_ms=time_on_page_ms,
                 idempotency_key=idempotency_key,
                 source=Judgment.Source.PLATFORM,
@@ -181,6 +170,13 @@ def judgment_submit(
         raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409) from None
     _after_judgment(judgment)
     return _judgment_answer(judgment), True
+
+
+def _kept_log(record: dict, client_log: dict | None) -> dict:
+    log = dict(record or listening.evidence(events=[], fetches=[], durations={"A": 0.0, "B": 0.0}))
+    if client_log is not None:
+        log["client"] = client_log
+    return log
 
 
 def _lock_pair_blocking(pair_id: int) -> Pair:

@@ -1,0 +1,305 @@
+"""Listening is proven on the server: every way of faking it, through the real endpoints.
+
+The annotator's client fetches audio from /audio/<clip>/ and posts events to
+/api/assignments/<id>/listening/; the judgment is accepted only when what the server
+recorded covers the study's minimum per clip. The server's clock is a controllable
+fake here, so "three seconds later" costs no real time.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation import services
+from annotation.models import Assignment, AudioFetch, Clip, Judgment, ListeningEvent
+from tests.factories import ClipFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.listening import Clock
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    return Clock(monkeypatch)
+
+MIN = 2.0
+CLIP_SECONDS = 3.0
+
+
+class Page:
+    """What a listening page (or a script pretending to be one) can do, over HTTP."""
+
+    def __init__(self, *, study=None):
+        self.study = study or StudyFactory(min_listen_seconds=MIN, overlap_target=1)
+        clips = [ClipFactory(duration=CLIP_SECONDS) for _ in range(2)]
+        self.pair = PairFactory(study=self.study, clip_a=clips[0], clip_b=clips[1])
+        self.user = StudyAnnotatorFactory(study=self.study).annotator
+        self.client = Client()
+        self.client.force_login(self.user)
+        response = self.post(reverse("api-assignment-next", kwargs={"name": self.study.name}), {})
+        assert response.status_code == 200, response.content
+        self.assignment = response.json()["assignment"]
+        self.seq = self.assignment["listening"]["next_seq"] - 1
+
+    def post(self, url, body):
+        return self.client.post(url, json.dumps(body), content_type="application/json")
+
+    def clip(self, side: str) -> Clip:
+        return Clip.objects.get(public_id=self.assignment["clips"][side]["url"].split("/")[2])
+
+    def fetch(self, side: str, **headers) -> bytes:
+        response = self.client.get(self.assignment["clips"][side]["url"], **headers)
+        assert response.status_code in (200, 206), response.status_code
+        return b"".join(response.streaming_content)
+
+    def events(self, *items, seqs=None):
+        """Post (kind, side) events in one batch, numbered after the last one sent (unless seqs are given)."""
+        body = []
+        for index, (kind, side) in enumerate(items):
+            if seqs is None:
+                self.seq += 1
+            body.append({"seq": self.seq if seqs is None else seqs[index], "side": side, "kind": kind, "position": 0.0})
+        return self.post(reverse("api-listening-events", kwargs={"assignment_id": self.assignment["id"]}), {"events": body})
+
+    def play(self, clock, side: str, seconds: float, *, first: str = "play"):
+        """`first` on `side`, a tick a second for `seconds` (each its own post), as a playing page does."""
+        self.events((first, side))
+        for _ in range(int(seconds)):
+            clock.advance(1.0)
+            last = self.events(("tick", side))
+        return last
+
+    def submit(self, log=None, key="k-1"):
+        body = {
+            "idempotency_key": key,
+            "alignment": "A",
+            "alignment_confidence": 3,
+            "musicality": "B",
+            "musicality_confidence": 4,
+            "rationale": "A keeps time.",
+        }
+        if log is not None:
+            body["listening_log"] = log
+        return self.post(reverse("api-judgment-submit", kwargs={"assignment_id": self.assignment["id"]}), body)
+
+
+CLAIM = {"A": {"plays": 1, "seconds": 5.0}, "B": {"plays": 1, "seconds": 5.0}, "switches": 1}
+
+
+def refused(response, *sides):
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["code"] == "listening_too_short", body
+    for side in sides:
+        assert f"clip {side} (" in body["detail"], body["detail"]
+    assert not Judgment.objects.exists()
+    return body
+
+
+def test_honest_listening_is_accepted_and_kept_with_the_judgment(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    clock.advance(0.5)
+    page.play(clock, "A", 3)
+    clock.advance(0.3)
+    page.play(clock, "B", 3, first="switch")
+    clock.advance(0.4)
+    done = page.events(("pause", "B"))
+    assert done.status_code == 200 and done.json()["heard"]["B"] == pytest.approx(3.4)
+    response = page.submit(CLAIM)
+    assert response.status_code == 201, response.content
+    judgment = Judgment.objects.get()
+    log = judgment.listening_log
+    # A: the play may start half a second before it arrived; then 3 s of ticks and 0.3 s to the switch.
+    assert log["source"] == "server"
+    assert log["A"]["seconds"] == pytest.approx(3.8) and log["B"]["seconds"] == pytest.approx(3.4)
+    assert log["A"]["served_seconds"] == log["B"]["served_seconds"] == CLIP_SECONDS
+    assert (log["A"]["plays"], log["B"]["plays"], log["switches"]) == (1, 1, 1)
+    assert log["client"] == {"A": {"plays": 1, "seconds": 5.0, "seeks": 0, "loops": 0}, "B": {"plays": 1, "seconds": 5.0, "seeks": 0, "loops": 0}, "switches": 1}
+    # The events and the bytes sent stay with the assignment the judgment points to.
+    assert ListeningEvent.objects.filter(assignment=judgment.assignment).count() == 9
+    assert AudioFetch.objects.filter(user=page.user).count() == 2
+
+
+def test_never_fetched_audio_cannot_have_been_heard(clock):
+    # The reported case: no audio fetched, 11 s of waiting, a log claiming 5 s of each clip.
+    page = Page()
+    page.play(clock, "A", 5)
+    page.play(clock, "B", 5, first="switch")
+    clock.advance(1)
+    body = refused(page.submit(CLAIM), "A", "B")
+    assert "its audio was never fetched" in body["detail"]
+    assert body["heard"] == {"A": 0.0, "B": 0.0}
+    # Fetching one clip afterwards does not reach back over listening claimed before it.
+    page.fetch("A")
+    body = refused(page.submit(CLAIM, key="k-2"), "A", "B")
+    assert body["heard"]["A"] == 0.0
+
+
+def test_a_forged_log_in_the_submit_counts_for_nothing(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    clock.advance(30)  # plenty of wall-clock time, but the page never said it played
+    body = refused(page.submit({"A": {"plays": 4, "seconds": 60}, "B": {"plays": 4, "seconds": 60}, "switches": 3}), "A", "B")
+    assert body["heard"] == {"A": 0.0, "B": 0.0}
+    assert "at least 2 s" in body["detail"]
+
+
+def test_a_replayed_batch_adds_nothing(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    page.play(clock, "A", 3)
+    clock.advance(0.2)
+    page.events(("switch", "B"))
+    clock.advance(0.5)
+    page.events(("pause", "B"))
+    heard = Assignment.objects.get(pk=page.assignment["id"]).listening["B"]["seconds"]
+    assert heard == pytest.approx(0.5)
+    # The same numbered events posted again, over and over, much later: ignored, not counted.
+    for _ in range(5):
+        clock.advance(1)
+        again = page.events(("play", "B"), ("tick", "B"), ("tick", "B"), seqs=[page.seq - 2, page.seq - 1, page.seq])
+        assert again.status_code == 200 and again.json()["accepted"] == 0 and again.json()["ignored"] == 3
+    assert again.json()["heard"]["B"] == pytest.approx(0.5)
+    refused(page.submit(CLAIM), "B")
+    assert ListeningEvent.objects.count() == 6
+    # Numbers must grow within a batch too.
+    disorder = page.events(("play", "B"), ("tick", "B"), seqs=[page.seq + 2, page.seq + 1])
+    assert disorder.status_code == 400 and disorder.json()["code"] == "bad_events"
+
+
+def test_a_log_faster_than_the_clock_is_cut_to_the_clock(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    clock.advance(0.5)
+    # Ten seconds of each clip claimed in one burst, positions and all.
+    burst = [("play", "A")] + [("tick", "A")] * 10 + [("switch", "B")] + [("tick", "B")] * 10 + [("pause", "B")]
+    assert page.events(*burst).json()["heard"] == {"A": 0.5, "B": 0.0}
+    # The same again as a stream of posts a tenth of a second apart.
+    for kind, side in burst:
+        clock.advance(0.1)
+        last = page.events((kind, side))
+    heard = last.json()["heard"]
+    assert heard["A"] + heard["B"] <= 0.5 + 2.3 + 1e-6
+    refused(page.submit(CLAIM), "A", "B")
+
+
+def test_both_clips_playing_at_once_count_once(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    clock.advance(1)
+    # A script saying both clips play, with ticks for both every second: one transport, one clip at a time.
+    page.events(("play", "A"), ("play", "B"))
+    for _ in range(5):
+        clock.advance(1)
+        last = page.events(("tick", "A"), ("tick", "B"))
+    heard = last.json()["heard"]
+    assert heard["A"] + heard["B"] <= 5.5 + 1e-6
+    # A's interval ends the moment B's play arrives; only B runs on.
+    assert heard == {"A": 0.5, "B": 5.0}
+    refused(page.submit(CLAIM), "A")
+
+
+def test_a_clip_counts_only_as_much_audio_as_was_sent(clock):
+    page = Page()
+    page.fetch("A")
+    whole = page.clip("B").file.size
+    # Of B only the first fifth of the bytes: at most 0.6 s of its audio can have been heard.
+    assert len(page.fetch("B", HTTP_RANGE=f"bytes=0-{whole // 5 - 1}")) == whole // 5
+    page.play(clock, "A", 3)
+    page.play(clock, "B", 4, first="switch")
+    last = page.events(("pause", "B"))
+    assert last.json()["heard"]["B"] == pytest.approx(CLIP_SECONDS / 5, abs=0.01)
+    refused(page.submit(CLAIM), "B")
+    # The rest of B fetched later (a seek, say): now the listening counts in full.
+    page.fetch("B", HTTP_RANGE=f"bytes={whole // 5}-")
+    page.play(clock, "B", 1)
+    assert page.submit(CLAIM, key="k-3").status_code == 201
+
+
+def test_bad_events_are_refused_and_change_nothing(clock):
+    page = Page()
+    url = reverse("api-listening-events", kwargs={"assignment_id": page.assignment["id"]})
+    for events in (
+        [{"seq": 1, "side": "C", "kind": "play"}],
+        [{"seq": 1, "side": "A", "kind": "rewind"}],
+        [{"side": "A", "kind": "play"}],
+        [{"seq": 1.5, "side": "A", "kind": "play"}],
+        [{"seq": 0, "side": "A", "kind": "play"}],
+        [{"seq": 1, "side": "A", "kind": "play", "position": -1}],
+        [{"seq": 1, "side": "A", "kind": "play", "client_time": "soon"}],
+        ["play"],
+        [],
+    ):
+        response = page.post(url, {"events": events})
+        assert response.status_code == 400, (events, response.content)
+        assert response.json()["detail"], response.content
+    assert not ListeningEvent.objects.exists() and Assignment.objects.get(pk=page.assignment["id"]).listening_seq == 0
+    # Someone else's assignment: not found, nothing stored.
+    other = Page(study=page.study)
+    stranger = other.post(url, {"events": [{"seq": 1, "side": "A", "kind": "play"}]})
+    assert stranger.status_code == 404 and not ListeningEvent.objects.exists()
+
+
+def test_listening_is_posted_with_the_csrf_token_only(clock):
+    page = Page()
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(page.user)
+    url = reverse("api-listening-events", kwargs={"assignment_id": page.assignment["id"]})
+    response = strict.post(url, json.dumps({"events": [{"seq": 1, "side": "A", "kind": "play"}]}), content_type="application/json")
+    assert response.status_code == 403 and not ListeningEvent.objects.exists()
+
+
+def test_no_events_after_the_judgment_and_a_new_page_continues_the_numbers(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    page.play(clock, "A", 3)
+    # A reload: the next-pair payload tells the page where its numbers continue.
+    again = page.post(reverse("api-assignment-next", kwargs={"name": page.study.name}), {}).json()["assignment"]
+    assert again["id"] == page.assignment["id"] and again["listening"]["next_seq"] == page.seq + 1
+    assert again["listening"]["heard"]["A"] == pytest.approx(3.0)
+    page.play(clock, "B", 3, first="switch")
+    assert page.submit().status_code == 201
+    late = page.events(("play", "A"))
+    assert late.status_code == 409 and late.json()["code"] == "not_listening"
+
+
+def test_a_judgment_after_consent_is_withdrawn_is_refused(clock):
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    page.play(clock, "A", 3)
+    page.play(clock, "B", 3, first="switch")
+    services.consent_withdraw(user=page.user)
+    clock.advance(1.3)
+    response = page.submit()
+    assert response.status_code == 403 and response.json()["code"] == "consent_withdrawn", response.content
+    assert not Judgment.objects.exists()
+
+
+def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
+    from annotation.dataset import dataset_export
+
+    page = Page()
+    page.fetch("A")
+    page.fetch("B")
+    page.play(clock, "A", 3)
+    page.play(clock, "B", 2, first="switch")
+    page.events(("pause", "B"))
+    assert page.submit(CLAIM).status_code == 201
+    dataset_export(out_dir=tmp_path / "out", studies=[page.study])
+    [row] = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    assert (row["total_listening_time_a"], row["total_listening_time_b"]) == (3.0, 2.0)
+    assert list(row)[-2:] == ["total_listening_time_a", "total_listening_time_b"]
+    assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)
