@@ -19,8 +19,8 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
-from auditorium.debounce import debounced_apply
 from auditorium import listening
+from auditorium.debounce import debounced_apply
 from auditorium.errors import ServiceError
 
 from . import conf, ratelimit

@@ -12,9 +12,8 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
-
 from auditorium import listening
+from auditorium.errors import ServiceError
 
 from ..models import Assignment, Judgment, Pair
 from .assignment import live_load

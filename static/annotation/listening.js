@@ -1,6 +1,10 @@
 /* The listening page: one A/B transport on the Web Audio API, the CMI-Pref questions,
  * and the judgment API (annotation/api.py). No framework, no build step.
  *
+ * The page reports what the transport does (play, pause, seek, switch, a tick a second
+ * while playing, ended) to the listening API, numbered; the server stamps each post on
+ * arrival and decides from its own record whether the clips were heard long enough.
+ *
  * Why Web Audio and not two <audio> elements: both clips are decoded fully before
  * play is enabled and run from one clock through two gain nodes, so switching A/B
  * is a short crossfade at exactly the same position instead of a seek that can stall.
@@ -17,6 +21,8 @@
   const STORE_PREFIX = "auditorium:assignment:";
   const SEEK_STEP = 2;
   const SEEK_STEP_BIG = 10;
+  const EVENT_TICK_MS = 1000; // a "still playing" event this often
+  const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
 
   // ---- small helpers ---------------------------------------------------------------
 
@@ -117,6 +123,11 @@
       this.loop = null; // {start, end}
       this.loopStartPending = null;
       this.wraps = 0;
+      this.onEvent = null; // (kind, side, position) for the listening API
+    }
+
+    _emit(kind) {
+      if (this.onEvent) this.onEvent(kind, this.active, this.position());
     }
 
     get ready() {
@@ -236,6 +247,7 @@
       this._startSources(at);
       this.playing = true;
       this.log[this.active].plays += 1;
+      this._emit("play");
       this.onChange();
     }
 
@@ -246,6 +258,7 @@
       this._stopSources();
       this.playing = false;
       this.offset = pos;
+      this._emit("pause");
       this.onChange();
     }
 
@@ -260,6 +273,7 @@
       const pos = this.position();
       this.active = side;
       this.log.switches += 1;
+      this._emit("switch");
       if (this.playing) {
         if (pos >= this.duration(side)) {
           // The other clip is shorter and already over: start it from the top.
@@ -291,6 +305,7 @@
       this.log[this.active].seeks += 1;
       if (this.playing) this._startSources(target);
       else this.offset = target;
+      this._emit("seek");
       this.onChange();
     }
 
@@ -337,6 +352,7 @@
         this._stopSources();
         this.playing = false;
         this.offset = 0;
+        this._emit("ended");
         this.onChange();
       }
     }
@@ -590,6 +606,9 @@
       read: false,
       servedAt: assignment.served_at,
     };
+    // Event numbers continue where the server's record ends (a reload, another device).
+    const listening = assignment.listening || {};
+    saved.seq = Math.max(saved.seq || 0, (listening.next_seq || 1) - 1);
     if (saved.servedAt !== assignment.served_at) {
       // The pair was served again after its lock lapsed: earlier listening no longer counts
       // (the server measures listening against the new serving time), the answers stay.
@@ -598,7 +617,19 @@
       saved.timeMs = 0;
       saved.servedAt = assignment.served_at;
     }
-    task = { assignment, saved, transport: null, decoded: 0, failed: false };
+    task = {
+      assignment,
+      saved,
+      transport: null,
+      decoded: 0,
+      failed: false,
+      events: [], // numbered, not yet accepted by the server
+      acked: (listening.next_seq || 1) - 1, // the highest number the server has confirmed
+      flushing: null, // the running post, if any
+      lastTick: 0,
+      lastFlush: performance.now(),
+      server: listening.heard || { A: 0, B: 0 },
+    };
     setProgress(assignment.progress);
     const until = new Date(assignment.lock_expires_at);
     el.lockText.textContent = Number.isNaN(until.getTime())
@@ -650,6 +681,7 @@
     transport.onPlay = () => el.ref.pause();
     task.transport = transport;
     const mine = task;
+    transport.onEvent = (kind, side, position) => record(mine, kind, side, position);
     await Promise.all(
       SIDES.map(async (side) => {
         const clip = assignment.clips[side];
@@ -673,6 +705,82 @@
     const span = transport.span;
     for (const side of SIDES) sideEls[side].wave.setBuffer(transport.buffers[side], span);
     render();
+  }
+
+  // ---- listening events -------------------------------------------------------------
+
+  function record(mine, kind, side, position) {
+    mine.saved.seq += 1;
+    mine.events.push({
+      seq: mine.saved.seq,
+      side,
+      kind,
+      position: Math.round(Math.max(0, position) * 1000) / 1000,
+      client_time: Math.round(performance.now()),
+    });
+    if (kind === "tick") {
+      mine.lastTick = performance.now();
+    } else {
+      flushEvents(mine);
+    }
+  }
+
+  function listeningUrl(mine) {
+    return cfg.listeningUrl.replace("{id}", String(mine.assignment.id));
+  }
+
+  // One post at a time, in order: the server ignores numbers it has already seen, so a batch
+  // that may have arrived (lost answer) is safe to send again, and an older batch never overtakes.
+  function flushEvents(mine) {
+    if (!mine || mine.flushing) return mine ? mine.flushing : Promise.resolve();
+    if (!mine.events.length) return Promise.resolve();
+    mine.flushing = (async () => {
+      while (mine.events.length) {
+        const batch = mine.events.slice(0, 50);
+        mine.lastFlush = performance.now();
+        let res;
+        try {
+          res = await postJSON(listeningUrl(mine), { events: batch });
+        } catch (_) {
+          break; // offline: kept, sent with the next flush
+        }
+        if (res.status >= 500 || res.status === 429) break;
+        mine.events.splice(0, batch.length);
+        if (res.ok && res.data) {
+          mine.server = res.data.heard || mine.server;
+          if (res.data.last_seq > mine.saved.seq) mine.saved.seq = res.data.last_seq;
+          // Numbers the server already had from elsewhere (another tab on this pair): send those
+          // events again under fresh numbers. Play/pause/switch repeated change nothing on the server.
+          const skipped = batch.slice(0, res.data.ignored || 0).filter((event) => event.seq > mine.acked);
+          if (skipped.length) {
+            mine.events.unshift(...skipped.map((event) => ({ ...event })));
+            for (const event of mine.events) {
+              mine.saved.seq += 1;
+              event.seq = mine.saved.seq;
+            }
+          }
+          mine.acked = Math.max(mine.acked, res.data.last_seq);
+        }
+      }
+      mine.flushing = null;
+      if (task === mine) render();
+    })();
+    return mine.flushing;
+  }
+
+  function flushOnLeave() {
+    if (!task || !task.events.length) return;
+    try {
+      fetch(listeningUrl(task), {
+        method: "POST",
+        credentials: "same-origin",
+        keepalive: true,
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+        body: JSON.stringify({ events: task.events.slice(0, 50) }),
+      });
+    } catch (_) {
+      /* the page is going away; the server's record simply ends earlier */
+    }
   }
 
   // Called when a pair is finished with (stored, skipped, replaced): its local copy is not re-saved.
@@ -735,8 +843,10 @@
     const minimum = Number(rules.min_listen_seconds || 0);
     const log = task.saved.log;
     if (!task.saved.read) items.push("Read the instruction and confirm it.");
+    const settled = !task.events.length && !task.flushing;
     for (const side of SIDES) {
-      const heard = log[side].seconds;
+      // Once everything is reported, the server's count is the one that decides.
+      const heard = settled ? Math.min(log[side].seconds, Number(task.server[side] || 0)) : log[side].seconds;
       if (heard + 1e-6 < minimum || (minimum > 0 && log[side].plays < 1)) {
         items.push(`Listen to ${side} for ${Math.max(0.1, minimum - heard).toFixed(1)} s more.`);
       }
@@ -765,6 +875,14 @@
     transport.account();
     tickTime();
     persist(true);
+    render();
+    // The server judges from its own record: everything the page has reported must be in it first.
+    const reporting = task;
+    await flushEvents(reporting);
+    if (task !== reporting) {
+      submitting = false;
+      return;
+    }
     const a = answers();
     const log = task.saved.log;
     const round3 = (x) => Math.round(x * 1000) / 1000;
@@ -962,6 +1080,9 @@
     const transport = task.transport;
     transport.checkEnded();
     transport.account();
+    const now = performance.now();
+    if (transport.playing && now - task.lastTick >= EVENT_TICK_MS) record(task, "tick", transport.active, transport.position());
+    if (task.events.length && now - task.lastFlush >= EVENT_FLUSH_MS) flushEvents(task);
     persist(false);
     if (!transport.playing) render();
   }
@@ -1148,7 +1269,10 @@
   });
 
   window.addEventListener("resize", () => render());
-  window.addEventListener("pagehide", () => persist(true));
+  window.addEventListener("pagehide", () => {
+    persist(true);
+    flushOnLeave();
+  });
   document.addEventListener("visibilitychange", () => {
     tickTime();
     persist(true);
@@ -1168,6 +1292,9 @@
         audioTime: ctx ? ctx.currentTime : 0,
         loop: transport && transport.loop ? { ...transport.loop } : null,
         log: task ? JSON.parse(JSON.stringify(task.saved.log)) : null,
+        server: task ? { ...task.server } : null,
+        pending: task ? task.events.length + (task.flushing ? 1 : 0) : 0,
+        seq: task ? task.saved.seq : 0,
       };
     },
   };

@@ -1,5 +1,6 @@
 // Arena page: terms, prompt, generation progress, listening events, vote, reveal.
-// The page only reports what the players do; the server decides when a vote is allowed.
+// The page only reports what the players do, numbered (the server ignores a number it has
+// seen); the server stamps each post on arrival and decides when a vote is allowed.
 (function () {
   "use strict";
   const root = document.getElementById("arena");
@@ -17,6 +18,8 @@
   let flushing = false;
   let tickTimer = null;
   let voted = false;
+  let lastFlush = 0;
+  const FLUSH_MS = 2000; // ticks are posted this often; play, pause, seek and ended at once
 
   function csrf() {
     const m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -116,30 +119,47 @@
     $("feedback").value = "";
     $("feedback").disabled = false;
     $("vote-error").textContent = "";
+    battle.seq = battle.listen_seq || 0;
+    queue = [];
     updateHeard(battle.heard);
     if (!tickTimer) tickTimer = setInterval(tick, 1000);
   }
 
   function record(side, kind) {
     if (!battle || voted) return;
-    queue.push({ side: side, kind: kind, client_time: performance.now(), position: players[side].currentTime || 0 });
-    flush();
+    battle.seq += 1;
+    queue.push({ seq: battle.seq, side: side, kind: kind, client_time: Math.round(performance.now()), position: players[side].currentTime || 0 });
+    if (kind !== "tick") flush();
   }
 
+  // One post at a time, in order; a batch whose answer was lost is sent again as it was.
   async function flush() {
     if (flushing || !queue.length || !battle) return;
     flushing = true;
-    const batch = queue.splice(0, 50);
-    const r = await api(root.dataset.apiBattles + battle.id + "/events/", "POST", { events: batch });
+    lastFlush = performance.now();
+    const mine = battle;
+    const batch = queue.slice(0, 50);
+    let r;
+    try {
+      r = await api(root.dataset.apiBattles + mine.id + "/events/", "POST", { events: batch });
+    } catch (e) {
+      r = null;
+    }
     flushing = false;
-    if (r.ok) updateHeard(r.data.heard, r.data.can_vote);
-    if (queue.length) flush();
+    if (battle !== mine) return;
+    if (r && r.status < 500 && r.status !== 429) queue.splice(0, batch.length);
+    if (r && r.ok) {
+      if (r.data.last_seq > battle.seq) battle.seq = r.data.last_seq;
+      updateHeard(r.data.heard, r.data.can_vote);
+      if (queue.length) flush();
+    }
   }
 
   function tick() {
     for (const side of ["a", "b"]) {
       if (!players[side].paused && !players[side].ended) record(side, "tick");
     }
+    if (queue.length && performance.now() - lastFlush >= FLUSH_MS) flush();
   }
 
   function updateHeard(heard, canVote) {
@@ -176,7 +196,7 @@
       $("vote-error").textContent = "";
       // Report what has been heard up to this moment before voting.
       for (const side of ["a", "b"]) { if (!players[side].paused) record(side, "tick"); }
-      while (flushing || queue.length) { await flush(); await new Promise((res) => setTimeout(res, 50)); }
+      for (let tries = 0; (flushing || queue.length) && tries < 100; tries += 1) { await flush(); await new Promise((res) => setTimeout(res, 50)); }
       // One key per battle on this page: a retried request after a lost answer gets the stored vote back.
       if (!battle.voteKey) battle.voteKey = battle.id + "-" + Math.random().toString(36).slice(2) + Date.now().toString(36);
       const r = await api(root.dataset.apiBattles + battle.id + "/vote/", "POST", { vote: button.dataset.vote, feedback: $("feedback").value, idempotency_key: battle.voteKey });

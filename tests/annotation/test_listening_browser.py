@@ -242,7 +242,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
 
 
 @pytest.mark.timeout(90)
-def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(live_server, page, listening_study):
+def test_forged_or_too_fast_listening_is_refused_and_double_submit_stores_one(live_server, page, listening_study):
     study, pair = listening_study
     user = AnnotatorFactory(username="forger")
     services.study_annotator_add(study=study, user=user)
@@ -275,23 +275,38 @@ def test_forged_or_short_listening_log_is_refused_and_double_submit_stores_one(l
         "time_on_page_ms": 4000,
     }
 
-    # Claims two minutes of listening a few seconds after the pair was served.
+    # The page has fetched both clips but played nothing: a log claiming two minutes is refused...
+    page.wait_for_function("window.auditoriumListening.snapshot().ready")
     forged = page.evaluate(
         post,
         [url, {**answer, "idempotency_key": "forged-1", "listening_log": {"A": {"plays": 3, "seconds": 60}, "B": {"plays": 3, "seconds": 60}, "switches": 4}}],
     )
-    assert forged["status"] == 400 and forged["data"]["code"] == "listening_log_inconsistent", forged
-    # Too little of clip B.
-    short = page.evaluate(
-        post,
-        [url, {**answer, "idempotency_key": "short-1", "listening_log": {"A": {"plays": 1, "seconds": 1.2}, "B": {"plays": 1, "seconds": 0.3}, "switches": 1}}],
-    )
+    assert forged["status"] == 400 and forged["data"]["code"] == "listening_too_short", forged
+    assert forged["data"]["heard"] == {"A": 0.0, "B": 0.0}
+    # ...and so are play events a script posts faster than the clock: a burst earns half a second at most.
+    events_url = f"/api/assignments/{assignment.pk}/listening/"
+    burst = [{"seq": 100 + k, "side": side, "kind": kind} for k, (kind, side) in enumerate([("play", "A")] + [("tick", "A")] * 5 + [("switch", "B")] + [("tick", "B")] * 5)]
+    sent = page.evaluate(post, [events_url, {"events": burst}])
+    assert sent["status"] == 200 and sent["data"]["heard"]["A"] <= 0.5 and sent["data"]["heard"]["B"] < 0.1, sent
+    short = page.evaluate(post, [url, {**answer, "idempotency_key": "short-1", "listening_log": {"A": {"plays": 1, "seconds": 1.2}, "B": {"plays": 1, "seconds": 1.2}, "switches": 1}}])
     assert short["status"] == 400 and short["data"]["code"] == "listening_too_short", short
-    assert "B" in short["data"]["detail"]
+    assert "clip B (" in short["data"]["detail"]
     assert not Judgment.objects.filter(annotator=user).exists()
 
+    # Real listening on the page; the page's event numbers carry on past the script's.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+    page.locator("body").focus()
+    page.keyboard.press("Space")
+    hear(page, "A", 1.3)
+    page.keyboard.press("s")
+    hear(page, "B", 1.3)
+    if snapshot(page)["playing"]:
+        page.keyboard.press("Space")
+    wait_until(page, "s.pending === 0 && s.server.A >= 1 && s.server.B >= 1")
+
     # The same idempotency key sent twice at once (a double click): exactly one judgment is stored.
-    good = {**answer, "idempotency_key": "double-1", "listening_log": {"A": {"plays": 1, "seconds": 1.0}, "B": {"plays": 1, "seconds": 1.0}, "switches": 1}}
+    good = {**answer, "idempotency_key": "double-1", "listening_log": {"A": {"plays": 1, "seconds": 1.3}, "B": {"plays": 1, "seconds": 1.3}, "switches": 1}}
     first, second = page.evaluate(both, [url, good])
     assert [first["status"], second["status"]].count(201) == 1, (first, second)
     stored = first if first["status"] == 201 else second

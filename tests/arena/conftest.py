@@ -11,8 +11,9 @@ from django.test import Client
 from django.utils import timezone
 
 from arena import conf
-from arena.models import AdapterKind, ArenaSystem, Battle, Visitor
-from arena.services import visitor_accept_terms
+from arena.blind import HEADER_BYTES, SAMPLE_BYTES, blind_frames
+from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, Visitor
+from arena.services import battle_audio_fetch_record, listen_events_record, visitor_accept_terms
 from tests.factories import ClipFactory, SystemFactory
 
 FAST_RATES = {
@@ -70,3 +71,28 @@ def ready_battle(visitor: Visitor, system_a: ArenaSystem, system_b: ArenaSystem,
         status=Battle.Status.READY,
         ready_at=timezone.now() - timedelta(seconds=ready_ago),
     )
+
+
+def fetch_audio(battle: Battle, *, side: str, at) -> None:
+    """What the audio endpoint notes when it sends a side's clip whole."""
+    size = HEADER_BYTES + SAMPLE_BYTES * blind_frames(seconds=battle.duration_requested, rate=int(conf.get("ARENA_SAMPLE_RATE")))
+    battle_audio_fetch_record(battle=battle, side=side, served=(0, size - 1, size), now=at)
+
+
+def send(battle: Battle, visitor: Visitor, events: list[tuple[float, str, str]], *, start) -> dict:
+    """Events as (seconds after start, kind, side), one post each, numbered after what the server already has."""
+    seq = Battle.objects.get(pk=battle.pk).listen_seq
+    result = {}
+    for offset, kind, side in events:
+        seq += 1
+        result = listen_events_record(battle=battle, visitor=visitor, events=[{"seq": seq, "side": side, "kind": kind}], now=start + timedelta(seconds=offset))
+    return result
+
+
+def listen(battle: Battle, visitor: Visitor, *, side: str, seconds: float, start):
+    """A playing page: the clip fetched (once), play, a tick each second, pause; returns when it paused."""
+    if not BattleAudioFetch.objects.filter(battle=battle, side=side).exists():
+        fetch_audio(battle, side=side, at=start)
+    events = [(0.0, "play", side)] + [(float(k), "tick", side) for k in range(1, int(seconds) + 1)] + [(seconds, "pause", side)]
+    send(battle, visitor, events, start=start)
+    return start + timedelta(seconds=seconds)

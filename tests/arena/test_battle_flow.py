@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena import conf
-from arena.models import AdapterKind, Battle, ListenEvent, RejectedVote, Vote
+from arena.models import AdapterKind, Battle, BattleAudioFetch, ListenEvent, RejectedVote, Vote
 from arena.services import ArenaError, listen_events_record, vote_submit
+from auditorium import listening
 
-from .conftest import arena_system, ready_battle, visitor_client, visitor_with_terms
+from .conftest import arena_system, fetch_audio, listen, ready_battle, send, visitor_client, visitor_with_terms
 
 CREATE = reverse("arena:api-battle-create")
 
@@ -35,16 +36,6 @@ def vote_url(battle_id):
 
 def post(client, url, body):
     return client.post(url, data=json.dumps(body), content_type="application/json")
-
-
-def listen(battle, visitor, *, side, seconds, start):
-    """Events as a playing page would send them, one tick a second, stamped at the given server times."""
-    listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play", "position": 0.0}], now=start)
-    for k in range(1, int(seconds) + 1):
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "tick", "position": float(k)}], now=start + timedelta(seconds=k))
-    end = start + timedelta(seconds=seconds)
-    listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "pause", "position": seconds}], now=end)
-    return end
 
 
 @pytest.fixture
@@ -99,13 +90,15 @@ def test_full_battle_on_demo_systems_reveals_only_after_the_vote(demo_pair, djan
         pre_vote.append(json.dumps(dict(audio.headers)).encode())
         assert data["audio"][side] == f"/arena/audio/{data['id']}/{side}/"
     pre_vote.append(client.get(reverse("arena:arena")).content)
-    # Pretend the clips became ready a minute ago, so the listening below happened after that.
+    # Pretend the clips became ready and were fetched a minute ago, so the listening below happened after that.
     Battle.objects.filter(pk=battle.pk).update(ready_at=timezone.now() - timedelta(seconds=60))
+    assert BattleAudioFetch.objects.filter(battle=battle).count() == 2
+    BattleAudioFetch.objects.filter(battle=battle).update(served_at=timezone.now() - timedelta(seconds=60))
     battle.refresh_from_db()
     start = timezone.now() - timedelta(seconds=30)
     end = listen(battle, visitor, side="a", seconds=6, start=start)
     listen(battle, visitor, side="b", seconds=6, start=end)
-    pre_vote.append(post(client, events_url(data["id"]), {"events": [{"side": "a", "kind": "pause", "position": 6.0}]}).content)
+    pre_vote.append(post(client, events_url(data["id"]), {"events": [{"seq": 1000, "side": "a", "kind": "pause", "position": 6.0}]}).content)
     blob = b"\n".join(pre_vote).lower()
     for system in demo_pair:
         for word in (system.system.name, system.system.organisation):
@@ -144,36 +137,77 @@ def test_listening_is_measured_on_the_server_clock(db):
     with pytest.raises(ArenaError) as err:
         vote_submit(battle=battle, visitor=visitor, choice="b")
     assert err.value.code == "listen_required" and err.value.extra["heard"] == {"a": 6.0, "b": 1.0}
+    assert "clip B (1.0 s of 5 s)" in err.value.message
 
-    # A page claiming a long play by its own clock, in one burst, earns nothing.
-    burst = timezone.now() - timedelta(seconds=50)
+    # A page claiming a long play by its own clock, in one burst, earns at most the half
+    # second a play may have started before it arrived.
+    burst = t0 + timedelta(seconds=50)
     listen_events_record(
         battle=battle,
         visitor=visitor,
-        events=[{"side": "b", "kind": "play", "client_time": 0}, {"side": "b", "kind": "tick", "client_time": 60000}, {"side": "b", "kind": "pause", "client_time": 90000}],
+        events=[{"seq": 100, "side": "b", "kind": "play", "client_time": 0}, {"seq": 101, "side": "b", "kind": "tick", "client_time": 60000},
+                {"seq": 102, "side": "b", "kind": "pause", "client_time": 90000}],
         now=burst,
     )
+    battle.refresh_from_db()
+    assert battle.listening["b"]["seconds"] == pytest.approx(1.5)
     # "play" and then silence: only up to the gap limit counts, not the whole wall-clock time.
-    silent = timezone.now() - timedelta(seconds=40)
-    listen_events_record(battle=battle, visitor=visitor, events=[{"side": "b", "kind": "play"}], now=silent)
-    listen_events_record(battle=battle, visitor=visitor, events=[{"side": "b", "kind": "pause"}], now=silent + timedelta(seconds=30))
-    with pytest.raises(ArenaError) as err:
-        vote_submit(battle=battle, visitor=visitor, choice="b")
-    assert err.value.extra["heard"]["b"] == pytest.approx(1.0 + 3.0)
-
-    listen(battle, visitor, side="b", seconds=3, start=timezone.now() - timedelta(seconds=5))
+    send(battle, visitor, [(60, "play", "b"), (90, "pause", "b")], start=t0)
+    battle.refresh_from_db()
+    assert battle.listening["b"]["seconds"] == pytest.approx(1.5 + listening.MAX_EVENT_GAP_SECONDS)
     vote = vote_submit(battle=battle, visitor=visitor, choice="b")
     assert vote.listen_seconds_b >= 5.0 and vote.choice == "b"
 
 
-def test_listening_cannot_exceed_wall_clock_since_ready(db):
+def test_audio_never_fetched_or_fetched_after_the_listening_counts_for_nothing(db):
     visitor, _ = visitor_with_terms()
-    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=2)
-    start = timezone.now() - timedelta(seconds=2)
-    listen(battle, visitor, side="a", seconds=10, start=start)  # arrival times up to 8 s in the future
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    t0 = timezone.now() - timedelta(seconds=100)
+    send(battle, visitor, [(0, "play", "a")] + [(k, "tick", "a") for k in range(1, 9)] + [(8, "pause", "a")], start=t0)
+    fetch_audio(battle, side="a", at=t0 + timedelta(seconds=5))  # only the last three seconds came after the audio was sent
+    listen(battle, visitor, side="b", seconds=8, start=t0 + timedelta(seconds=20))
     with pytest.raises(ArenaError) as err:
         vote_submit(battle=battle, visitor=visitor, choice="a")
-    assert err.value.extra["heard"]["a"] <= 2.5
+    battle.refresh_from_db()
+    # The record is refreshed by the next events post; the vote reads what it holds.
+    assert battle.listening["a"]["seconds"] == pytest.approx(3.0)
+    assert err.value.extra["heard"] == {"a": 3.0, "b": 8.0}
+
+
+def test_playing_both_clips_at_once_counts_once_through_the_api(db):
+    """The scripted case: `play` for both clips together, ticks for both, 8 s of wall time: no double credit."""
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    client = visitor_client(cookie)
+    t0 = timezone.now() - timedelta(seconds=60)
+    for side in ("a", "b"):
+        fetch_audio(battle, side=side, at=t0)
+    send(battle, visitor, [(1, "play", "a"), (1, "play", "b")] + [(1 + k, kind, side) for k in range(1, 9) for kind, side in (("tick", "a"), ("tick", "b"))], start=t0)
+    battle.refresh_from_db()
+    heard = battle.listening
+    assert heard["a"]["seconds"] + heard["b"]["seconds"] <= 8.5 + 1e-6
+    assert (heard["a"]["seconds"], heard["b"]["seconds"]) == (0.5, 8.0)
+    response = post(client, vote_url(battle.public_id), {"vote": "a"})
+    assert response.status_code == 403 and response.json()["code"] == "listen_required"
+    assert "clip A (0.5 s of 5 s)" in response.json()["detail"]
+    assert not Vote.objects.exists()
+
+
+def test_replayed_events_are_ignored(db):
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    client = visitor_client(cookie)
+    listen(battle, visitor, side="a", seconds=6, start=timezone.now() - timedelta(seconds=60))
+    battle.refresh_from_db()
+    seq = battle.listen_seq
+    # The whole play of A posted again under its old numbers, as a script replaying a capture would.
+    replay = [{"seq": n, "side": "b", "kind": "tick"} for n in range(1, seq + 1)]
+    for _ in range(3):
+        response = post(client, events_url(battle.public_id), {"events": replay})
+        assert response.status_code == 200 and response.json()["accepted"] == 0 and response.json()["ignored"] == seq
+    assert response.json()["heard"] == {"a": 6.0, "b": 0.0} and response.json()["last_seq"] == seq
+    assert ListenEvent.objects.filter(battle=battle).count() == seq
+    assert post(client, events_url(battle.public_id), {"events": [{"seq": seq + 2, "side": "b", "kind": "play"}, {"seq": seq + 1, "side": "b", "kind": "tick"}]}).status_code == 400
 
 
 def test_second_vote_is_rejected_logged_and_never_overwrites(db):
@@ -189,7 +223,7 @@ def test_second_vote_is_rejected_logged_and_never_overwrites(db):
     assert list(Vote.objects.values_list("choice", flat=True)) == ["a"]
     assert RejectedVote.objects.get().reason == "already_voted"
     # Listening events after the vote are refused too.
-    late = post(client, events_url(battle.public_id), {"events": [{"side": "a", "kind": "play"}]})
+    late = post(client, events_url(battle.public_id), {"events": [{"seq": 999, "side": "a", "kind": "play"}]})
     assert late.status_code == 409
 
 
@@ -339,7 +373,8 @@ def test_events_are_validated(db):
     visitor, cookie = visitor_with_terms()
     battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"))
     client = visitor_client(cookie)
-    assert post(client, events_url(battle.public_id), {"events": [{"side": "c", "kind": "play"}]}).status_code == 400
+    assert post(client, events_url(battle.public_id), {"events": [{"seq": 1, "side": "c", "kind": "play"}]}).status_code == 400
+    assert post(client, events_url(battle.public_id), {"events": [{"side": "a", "kind": "play"}]}).status_code == 400
     assert post(client, events_url(battle.public_id), {"events": []}).status_code == 400
     assert not ListenEvent.objects.exists()
 

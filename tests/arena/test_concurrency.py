@@ -10,9 +10,9 @@ from django.db import connection
 from django.utils import timezone
 
 from arena.models import RejectedVote, Vote
-from arena.services import ArenaError, listen_events_record, vote_submit
+from arena.services import ArenaError, vote_submit
 
-from .conftest import arena_system, ready_battle, visitor_with_terms
+from .conftest import arena_system, listen, ready_battle, visitor_with_terms
 
 
 @pytest.mark.django_db(transaction=True)
@@ -22,10 +22,7 @@ def test_concurrent_double_submit_stores_one_vote(attempt):
     battle = ready_battle(visitor, arena_system(f"s1-{attempt}"), arena_system(f"s2-{attempt}"), ready_ago=60)
     t0 = timezone.now() - timedelta(seconds=50)
     for side, offset in (("a", 0), ("b", 10)):
-        start = t0 + timedelta(seconds=offset)
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play"}], now=start)
-        for k in range(1, 7):
-            listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "tick"}], now=start + timedelta(seconds=k))
+        listen(battle, visitor, side=side, seconds=6, start=t0 + timedelta(seconds=offset))
 
     barrier = threading.Barrier(4, timeout=60)
     outcomes: list[str] = []

@@ -13,19 +13,18 @@ from django.utils import timezone
 from arena.broadcast import leaderboard_broadcast
 from arena.models import ArenaPrompt, ArenaSystem, LeaderboardSnapshot
 from arena.seed import PREBAKED_PROMPTS, arena_seed
-from arena.services import listen_events_record, vote_submit
+from arena.services import vote_submit
 
-from .conftest import arena_system, ready_battle, visitor_with_terms
+from .conftest import arena_system, fetch_audio, ready_battle, send, visitor_with_terms
 
 
 def voted(visitor, a, b, choice):
     battle = ready_battle(visitor, a, b, ready_ago=60)
     t0 = timezone.now() - timedelta(seconds=50)
     for side, offset in (("a", 0), ("b", 10)):
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play"}], now=t0 + timedelta(seconds=offset))
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "pause"}], now=t0 + timedelta(seconds=offset + 3))
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "play"}], now=t0 + timedelta(seconds=offset + 4))
-        listen_events_record(battle=battle, visitor=visitor, events=[{"side": side, "kind": "ended"}], now=t0 + timedelta(seconds=offset + 7))
+        fetch_audio(battle, side=side, at=t0)
+        events = [(0, "play", side), (3, "pause", side), (4, "play", side), (7, "ended", side)]
+        send(battle, visitor, [(offset + at, kind, s) for at, kind, s in events], start=t0)
     return vote_submit(battle=battle, visitor=visitor, choice=choice)
 
 

@@ -16,14 +16,20 @@ PUBLIC = {
     "api-battle-events", "api-battle-vote", "api-leaderboard",
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
-ANNOTATOR = {"home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-judgment-submit", "api-assignment-skip", "clip-audio"}
+ANNOTATOR = {
+    "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
+    "clip-audio",
+}
 RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export",
 }
-POST_ONLY = {"api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-judgment-submit", "api-assignment-skip", "study-annotators-add"}
+POST_ONLY = {
+    "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
+    "study-annotators-add",
+}
 
 
 def all_routes() -> dict[str, set[str]]:

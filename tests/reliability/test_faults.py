@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from annotation.models import Judgment
 from arena import conf
-from arena.models import AdapterKind, ArenaSystem, Battle, ListenEvent, Vote
+from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, ListenEvent, Vote
+from arena.selectors import listening_record
 from arena.services import visitor_accept_terms
 from tests.factories import ClipFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, SystemFactory
 
@@ -58,13 +59,19 @@ def ready_battles(n: int, *, per_visitor: int = 1):
                 visitor=visitor, prompt="calm pads", duration_requested=5.0, seed=1, system_a=systems[0], system_b=systems[1],
                 clip_a=clip_a, clip_b=clip_b, status=Battle.Status.READY, ready_at=ready_at,
             )
+            # Both clips sent, then A played for 10 s and B after it: one clip at a time, as the server counts.
+            BattleAudioFetch.objects.bulk_create(
+                [BattleAudioFetch(battle=battle, side=side, first_byte=0, last_byte=999, total_bytes=1000, served_at=ready_at) for side in ("a", "b")]
+            )
             ListenEvent.objects.bulk_create(
                 [
-                    ListenEvent(battle=battle, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 2 * k))
-                    for side in ("a", "b")
+                    ListenEvent(battle=battle, seq=6 * n + k + 1, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 12 * n + 2 * k))
+                    for n, side in enumerate(("a", "b"))
                     for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause"))
                 ]
             )
+            battle.listening, battle.listen_seq = listening_record(battle), 12
+            battle.save(update_fields=["listening", "listen_seq"])
             out.append((battle, cookie))
     return out
 

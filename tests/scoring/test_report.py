@@ -27,6 +27,7 @@ from scoring import compare, report
 from scoring.models import Judge, ScoringRun, Verdict
 from scoring.routing import websocket_urlpatterns
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
+from tests.listening import listen
 
 NAN = np.nan
 
@@ -359,6 +360,7 @@ class LiveRefreshTests(TestCase):
 
     def test_a_committed_judgment_reaches_open_report_pages(self):
         assignment = AssignmentFactory(annotator=self.annotator, pair=self.pair, served_at=timezone.now() - timedelta(minutes=2))
+        listen(assignment, seconds=3.0)
 
         def submit():
             with self.captureOnCommitCallbacks(execute=True):

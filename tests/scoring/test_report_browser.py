@@ -26,6 +26,7 @@ from annotation.models import Judgment, Pair, System
 from scoring.models import Judge, ScoringRun, Verdict
 from tests.browser import CHROMIUM, launch  # noqa: E402
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
+from tests.listening import listen
 
 TUNEJURY = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")]
@@ -209,6 +210,7 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
         annotator = AnnotatorFactory(username="late")
         free = next(p for p in self.pairs if not p.judgments.filter(annotator=annotator).exists())
         assignment = AssignmentFactory(annotator=annotator, pair=free, served_at=timezone.now() - timezone.timedelta(minutes=1))
+        listen(assignment, seconds=2.0)
         other, annotator_page = self.open_as("late", "/")
         token = next(c["value"] for c in other.cookies() if c["name"] == "csrftoken")
         response = annotator_page.request.post(
