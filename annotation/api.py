@@ -98,22 +98,22 @@ class _ListeningLog(serializers.Serializer):
 class ListeningEventsApi(APIView):
     """The page's play / pause / seek / switch / tick / ended events, stamped with the server's clock on arrival."""
 
-    class EventsInput(serializers.Serializer):
+    class ListeningEventsInput(serializers.Serializer):
         events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
 
-    class EventsOutput(serializers.Serializer):
+    class ListeningEventsOutput(serializers.Serializer):
         accepted = serializers.IntegerField()
         ignored = serializers.IntegerField(help_text="Events whose seq was already received (a retry or a replay).")
         last_seq = serializers.IntegerField()
         heard = serializers.DictField(child=serializers.FloatField())
         min_listen_seconds = serializers.FloatField()
 
-    @extend_schema(request=EventsInput, responses=EventsOutput)
+    @extend_schema(request=ListeningEventsInput, responses=ListeningEventsOutput)
     def post(self, request, assignment_id: int):
-        serializer = self.EventsInput(data=request.data)
+        serializer = self.ListeningEventsInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=serializer.validated_data["events"])
-        return Response(self.EventsOutput(result).data)
+        return Response(self.ListeningEventsOutput(result).data)
 
 
 class JudgmentSubmitApi(APIView):
