@@ -1,11 +1,10 @@
 """The study report: human agreement, annotators, machine vs human, disagreement triage.
 
-`report_build` returns one JSON-safe dict; `report_tables` flattens it into the
-CSV tables; `report_compute` is the pure (DataFrame in, dict out) part that the
-benchmark times. Machine-vs-human numbers follow the CMI-RewardBench rules
-(docs/formats.md): score ties predict B, a "both" label scores 0.5, other
-labels are dropped, confidence buckets <3 / =3 / >3, "w/ audio" and "w/o audio"
-are unweighted means of their two modalities, correlations are pandas'.
+`report_build` returns one JSON-safe dict (scoring.report_tables flattens it into
+CSV tables); `report_compute` is the pure (DataFrame in, dict out) part that the
+benchmark times. Machine-vs-human numbers are scoring.evaluation's majority view
+(its rules and breakdowns), computed here on frames so a study of 100,000 votes
+stays a few vectorised group-bys; imported result sets are scored by scoring.compare.
 """
 
 from __future__ import annotations
