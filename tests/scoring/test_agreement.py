@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 
 from annotation.models import AnnotatorProfile, Pair
 from auditorium.errors import ServiceError
-from scoring import agreement, services
+from scoring import agreement, services, stats
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 NAN = np.nan
@@ -250,13 +250,13 @@ def test_closed_form_alpha_equals_the_krippendorff_package(seed):
 
 
 def test_bootstrap_sums_resample_units_with_replacement():
-    stats = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    draws = agreement.bootstrap_sums(stats, rounds=500, seed=3)
+    units = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    draws = stats.bootstrap_sums(units, rounds=500, seed=3)
     # Every resample has three units, so the first column plus the second equals 3 + (units of type 3).
     assert draws.shape == (500, 2)
     assert ((draws >= 0) & (draws <= 3)).all()
     assert draws.mean(axis=0) == pytest.approx([2.0, 2.0], abs=0.1)
-    assert np.array_equal(draws, agreement.bootstrap_sums(stats, rounds=500, seed=3))
+    assert np.array_equal(draws, stats.bootstrap_sums(units, rounds=500, seed=3))
 
 
 def test_thresholds_parse_rejects_bad_values_with_a_readable_message():
