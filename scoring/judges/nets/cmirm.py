@@ -32,8 +32,8 @@ from torch import nn
 
 from ..layout import MULAN_ID, find_model_dir, weight_file
 from .common import WeightsMismatch, load_exact, read_state_dict
-from .muq import TRAINING_ONLY, muq_state
 from .mulan import MAX_TEXT_TOKENS, Attention, AudioTower, GainNorm, TextTower, Transformer, build_towers, feed_forward
+from .muq import TRAINING_ONLY, muq_state
 
 CHUNK_SECONDS = 30.0
 
