@@ -337,3 +337,25 @@ def test_judges_command_lists_the_cmi_family_with_reasons(settings, tmp_path):
     for key, layout in (("muq-mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi-rm", "CMI-RM"), ("audiobox-aesthetics", "audiobox-aesthetics")):
         assert f"UNAVAILABLE: weights not found: {tmp_path / layout}" in lines[key]
     assert "dims=alignment,musicality" in lines["cmi-rm"]
+
+
+def test_audiobox_port_reproduces_a_checkpoint_written_by_the_reference_package(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from scoring.judges.nets.audiobox import load_aesthetics
+
+    fixture = Path(__file__).parent / "fixtures" / "audiobox_reference"
+    expected = json.loads((fixture / "expected.json").read_text())
+    shutil.copy(fixture / "model.safetensors", tmp_path / "model.safetensors")
+    config = json.loads((fixture / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "encoder": expected["encoder"]}))
+    model = load_aesthetics(tmp_path)  # every key of Meta's file checked, weight_g/weight_v included
+    rng = np.random.default_rng(expected["seed"])
+    wave = torch.from_numpy((0.1 * rng.standard_normal((3, 160000))).astype(np.float32))
+    valid = torch.arange(160000)[None, :] < torch.tensor(expected["valid_samples"])[:, None]
+    wave[~valid] = 0
+    with torch.inference_mode():
+        out = model(wave, valid)
+    for axis, values in expected["predictions"].items():
+        assert out[axis].numpy() == pytest.approx(values, abs=1e-6)
