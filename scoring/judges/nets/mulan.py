@@ -27,7 +27,7 @@ from torch import nn
 
 from ..layout import MUQ_ID, find_model_dir, read_json, weight_file
 from .common import WeightsMismatch, load_exact, read_state_dict
-from .muq import MuQ, build_muq, muq_state
+from .muq import TRAINING_ONLY, MuQ, build_muq, muq_state
 
 TEXT_ID = "xlm-roberta-base"
 MAX_TEXT_TOKENS = 512
@@ -251,14 +251,8 @@ def load_muq_mulan(directory: Path) -> MuQMuLan:
     if path is None:
         raise FileNotFoundError(f"{directory} has no model.safetensors")
     state = muq_state(read_state_dict(path), prefix="mulan.audio.model.")
-    load_exact(model, _drop_text_buffers(state), source=str(path), ignore=tuple(f"mulan.audio.model.{p}" for p in _muq_ignore()))
+    load_exact(model, _drop_text_buffers(state), source=str(path), ignore=tuple(f"mulan.audio.model.{p}" for p in TRAINING_ONLY))
     return model.eval()
-
-
-def _muq_ignore() -> tuple[str, ...]:
-    from .muq import TRAINING_ONLY
-
-    return TRAINING_ONLY
 
 
 def _drop_text_buffers(state: dict) -> dict:
