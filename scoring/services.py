@@ -603,11 +603,18 @@ def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
 
 DEFAULT_JUDGES = [
     {"key": "signal-technical", "kind": Judge.Kind.SIGNAL, "queue": Judge.Queue.CPU},
+    # Learned judges, weights looked up under AUDITORIUM_MODEL_DIR in their authors' layout;
+    # listed as unavailable, with the layout they expect, until the weights are there.
+    {"key": "muq-mulan", "kind": Judge.Kind.MUQ_MULAN, "queue": Judge.Queue.GPU, "weights": "MuQ-MuLan-large"},
+    {"key": "songeval", "kind": Judge.Kind.SONGEVAL, "queue": Judge.Queue.GPU, "weights": "SongEval"},
+    {"key": "cmi-rm", "kind": Judge.Kind.CMI_RM, "queue": Judge.Queue.GPU, "weights": "CMI-RM"},
+    {"key": "audiobox-aesthetics", "kind": Judge.Kind.AESTHETICS, "queue": Judge.Queue.GPU, "weights": "audiobox-aesthetics"},
 ]
 
 
 def judges_ensure_defaults() -> list[Judge]:
-    """The weight-free judges every installation can run."""
+    """The default judges: the weight-free signal judge, and the learned ones that load from
+    AUDITORIUM_MODEL_DIR (unavailable, with the reason, until their weights are there)."""
     out = []
     for spec in DEFAULT_JUDGES:
         judge, _ = Judge.objects.get_or_create(key=spec["key"], defaults={k: v for k, v in spec.items() if k != "key"})
