@@ -26,6 +26,7 @@ def judge_list() -> list[dict]:
                 "dimensions": list(adapter.dimensions),
                 "modalities": list(adapter.modalities),
                 "pairwise": adapter.pairwise,
+                "experimental": adapter.experimental,
                 "queue": judge.queue,
                 "weights": judge.weights,
                 "version": judge.version,

@@ -183,6 +183,8 @@ class JudgeAdapter:
     pairwise: bool = False
     needs_weights: bool = True
     packages: tuple[str, ...] = ()
+    # True for an adapter no test exercises on this project's pinned stack; listed with a marker.
+    experimental: bool = False
     # Bumped when the adapter's computation changes, so stale cache entries are not reused.
     code_version: str = "1"
 

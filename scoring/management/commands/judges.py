@@ -27,4 +27,6 @@ class Command(BaseCommand):
             self.stdout.write("No judge configured (try --ensure-defaults).")
         for row in rows:
             state = "available" if row["available"] else f"UNAVAILABLE: {row['reason']}"
+            if row["experimental"]:
+                state = f"[experimental: untested here] {state}"
             self.stdout.write(f"{row['key']:<24} {row['kind']:<13} queue={row['queue']:<3} dims={','.join(row['dimensions']):<21} {state}")
