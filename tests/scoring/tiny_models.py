@@ -1,6 +1,6 @@
 """Tiny random models saved to disk, so each learned judge is exercised through its real loader offline.
 
-Sizes follow docs/reference/judges.md: a few ten-thousand parameters, built from configs, tokenizers
+Sizes follow docs/judges.md: a few ten-thousand parameters, built from configs, tokenizers
 trained locally on a handful of words. Nothing here touches the network.
 """
 
