@@ -26,6 +26,7 @@ from .base import (
     ConditionInput,
     JudgeAdapter,
     JudgeOutputError,
+    JudgeUnavailable,
     PairOutcome,
 )
 from .device import decode_workers, dtype_name, judge_device, prefetch_audio
@@ -70,7 +71,10 @@ class AudioLLMJudge(JudgeAdapter):
         if not self._transformers():
             return version
         # bf16 and fp32 probabilities differ slightly: keep them apart in the clip cache.
-        return f"{version}.{dtype_name(self.options.get('dtype'), judge_device(self.options, key=self.config.key))}"
+        try:
+            return f"{version}.{dtype_name(self.options.get('dtype'), judge_device(self.options, key=self.config.key))}"
+        except JudgeUnavailable:
+            return f"{version}.unavailable"  # nothing is computed; the job records why
 
     def model_key(self) -> tuple:
         path = self.require()

@@ -20,7 +20,7 @@ import numpy as np
 
 from auditorium.runtime import cached_model
 
-from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, chunks
+from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks
 from .device import decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
 from .features import ClapMel, UnsupportedExtractor
 
@@ -59,7 +59,10 @@ class ClapJudge(JudgeAdapter):
 
     def cache_version(self) -> str:
         # bf16 and fp32 embeddings differ in the third decimal: keep them apart in the clip cache.
-        return f"{super().cache_version()}.{self.dtype()}"
+        try:
+            return f"{super().cache_version()}.{self.dtype()}"
+        except JudgeUnavailable:
+            return f"{super().cache_version()}.unavailable"  # nothing is computed; the job records why
 
     def model_key(self) -> tuple:
         return ("clap", self.require(), self.device(), self.dtype())
