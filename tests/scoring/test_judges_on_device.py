@@ -1,4 +1,7 @@
-"""Learned judges as GPU workers run them: dtype on purpose, batched pairs, the CUDA refusal, prefetching, warm-up.
+"""Learned judges as GPU workers run them: dtype on purpose, batched pairs, the CUDA refusal, prefetching.
+
+No database here, so this module also runs on a GPU machine without the web stack:
+`pytest tests/scoring/test_device_features.py tests/scoring/test_judges_on_device.py -m gpu`.
 
 bf16 against fp32 on the tiny models (tolerances, and why): bf16 keeps 8 bits of mantissa, a
 relative error of 2^-8 = 0.4 % per rounding; through a few layers a unit embedding moves by well
@@ -9,7 +12,6 @@ by at most 0.01 (measured: 5e-4).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -17,31 +19,21 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
-from scoring import services
-from scoring.judges import ClipAudio, ConditionInput, JudgeConfig, JudgeUnavailable, adapter_for, audiollm
+from scoring.judges import ClipAudio, ConditionInput, JudgeConfig, JudgeUnavailable, adapter_for
 from scoring.judges.device import dtype_name, length_batches, prefetch, split_on_oom
-from scoring.models import Judge, ScoringRun, Verdict
-from tests.factories import StudyFactory
 
 from .devices import DEVICES
+from .scripted import BatchedScript
 
 pytestmark = pytest.mark.slow
 
 
-def _wav(path, seconds: float, *, freq: float = 440.0, sr: int = 22050, seed: int = 0, amp: float = 0.3) -> ClipAudio:
+def wav(path, seconds: float, *, freq: float = 440.0, sr: int = 22050, seed: int = 0, amp: float = 0.3) -> ClipAudio:
     rng = np.random.default_rng(seed)
     t = np.arange(int(seconds * sr)) / sr
     wave = (amp * np.sin(2 * np.pi * freq * t) + 0.02 * rng.standard_normal(len(t))).astype(np.float32)
     sf.write(str(path), wave, sr)
     return ClipAudio(path=str(path), sha256=f"{path.name}-{seed}")
-
-
-def answer(mq="model_a", inf="model_a", scores=(7.0, 5.0, 6.5, 4.0)) -> str:
-    return json.dumps({"music_quality": mq, "instruction_following": inf, "MQ_score_a": scores[0], "MQ_score_b": scores[1], "IF_score_a": scores[2], "IF_score_b": scores[3], "reason": "r"})
-
-
-# --- dtype ------------------------------------------------------------------------------------
 
 
 def test_dtype_is_bf16_on_cuda_fp32_on_cpu_unless_the_judge_says_otherwise():
@@ -59,7 +51,7 @@ def test_dtype_is_bf16_on_cuda_fp32_on_cpu_unless_the_judge_says_otherwise():
 def test_clap_bf16_and_fp32_agree_and_load_in_the_asked_precision(tiny_clap_dir, no_network, tmp_path, device):
     import torch
 
-    clips = [_wav(tmp_path / f"{i}.wav", 2.0 + i, freq=200 + 150 * i, seed=i) for i in range(3)]
+    clips = [wav(tmp_path / f"{i}.wav", 2.0 + i, freq=200 + 150 * i, seed=i) for i in range(3)]
     condition = ConditionInput(prompt="calm piano")
     runs = {}
     for dtype in ("fp32", "bf16"):
@@ -75,7 +67,7 @@ def test_clap_bf16_and_fp32_agree_and_load_in_the_asked_precision(tiny_clap_dir,
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_aqa_bf16_and_fp32_agree(tiny_qwen_dir, no_network, tmp_path, device):
-    clips = [_wav(tmp_path / f"{i}.wav", 1.0, freq=300 + 100 * i, sr=16000, seed=i) for i in range(3)]
+    clips = [wav(tmp_path / f"{i}.wav", 1.0, freq=300 + 100 * i, sr=16000, seed=i) for i in range(3)]
     condition = ConditionInput(prompt="happy piano song")
     scores = {}
     for dtype in ("fp32", "bf16"):
@@ -84,19 +76,8 @@ def test_aqa_bf16_and_fp32_agree(tiny_qwen_dir, no_network, tmp_path, device):
     assert np.abs(scores["fp32"] - scores["bf16"]).max() <= 0.01
 
 
-# --- CUDA asked for where there is none ---------------------------------------------------------
-
-
-@pytest.fixture
-def no_cuda(monkeypatch):
-    """This machine as a CPU-only one, also where the suite runs on a GPU machine."""
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-
-
 def test_a_cuda_judge_on_a_machine_without_cuda_is_refused_with_the_reason(tiny_clap_dir, no_cuda, tmp_path):
-    clip = _wav(tmp_path / "a.wav", 1.0)
+    clip = wav(tmp_path / "a.wav", 1.0)
     judge = adapter_for(JudgeConfig(key="clap-gpu", kind="clap", weights=str(tiny_clap_dir), options={"device": "cuda"}))
     with pytest.raises(JudgeUnavailable, match=r"judge clap-gpu cannot run here: device 'cuda' was asked for, but .*(no CUDA support|no usable GPU|hides every GPU)"):
         judge.score_clips([clip], ConditionInput(prompt="x"))
@@ -118,57 +99,11 @@ def test_hidden_gpus_are_named_as_the_reason(monkeypatch, no_cuda):
     assert "has no CUDA support" in cuda_problem()
 
 
-@pytest.mark.django_db
-def test_a_run_of_a_cuda_judge_without_cuda_stores_failed_verdicts_saying_why(tiny_clap_dir, no_cuda):
-    study = StudyFactory(name="no-gpu")
-    condition, _ = condition_get_or_create(prompt="piano")
-    clips = [clip_ingest_array(audio=(0.2 * np.sin(np.arange(16000) / (3 + i))).astype(np.float32), sample_rate=16000, fmt="WAV")[0] for i in range(2)]
-    pair, _ = pair_get_or_create(study=study, condition=condition, clip_a=clips[0], clip_b=clips[1])
-    judge = Judge.objects.create(key="clap-cuda", kind=Judge.Kind.CLAP, weights=str(tiny_clap_dir), options={"device": "cuda"}, queue=Judge.Queue.GPU)
-    run = services.run_create(judge=judge, pair_ids=[pair.pk])
-    from scoring.tasks import run_start
-
-    run_start.apply(args=(run.pk,))
-    verdict = Verdict.objects.get(run=run)
-    assert verdict.status == Verdict.Status.FAILED
-    assert verdict.details["error"].startswith("JudgeUnavailable: judge clap-cuda cannot run here: device 'cuda' was asked for")
-
-
-# --- batched generation ---------------------------------------------------------------------------
-
-
-class BatchedScript:
-    """A backend that answers many prompts per call; the louder clip wins. Prompts whose first clip peaks above `bad_above` get prose."""
-
-    def __init__(self, bad_above: float | None = None):
-        self.calls: list[int] = []
-        self.bad = bad_above
-
-    def generate_many(self, batch, *, max_new_tokens=None):
-        self.calls.append(len(batch))
-        out = []
-        for _, _, waves in batch:
-            first, second = float(np.abs(waves[-2]).max()), float(np.abs(waves[-1]).max())
-            if self.bad is not None and first > self.bad:
-                out.append("I cannot decide.")
-            else:
-                out.append(answer("model_a", "model_a") if first > second else answer("model_b", "model_b"))
-        return out
-
-
-@pytest.fixture
-def batched(monkeypatch, tmp_path):
-    holder = {"backend": BatchedScript()}
-    monkeypatch.setitem(audiollm.BACKENDS, "batched", lambda path, options: holder["backend"])
-    (tmp_path / "weights").mkdir()
-    return holder, str(tmp_path / "weights")
-
-
 def test_compare_many_asks_both_orders_of_many_pairs_per_call_and_a_bad_row_fails_only_its_pair(batched, tmp_path):
     holder, weights = batched
     holder["backend"] = BatchedScript(bad_above=0.45)
     amps = [0.1, 0.2, 0.3, 0.5]
-    clips = [_wav(tmp_path / f"{i}.wav", 0.5, sr=16000, seed=i, amp=a) for i, a in enumerate(amps)]
+    clips = [wav(tmp_path / f"{i}.wav", 0.5, sr=16000, seed=i, amp=a) for i, a in enumerate(amps)]
     judge = adapter_for(JudgeConfig(key="llm", kind="llm_pairwise", weights=weights, options={"family": "batched", "batch_size": 16}))
     condition = ConditionInput(prompt="rock")
     pairs = [(clips[1], clips[0], condition), (clips[3], clips[2], condition), (clips[0], clips[2], condition)]
@@ -188,7 +123,7 @@ def test_compare_many_asks_both_orders_of_many_pairs_per_call_and_a_bad_row_fail
 
 def test_compare_many_fails_only_the_pairs_whose_audio_cannot_be_decoded(batched, tmp_path):
     holder, weights = batched
-    good = [_wav(tmp_path / f"{i}.wav", 0.5, sr=16000, seed=i, amp=0.1 * (i + 1)) for i in range(2)]
+    good = [wav(tmp_path / f"{i}.wav", 0.5, sr=16000, seed=i, amp=0.1 * (i + 1)) for i in range(2)]
     broken = tmp_path / "broken.wav"
     broken.write_bytes(b"not audio")
     judge = adapter_for(JudgeConfig(key="llm", kind="llm_pairwise", weights=weights, options={"family": "batched"}))
@@ -200,7 +135,7 @@ def test_compare_many_fails_only_the_pairs_whose_audio_cannot_be_decoded(batched
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_batched_generation_of_the_real_model_equals_one_prompt_at_a_time(tiny_qwen_dir, no_network, tmp_path, device):
-    clips = [_wav(tmp_path / f"{i}.wav", s, freq=f, sr=16000, seed=i) for i, (s, f) in enumerate(((1.0, 200), (0.4, 330), (0.7, 550)))]
+    clips = [wav(tmp_path / f"{i}.wav", s, freq=f, sr=16000, seed=i) for i, (s, f) in enumerate(((1.0, 200), (0.4, 330), (0.7, 550)))]
     condition = ConditionInput(prompt="rock song", lyrics="hello")
     pairs = [(clips[0], clips[1], condition), (clips[2], clips[0], condition)]
     one = adapter_for(JudgeConfig(key="llm1", kind="llm_pairwise", weights=str(tiny_qwen_dir), options={"device": device, "max_new_tokens": 6, "batch_size": 1, "dtype": "fp32"}))
@@ -209,45 +144,6 @@ def test_batched_generation_of_the_real_model_equals_one_prompt_at_a_time(tiny_q
     # A random tiny model cannot write the JSON; its raw texts show left padding changed nothing.
     assert [o.details["raw"] for o in batch] == [o.details["raw"] for o in singles]
     assert all(o.status == "failed" for o in batch)
-
-
-@pytest.mark.django_db
-def test_a_pairwise_run_sends_groups_of_pairs_to_one_job_each(batched):
-    holder, weights = batched
-    study = StudyFactory(name="batched")
-    condition, _ = condition_get_or_create(prompt="epic")
-    t = np.arange(16000) / 16000
-    clips = [clip_ingest_array(audio=(a * np.sin(2 * np.pi * 300 * t)).astype(np.float32), sample_rate=16000, fmt="WAV")[0] for a in (0.1, 0.2, 0.3, 0.4)]
-    pairs = [pair_get_or_create(study=study, condition=condition, clip_a=clips[i], clip_b=clips[j])[0] for i, j in ((1, 0), (2, 0), (3, 0), (2, 1), (3, 1))]
-    judge = Judge.objects.create(key="llm-b", kind=Judge.Kind.LLM_PAIRWISE, weights=weights, options={"family": "batched", "pairs_per_task": 2, "batch_size": 8}, queue=Judge.Queue.GPU)
-    run = services.run_create(judge=judge, pair_ids=[p.pk for p in pairs])
-    from scoring.tasks import run_start
-
-    assert run_start.apply(args=(run.pk,)).get() == {"queued": 5, "prewarm_batches": 0}
-    run.refresh_from_db()
-    assert (run.state, run.done, run.failed) == (ScoringRun.State.DONE, 5, 0)
-    assert holder["backend"].calls == [4, 4, 2]  # jobs of 2, 2 and 1 pairs, both orders each
-    for verdict in run.verdicts.select_related("pair"):
-        assert verdict.musicality_choice_id == verdict.pair.clip_a_id  # A is the louder clip in every pair
-    # A redelivered job finds its verdicts and asks the model nothing.
-    services.pairs_score(run_id=run.pk, pair_ids=[pairs[0].pk, pairs[1].pk])
-    assert holder["backend"].calls == [4, 4, 2] and run.verdicts.count() == 5
-
-
-@pytest.mark.django_db
-def test_gpu_batch_and_clips_per_prewarm_job_are_separate_options(tiny_clap_dir):
-    study = StudyFactory(name="prewarm")
-    condition, _ = condition_get_or_create(prompt="piano")
-    clips = [clip_ingest_array(audio=(0.2 * np.sin(np.arange(8000) / (3 + i))).astype(np.float32), sample_rate=16000, fmt="WAV")[0] for i in range(5)]
-    pair_ids = [pair_get_or_create(study=study, condition=condition, clip_a=clips[i], clip_b=clips[i + 1])[0].pk for i in range(4)]
-    judge = Judge.objects.create(key="clap-p", kind=Judge.Kind.CLAP, weights=str(tiny_clap_dir), options={"prewarm_clips": 2, "batch_size": 1}, queue=Judge.Queue.GPU)
-    run = services.run_create(judge=judge, pair_ids=pair_ids)
-    assert services.run_dispatch(run_id=run.pk) == {"queued": 4, "prewarm_batches": 3}  # 5 clips, 2 per job
-    run.refresh_from_db()
-    assert run.done == 4
-
-
-# --- helpers: prefetch, batching by length, out-of-memory splitting --------------------------------
 
 
 def test_prefetch_keeps_order_stays_bounded_and_raises_at_the_failing_item():
@@ -290,32 +186,3 @@ def test_split_on_oom_halves_the_batch_until_it_fits():
     assert seen == [5, 2, 3, 1, 2]
     with pytest.raises(RuntimeError, match="shape mismatch"):
         split_on_oom(lambda b: (_ for _ in ()).throw(RuntimeError("shape mismatch")), [1, 2])
-
-
-# --- warm-up at worker start ------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-def test_judges_warm_loads_the_model_once_and_refuses_cuda_judges_without_cuda(tiny_clap_dir, no_network, no_cuda):
-    from auditorium.runtime import cached_keys
-
-    Judge.objects.create(key="clap-warm", kind=Judge.Kind.CLAP, weights=str(tiny_clap_dir), queue=Judge.Queue.GPU)
-    Judge.objects.create(key="clap-cuda", kind=Judge.Kind.CLAP, weights=str(tiny_clap_dir), options={"device": "cuda"}, queue=Judge.Queue.GPU)
-    results = services.judges_warm(keys=["clap-warm", "clap-cuda", "nope"])
-    assert results["clap-warm"] == "ok"
-    assert results["clap-cuda"].startswith("JudgeUnavailable: judge clap-cuda cannot run here: device 'cuda' was asked for")
-    assert results["nope"] == "no such judge"
-    assert [k for k in cached_keys() if k[0] == "clap" and len(k) == 4] == [("clap", str(tiny_clap_dir), "cpu", "float32")]
-
-
-def test_worker_start_warms_the_configured_judges_in_a_thread(monkeypatch):
-    from auditorium import celery as worker
-
-    calls = []
-    monkeypatch.setattr(services, "judges_warm", lambda *, keys: calls.append(keys) or {k: "ok" for k in keys})
-    monkeypatch.setenv("AUDITORIUM_WARM_JUDGES", " clap-main, aqa ,")
-    thread = worker._warm_configured_judges()
-    thread.join(timeout=30)
-    assert calls == [["clap-main", "aqa"]]
-    monkeypatch.setenv("AUDITORIUM_WARM_JUDGES", "")
-    assert worker._warm_configured_judges() is None
