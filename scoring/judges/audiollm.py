@@ -232,48 +232,51 @@ class LLMPairwiseJudge(AudioLLMJudge):
         An answer that does not parse fails its own pair only. A file that cannot be decoded
         fails the pairs that need it.
         """
+        paths = [c.path for a, b, cond in pairs for c in (a, b, cond.reference) if c is not None]
+        broken: dict[str, str] = {}
+        waves = self._waves_or_errors(paths, broken)
+        outcomes: list[PairOutcome | None] = [None] * len(pairs)
+        ready, items = [], []
+        for index, (clip_a, clip_b, condition) in enumerate(pairs):
+            failed = [broken[c.path] for c in (clip_a, clip_b, condition.reference) if c is not None and c.path in broken]
+            if failed:
+                outcomes[index] = PairOutcome(status="failed", details={"error": f"AudioDecodeError: {failed[0]}", "template": self.template or "default"})
+                continue
+            ready.append(index)
+            items.append((waves[clip_a.path], waves[clip_b.path], waves[condition.reference.path] if condition.reference else None, condition))
+        for index, outcome in zip(ready, self.compare_waves(items)):
+            outcomes[index] = outcome
+        return outcomes
+
+    def compare_waves(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, ConditionInput]]) -> list[PairOutcome]:
+        """compare_many on decoded audio at 16 kHz: (wave_a, wave_b, reference wave or None, condition) per pair."""
         backend = self.backend()
         strict = bool(self.options.get("strict"))
         template = self.template or "default"
         parse = parse_strict_answer if strict else parse_cmi_answer
-        paths = [c.path for a, b, cond in pairs for c in (a, b, cond.reference) if c is not None]
-        broken: dict[str, str] = {}
-        waves = self._waves_or_errors(paths, broken)
-        requests, owners = [], []
-        outcomes: list[PairOutcome | None] = [None] * len(pairs)
-        for index, (clip_a, clip_b, condition) in enumerate(pairs):
-            needed = [c.path for c in (clip_a, clip_b, condition.reference) if c is not None]
-            failed = [broken[p] for p in needed if p in broken]
-            if failed:
-                outcomes[index] = PairOutcome(status="failed", details={"error": f"AudioDecodeError: {failed[0]}", "template": template})
-                continue
-            system, parts = prompts.pairwise_parts(prompt=condition.prompt, lyrics=condition.lyrics, has_reference=condition.reference is not None, template=template)
+        requests = []
+        for wave_a, wave_b, reference, condition in items:
+            system, parts = prompts.pairwise_parts(prompt=condition.prompt, lyrics=condition.lyrics, has_reference=reference is not None, template=template)
             if strict:
                 system = prompts.STRICT_SYSTEM
-            slots = {"reference": waves.get(condition.reference.path) if condition.reference else None}
-            for first, second in ((clip_a, clip_b), (clip_b, clip_a)):
-                slots.update(first=waves[first.path], second=waves[second.path])
+            for first, second in ((wave_a, wave_b), (wave_b, wave_a)):
+                slots = {"reference": reference, "first": first, "second": second}
                 requests.append((system, parts, [slots[p["slot"]] for p in parts if p["type"] == "audio"]))
-                owners.append(index)
         texts = generate_texts(backend, requests, self.batch_size()) if requests else []
-        answers: dict[int, list[str]] = {}
-        for index, text in zip(owners, texts):
-            answers.setdefault(index, []).append(text)
-        for index, (forward_text, swapped_text) in answers.items():
+        outcomes = []
+        for forward_text, swapped_text in zip(texts[0::2], texts[1::2]):
             raw = {"ab": forward_text, "ba": swapped_text}
-            try:
-                forward = parse(forward_text)
-            except JudgeOutputError as exc:
-                outcomes[index] = PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": "ab", "template": template})
-                continue
-            try:
-                swapped = parse(swapped_text)
-            except JudgeOutputError as exc:
-                outcomes[index] = PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": "ba", "template": template})
-                continue
-            outcome = combine_orders(forward, swapped)
-            outcome.details.update({"raw": raw, "template": template, "strict": strict})
-            outcomes[index] = outcome
+            answers = []
+            for order, text in raw.items():
+                try:
+                    answers.append(parse(text))
+                except JudgeOutputError as exc:
+                    outcomes.append(PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": order, "template": template}))
+                    break
+            else:
+                outcome = combine_orders(answers[0], answers[1])
+                outcome.details.update({"raw": raw, "template": template, "strict": strict})
+                outcomes.append(outcome)
         return outcomes
 
     def _waves_or_errors(self, paths: list[str], broken: dict) -> dict[str, np.ndarray]:
@@ -315,18 +318,22 @@ class AQAJudge(AudioLLMJudge):
         return condition.content_key("aqa", self.template or "default")
 
     def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:
+        waves = self.waves([c.path for c in clips])
+        return self.score_waves([waves[c.path] for c in clips], condition)
+
+    def score_waves(self, waves: list[np.ndarray], condition: ConditionInput) -> list[dict]:
+        """score_clips on decoded audio at 16 kHz."""
         backend = self.backend()
         questions = prompts.AQA_QUESTIONS[self.template or "default"]
         request = prompts.request_text(prompt=condition.prompt, lyrics=condition.lyrics)
-        waves = self.waves([c.path for c in clips])
         batch = []
-        for clip in clips:
+        for wave in waves:
             type(self).encode_calls += 1
             for dim in (ALIGNMENT, MUSICALITY):
                 text = questions[dim].format(request=request)
-                batch.append((prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [waves[clip.path]]))
+                batch.append((prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]))
         probs = yes_probabilities(backend, batch, self.batch_size())
-        return [{ALIGNMENT: probs[2 * i], MUSICALITY: probs[2 * i + 1]} for i in range(len(clips))]
+        return [{ALIGNMENT: probs[2 * i], MUSICALITY: probs[2 * i + 1]} for i in range(len(waves))]
 
 
 # --- Rubric judge (AnyAudio-Judge style) ------------------------------------------------------

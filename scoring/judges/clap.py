@@ -72,12 +72,13 @@ class ClapJudge(JudgeAdapter):
         key = self.model_key()
         _, path, device, dtype = key
         model, processor = cached_model(key, lambda: _load(path, device, dtype))
-        mel = cached_model(key + ("mel",), lambda: self._device_mel(processor, device))
+        use_device = bool(self.options.get("device_features", True))
+        mel = cached_model(key + ("mel", use_device), lambda: self._device_mel(processor, device) if use_device else None)
         return model, processor, device, mel
 
-    def _device_mel(self, processor, device: str):
-        if not self.options.get("device_features", True):
-            return None
+    @staticmethod
+    def _device_mel(processor, device: str):
+        """The device log-mel for this checkpoint, or None where only the host extractor reproduces it."""
         try:
             return ClapMel(processor.feature_extractor, device)
         except UnsupportedExtractor:
