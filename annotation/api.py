@@ -10,7 +10,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
+from . import selectors, services
 from .models import Assignment, Clip, Study
 
 
@@ -41,7 +41,7 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
         },
         "clips": {"A": _audio(a_clip), "B": _audio(b_clip)},
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
-        "progress": services.annotator_progress(study=study, annotator=annotator),
+        "progress": selectors.annotator_progress(study=study, annotator=annotator),
     }
 
 
@@ -54,10 +54,9 @@ class StudyListApi(APIView):
 
     @extend_schema(responses=StudyListOutput(many=True))
     def get(self, request):
-        studies = Study.objects.filter(memberships__annotator=request.user, memberships__is_active=True, is_active=True).order_by("name")
         data = [
-            {"name": s.name, "title": s.title or s.name, "instructions": s.instructions, "progress": services.annotator_progress(study=s, annotator=request.user)}
-            for s in studies
+            {"name": s.name, "title": s.title or s.name, "instructions": s.instructions, "progress": selectors.annotator_progress(study=s, annotator=request.user)}
+            for s in selectors.studies_open_to(user=request.user)
         ]
         return Response(self.StudyListOutput(data, many=True).data)
 
@@ -74,9 +73,7 @@ class AssignmentNextApi(APIView):
         assignment = services.assignment_next(study=study, annotator=request.user)
         if assignment is None:
             return Response({"assignment": None, "detail": "No more pairs in this study."})
-        # The study is in hand; one join fewer keeps the planner's search small on this hot path.
-        assignment = Assignment.objects.select_related("pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment.pk)
-        assignment.pair.study = study
+        assignment = selectors.assignment_with_content(assignment_id=assignment.pk, study=study)
         return Response({"assignment": assignment_payload(assignment, annotator=request.user)})
 
 

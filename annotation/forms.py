@@ -8,20 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from .models import Study
-
-STUDY_FIELDS = (
-    "name",
-    "title",
-    "instructions",
-    "overlap_target",
-    "overlap_share",
-    "min_listen_seconds",
-    "rationale_min_length",
-    "lock_ttl_seconds",
-    "gold_rate",
-    "annotator_target",
-    "licence",
-)
+from .services import STUDY_PARAMETERS
 
 
 class ConsentForm(forms.Form):
@@ -41,11 +28,14 @@ class ConsentWithdrawForm(forms.Form):
 
 
 class StudyForm(forms.ModelForm):
-    """Create or edit a study's parameters; the name is fixed once created because URLs and exports use it."""
+    """Reads a study's parameters from the page; `services.study_create` / `study_update` store them.
+
+    The name is fixed once created because URLs and exports use it.
+    """
 
     class Meta:
         model = Study
-        fields = STUDY_FIELDS + ("is_active",)
+        fields = ("name", *STUDY_PARAMETERS)
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
             "overlap_share": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1"}),
@@ -85,10 +75,6 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, forms.CheckboxInput):
                 continue
             field.widget.attrs.setdefault("class", "input")
-
-    def clean_name(self) -> str:
-        # Lower case keeps URLs and export file names unambiguous.
-        return self.cleaned_data["name"].lower()
 
 
 _USERNAME_SPLIT = re.compile(r"[\s,;]+")

@@ -1,12 +1,15 @@
-"""Reads for the annotation app."""
+"""Reads for the annotation app: what the pages and the API show, computed in few queries."""
 
 from __future__ import annotations
 
-from django.db.models import Q
+import statistics
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
 
 from auditorium.roles import is_researcher
 
-from .models import Assignment, Clip
+from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
@@ -18,3 +21,148 @@ def clip_audible_by(*, user, clip: Clip) -> bool:
     return Assignment.objects.filter(
         Q(pair__clip_a=clip) | Q(pair__clip_b=clip) | Q(pair__condition__reference=clip), annotator=user
     ).exists()
+
+
+# --- Annotators ----------------------------------------------------------------------
+
+
+def profile_for(*, user) -> AnnotatorProfile | None:
+    return AnnotatorProfile.objects.filter(user=user).first()
+
+
+def has_consented(*, user) -> bool:
+    profile = profile_for(user=user)
+    return profile is not None and profile.has_consented
+
+
+def is_active_member(*, study: Study, user) -> bool:
+    return StudyAnnotator.objects.filter(study=study, annotator=user, is_active=True).exists()
+
+
+def judgment_count(*, user) -> int:
+    return Judgment.objects.filter(annotator=user).count()
+
+
+def studies_of(*, user) -> QuerySet[Study]:
+    """Every study the user was ever added to, active or not (the consent page names them)."""
+    return Study.objects.filter(memberships__annotator=user).distinct().order_by("name")
+
+
+def studies_open_to(*, user) -> QuerySet[Study]:
+    """Open studies the user is an active annotator of."""
+    return Study.objects.filter(memberships__annotator=user, memberships__is_active=True, is_active=True).order_by("name")
+
+
+def annotator_progress(*, study: Study, annotator) -> dict:
+    done = Judgment.objects.filter(pair__study=study, annotator=annotator).count()
+    target = study.annotator_target or study.pairs.count()
+    return {"done": done, "target": max(target, done)}
+
+
+def annotator_home_studies(*, user, now=None) -> list[dict]:
+    """The annotator's open studies with their progress and whether a pair is locked for them right now."""
+    now = now or timezone.now()
+    memberships = StudyAnnotator.objects.filter(annotator=user, is_active=True, study__is_active=True).select_related("study").order_by("study__name")
+    live = set(Assignment.objects.filter(annotator=user, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).values_list("pair__study_id", flat=True))
+    studies = []
+    for membership in memberships:
+        progress = annotator_progress(study=membership.study, annotator=user)
+        studies.append(
+            {
+                "study": membership.study,
+                "progress": progress,
+                "percent": round(100 * progress["done"] / progress["target"]) if progress["target"] else 0,
+                "finished": progress["target"] > 0 and progress["done"] >= progress["target"],
+                "in_progress": membership.study_id in live,
+            }
+        )
+    return studies
+
+
+def assignment_with_content(*, assignment_id: int, study: Study) -> Assignment:
+    """An assignment with its pair's condition, reference and clips, ready to show."""
+    assignment = Assignment.objects.select_related("pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment_id)
+    # The study is in hand; one join fewer keeps the planner's search small on this hot path.
+    assignment.pair.study = study
+    return assignment
+
+
+# --- Researchers ---------------------------------------------------------------------
+
+
+def studies_with_counts() -> QuerySet[Study]:
+    return Study.objects.annotate(
+        n_pairs=Count("pairs", distinct=True),
+        n_annotators=Count("memberships", filter=Q(memberships__is_active=True), distinct=True),
+        n_judgments=Count("pairs__judgments", distinct=True),
+    ).order_by("name")
+
+
+def study_annotator_rows(*, study: Study, now=None) -> list[dict]:
+    """Progress per annotator: done / target, skips, live locks, median time on page."""
+    now = now or timezone.now()
+    memberships = StudyAnnotator.objects.filter(study=study).select_related("annotator", "annotator__annotator_profile").order_by("annotator__username")
+    target_default = study.annotator_target or study.pairs.count()
+    times: dict[int, list[int]] = {}
+    done: dict[int, int] = {}
+    for annotator_id, ms in Judgment.objects.filter(pair__study=study).values_list("annotator_id", "time_on_page_ms"):
+        done[annotator_id] = done.get(annotator_id, 0) + 1
+        if ms is not None:
+            times.setdefault(annotator_id, []).append(ms)
+    states = {
+        row["annotator_id"]: row
+        for row in Assignment.objects.filter(pair__study=study)
+        .values("annotator_id")
+        .annotate(
+            skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
+            live=Count("id", filter=Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)),
+        )
+    }
+    rows = []
+    for membership in memberships:
+        user = membership.annotator
+        profile = getattr(user, "annotator_profile", None)
+        n_done = done.get(user.pk, 0)
+        median_ms = statistics.median(times[user.pk]) if user.pk in times else None
+        rows.append(
+            {
+                "username": user.username,
+                "pseudonym": profile.pseudonym if profile else "",
+                "consented": bool(profile and profile.has_consented),
+                "withdrawn": bool(profile and profile.withdrawn_at),
+                "active": membership.is_active,
+                "done": n_done,
+                "target": max(target_default, n_done),
+                "skipped": states.get(user.pk, {}).get("skipped", 0),
+                "live": states.get(user.pk, {}).get("live", 0),
+                "median_seconds": None if median_ms is None else median_ms / 1000,
+            }
+        )
+    return rows
+
+
+def study_pairs_with_load(*, study: Study, now=None) -> QuerySet[Pair]:
+    """The study's pairs in id order, each with its votes, live locks and skips."""
+    now = now or timezone.now()
+    return (
+        Pair.objects.filter(study=study)
+        .select_related("condition")
+        .annotate(
+            votes=Count("judgments", distinct=True),
+            live=Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True),
+            skips=Count("assignments", filter=Q(assignments__state=Assignment.State.SKIPPED), distinct=True),
+        )
+        .order_by("id")
+    )
+
+
+def study_totals(*, study: Study, now=None) -> dict:
+    now = now or timezone.now()
+    pairs = study.pairs.aggregate(n=Count("id"), wanted=Sum("overlap"))
+    return {
+        "pairs": pairs["n"] or 0,
+        "votes_wanted": pairs["wanted"] or 0,
+        "judgments": Judgment.objects.filter(pair__study=study).count(),
+        "live_locks": Assignment.objects.filter(pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).count(),
+        "skips": Assignment.objects.filter(pair__study=study, state=Assignment.State.SKIPPED).count(),
+    }

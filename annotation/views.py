@@ -2,33 +2,29 @@
 
 The listening page itself is a static shell: it talks to the JSON API
 (annotation/api.py) for assignments and judgments, so the rules live in one
-place (annotation/services.py) for the page and for API clients alike.
+place (annotation/services/) for the page and for API clients alike.
 """
 
 from __future__ import annotations
 
-import statistics
 from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db import transaction
-from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
+from . import selectors, services
 from .forms import ConsentForm, ConsentWithdrawForm, StudyAnnotatorAddForm, StudyForm
-from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
-from .selectors import clip_audible_by
-from .services import CONSENT_VERSION, annotator_progress, consent_give, consent_withdraw, study_annotator_add
+from .models import Clip, Study
 
 PAIRS_PER_PAGE = 50
 
@@ -76,9 +72,16 @@ def researcher_required(view):
     return wrapped
 
 
-def _has_consented(user) -> bool:
-    profile = AnnotatorProfile.objects.filter(user=user).first()
-    return profile is not None and profile.has_consented
+def _form_error(form, exc: ServiceError) -> None:
+    """Show a service's refusal on the form: beside the fields it names, else above them."""
+    placed = False
+    for field, field_messages in (exc.extra.get("errors") or {}).items():
+        if field in form.fields:
+            for message in field_messages:
+                form.add_error(field, message)
+            placed = True
+    if not placed:
+        form.add_error(None, exc.message)
 
 
 def _safe_next(request: HttpRequest, fallback: str) -> str:
@@ -95,7 +98,7 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     clip = get_object_or_404(Clip, public_id=public_id)
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
-    if not clip_audible_by(user=request.user, clip=clip):
+    if not selectors.clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
     return ranged_file_response(request, clip.file.path, etag=clip.sha256)
 
@@ -105,26 +108,8 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    memberships = (
-        StudyAnnotator.objects.filter(annotator=request.user, is_active=True, study__is_active=True).select_related("study").order_by("study__name")
-    )
-    now = timezone.now()
-    live = set(
-        Assignment.objects.filter(annotator=request.user, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).values_list("pair__study_id", flat=True)
-    )
-    studies = []
-    for membership in memberships:
-        progress = annotator_progress(study=membership.study, annotator=request.user)
-        studies.append(
-            {
-                "study": membership.study,
-                "progress": progress,
-                "percent": round(100 * progress["done"] / progress["target"]) if progress["target"] else 0,
-                "finished": progress["target"] > 0 and progress["done"] >= progress["target"],
-                "in_progress": membership.study_id in live,
-            }
-        )
-    profile = AnnotatorProfile.objects.filter(user=request.user).first()
+    studies = selectors.annotator_home_studies(user=request.user)
+    profile = selectors.profile_for(user=request.user)
     return _render(
         request,
         "annotation/home.html",
@@ -139,17 +124,21 @@ def consent(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = ConsentForm(request.POST)
         if form.is_valid():
-            consent_give(user=request.user, version=CONSENT_VERSION)
+            services.consent_give(user=request.user, version=services.CONSENT_VERSION)
             messages.success(request, "Thank you: your consent is recorded. You can withdraw it at any time from the top bar.")
             return redirect(next_url)
     else:
         form = ConsentForm()
-    studies = Study.objects.filter(memberships__annotator=request.user).distinct().order_by("name")
-    profile = AnnotatorProfile.objects.filter(user=request.user).first()
     return _render(
         request,
         "annotation/consent.html",
-        {"form": form, "studies": studies, "profile": profile, "next": next_url, "consent_version": CONSENT_VERSION},
+        {
+            "form": form,
+            "studies": selectors.studies_of(user=request.user),
+            "profile": selectors.profile_for(user=request.user),
+            "next": next_url,
+            "consent_version": services.CONSENT_VERSION,
+        },
     )
 
 
@@ -159,7 +148,7 @@ def consent_withdraw_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = ConsentWithdrawForm(request.POST)
         if form.is_valid():
-            excluded = consent_withdraw(user=request.user)
+            excluded = services.consent_withdraw(user=request.user)
             noun = "judgment" if excluded == 1 else "judgments"
             messages.success(
                 request,
@@ -169,8 +158,8 @@ def consent_withdraw_view(request: HttpRequest) -> HttpResponse:
             return redirect("home")
     else:
         form = ConsentWithdrawForm()
-    profile = AnnotatorProfile.objects.filter(user=request.user).first()
-    judged = Judgment.objects.filter(annotator=request.user).count()
+    profile = selectors.profile_for(user=request.user)
+    judged = selectors.judgment_count(user=request.user)
     return _render(request, "annotation/consent_withdraw.html", {"form": form, "profile": profile, "judged": judged})
 
 
@@ -184,9 +173,9 @@ def _api_url_template(name: str, *, arg_name: str) -> str:
 @require_safe
 def annotate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
-    if not StudyAnnotator.objects.filter(study=study, annotator=request.user, is_active=True).exists():
+    if not selectors.is_active_member(study=study, user=request.user):
         return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
-    if not _has_consented(request.user):
+    if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
     config = {
         "study": study.name,
@@ -218,85 +207,10 @@ def _import_url(study: Study) -> str:
     return reverse("admin:annotation_study_changelist")
 
 
-def _study_annotator_rows(study: Study) -> list[dict]:
-    """Progress per annotator: done / target, skips, live locks, median time on page."""
-    now = timezone.now()
-    memberships = StudyAnnotator.objects.filter(study=study).select_related("annotator", "annotator__annotator_profile").order_by("annotator__username")
-    target_default = study.annotator_target or study.pairs.count()
-    times: dict[int, list[int]] = {}
-    done: dict[int, int] = {}
-    for annotator_id, ms in Judgment.objects.filter(pair__study=study).values_list("annotator_id", "time_on_page_ms"):
-        done[annotator_id] = done.get(annotator_id, 0) + 1
-        if ms is not None:
-            times.setdefault(annotator_id, []).append(ms)
-    states = {
-        row["annotator_id"]: row
-        for row in Assignment.objects.filter(pair__study=study)
-        .values("annotator_id")
-        .annotate(
-            skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
-            live=Count("id", filter=Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)),
-        )
-    }
-    rows = []
-    for membership in memberships:
-        user = membership.annotator
-        profile = getattr(user, "annotator_profile", None)
-        n_done = done.get(user.pk, 0)
-        median_ms = statistics.median(times[user.pk]) if user.pk in times else None
-        rows.append(
-            {
-                "username": user.username,
-                "pseudonym": profile.pseudonym if profile else "",
-                "consented": bool(profile and profile.has_consented),
-                "withdrawn": bool(profile and profile.withdrawn_at),
-                "active": membership.is_active,
-                "done": n_done,
-                "target": max(target_default, n_done),
-                "skipped": states.get(user.pk, {}).get("skipped", 0),
-                "live": states.get(user.pk, {}).get("live", 0),
-                "median_seconds": None if median_ms is None else median_ms / 1000,
-            }
-        )
-    return rows
-
-
-def _study_pair_page(study: Study, page_number):
-    now = timezone.now()
-    pairs = (
-        Pair.objects.filter(study=study)
-        .select_related("condition")
-        .annotate(
-            votes=Count("judgments", distinct=True),
-            live=Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True),
-            skips=Count("assignments", filter=Q(assignments__state=Assignment.State.SKIPPED), distinct=True),
-        )
-        .order_by("id")
-    )
-    return Paginator(pairs, PAIRS_PER_PAGE).get_page(page_number)
-
-
-def _study_totals(study: Study) -> dict:
-    now = timezone.now()
-    pairs = study.pairs.aggregate(n=Count("id"), wanted=Sum("overlap"))
-    return {
-        "pairs": pairs["n"] or 0,
-        "votes_wanted": pairs["wanted"] or 0,
-        "judgments": Judgment.objects.filter(pair__study=study).count(),
-        "live_locks": Assignment.objects.filter(pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).count(),
-        "skips": Assignment.objects.filter(pair__study=study, state=Assignment.State.SKIPPED).count(),
-    }
-
-
 @researcher_required
 @require_safe
 def study_manage_list(request: HttpRequest) -> HttpResponse:
-    studies = Study.objects.annotate(
-        n_pairs=Count("pairs", distinct=True),
-        n_annotators=Count("memberships", filter=Q(memberships__is_active=True), distinct=True),
-        n_judgments=Count("pairs__judgments", distinct=True),
-    ).order_by("name")
-    return _render(request, "annotation/manage/study_list.html", {"studies": studies})
+    return _render(request, "annotation/manage/study_list.html", {"studies": selectors.studies_with_counts()})
 
 
 @researcher_required
@@ -305,9 +219,13 @@ def study_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = StudyForm(request.POST)
         if form.is_valid():
-            study = form.save()
-            messages.success(request, f"Study “{study.name}” created. Add annotators and import pairs next.")
-            return redirect("study-manage", name=study.name)
+            try:
+                study = services.study_create(**form.cleaned_data)
+            except ServiceError as exc:
+                _form_error(form, exc)
+            else:
+                messages.success(request, f"Study “{study.name}” created. Add annotators and import pairs next.")
+                return redirect("study-manage", name=study.name)
     else:
         form = StudyForm()
     return _render(request, "annotation/manage/study_form.html", {"form": form, "creating": True})
@@ -320,9 +238,14 @@ def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     if request.method == "POST":
         form = StudyForm(request.POST, instance=study)
         if form.is_valid():
-            form.save()
-            messages.success(request, "Study parameters saved. They apply to pairs served from now on.")
-            return redirect("study-manage", name=study.name)
+            parameters = {key: value for key, value in form.cleaned_data.items() if key != "name"}
+            try:
+                services.study_update(study=study, **parameters)
+            except ServiceError as exc:
+                _form_error(form, exc)
+            else:
+                messages.success(request, "Study parameters saved. They apply to pairs served from now on.")
+                return redirect("study-manage", name=study.name)
     else:
         form = StudyForm(instance=study)
     return _render(request, "annotation/manage/study_form.html", {"form": form, "study": study, "creating": False})
@@ -339,9 +262,9 @@ def _study_manage_render(request: HttpRequest, study: Study, add_form: StudyAnno
     context = {
         "study": study,
         "add_form": add_form,
-        "annotators": _study_annotator_rows(study),
-        "pairs": _study_pair_page(study, request.GET.get("page")),
-        "totals": _study_totals(study),
+        "annotators": selectors.study_annotator_rows(study=study),
+        "pairs": Paginator(selectors.study_pairs_with_load(study=study), PAIRS_PER_PAGE).get_page(request.GET.get("page")),
+        "totals": selectors.study_totals(study=study),
         "import_url": _import_url(study),
     }
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
@@ -355,8 +278,6 @@ def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     if not form.is_valid():
         return _study_manage_render(request, study, form, status=400)
     users = form.cleaned_data["usernames"]
-    with transaction.atomic():
-        for user in users:
-            study_annotator_add(study=study, user=user)
+    services.study_annotators_add(study=study, users=users)
     messages.success(request, f"Added to “{study.name}”: {', '.join(u.username for u in users)}.")
     return redirect("study-manage", name=study.name)

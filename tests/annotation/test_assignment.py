@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Assignment, Judgment, Pair
+from auditorium.errors import ServiceError
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +125,7 @@ def test_submit_is_idempotent_and_double_submit_stores_one():
     first, created = submit(a, user, key="same")
     again, created_again = submit(a, user, key="same")
     assert created and not created_again and first == again
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         submit(a, user, key="different")
     assert exc.value.code == "already_submitted"
     assert Judgment.objects.filter(pair=a.pair, annotator=user).count() == 1
@@ -145,7 +146,7 @@ def test_server_rejects_short_or_forged_listening_logs(log, code):
     study, _ = make_study(n_pairs=1)
     user = member(study)
     a = services.assignment_next(study=study, annotator=user)
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         submit(a, user, listening_log=log)
     assert exc.value.code == code
     assert not Judgment.objects.exists()
@@ -157,7 +158,7 @@ def test_confidence_must_be_half_steps_from_1_to_5(value):
     study, _ = make_study(n_pairs=1)
     user = member(study)
     a = services.assignment_next(study=study, annotator=user)
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         submit(a, user, alignment_confidence=value)
     assert exc.value.code == "bad_confidence"
 
@@ -166,7 +167,7 @@ def test_rationale_minimum_is_enforced():
     study, _ = make_study(n_pairs=1, rationale_min_length=200)
     user = member(study)
     a = services.assignment_next(study=study, annotator=user)
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         submit(a, user)
     assert exc.value.code == "rationale_too_short"
 
@@ -178,7 +179,7 @@ def test_late_submit_refused_when_the_slot_went_to_someone_else():
     later = a.lock_expires_at + timedelta(seconds=5)
     b = services.assignment_next(study=study, annotator=fast, now=later)
     assert b.pair_id == a.pair_id
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         submit(a, slow, now=later + timedelta(seconds=1))
     assert exc.value.code == "lock_expired"
     submit(b, fast, now=later + timedelta(seconds=10))
@@ -196,13 +197,13 @@ def test_late_submit_accepted_when_the_slot_is_still_free():
 def test_consent_and_membership_are_required():
     study, _ = make_study(n_pairs=1)
     outsider = AnnotatorFactory()
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         services.assignment_next(study=study, annotator=outsider)
     assert exc.value.code == "not_member"
     user = member(study)
     services.consent_withdraw(user=user)
     services.study_annotator_add(study=study, user=user)
-    with pytest.raises(services.ServiceError) as exc:
+    with pytest.raises(ServiceError) as exc:
         services.assignment_next(study=study, annotator=user)
     assert exc.value.code == "consent_required"
 

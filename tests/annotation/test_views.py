@@ -200,7 +200,7 @@ class WithdrawTests(TestCase):
         self.assertEqual(self.live.state, Assignment.State.EXPIRED)
         self.assertFalse(StudyAnnotator.objects.get(study=self.study, annotator=self.user).is_active)
         # The dataset export leaves the withdrawn annotator's judgments out.
-        from annotation.dataset import _exportable_judgments
+        from annotation.dataset.exporter import _exportable_judgments
 
         kept, left_out = _exportable_judgments(self.study.pairs.all())
         self.assertEqual(kept.count(), 0)

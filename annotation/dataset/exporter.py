@@ -1,0 +1,257 @@
+"""Export: one JSONL row per vote in the exact key order of the public files, the audio and a datasheet.
+
+The audio is copied under content-addressed paths and the output is deterministic:
+the same database gives byte-identical JSONL, and so does export -> import into an
+empty database -> export.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+import zipfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+from django.db import transaction
+
+from ..models import Clip, Condition, Judgment, Modality, Pair, Study
+from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, DatasetError
+
+CONSENT_STATEMENT = (
+    "Annotators on this platform gave informed consent before their first judgment and may withdraw at any time; "
+    "votes of annotators who withdrew consent or were excluded by a researcher are not included. "
+    "Annotators appear only under pseudonyms. Imported votes keep the pseudonymous ids of the dataset they came from "
+    "and remain under that dataset's terms."
+)
+
+
+@dataclass
+class ExportReport:
+    rows: Counter = field(default_factory=Counter)
+    files: int = 0
+    left_out: Counter = field(default_factory=Counter)
+    test_pairs: int = 0
+
+    def summary(self) -> str:
+        lines = [f"rows: {self.rows['train']} train, {self.rows['test']} test; {self.files} audio files"]
+        if self.left_out:
+            lines.append("votes left out: " + ", ".join(f"{n} ({why})" for why, n in sorted(self.left_out.items())))
+        if self.test_pairs:
+            lines.append(f"balanced test split: {self.test_pairs} pairs")
+        return "\n".join(lines)
+
+
+def _audio_names(clips: list[Clip], compared: set[int]) -> dict[int, str]:
+    """Content-addressed relative paths; a 16-hex prefix, or the full hash where two prefixes would clash.
+
+    The folder follows the clip's role in this export (compared in a pair, or only a
+    reference), not its stored kind, so a re-imported export names every file the same way.
+    """
+    prefixes = Counter(c.sha256[:16] for c in clips)
+    names = {}
+    for clip in clips:
+        folder = GENERATED_DIR if clip.pk in compared else REFERENCE_DIR
+        stem = clip.sha256[:16] if prefixes[clip.sha256[:16]] == 1 else clip.sha256
+        names[clip.pk] = f"{folder}/{stem}{clip.extension}"
+    return names
+
+
+def prompt_id_for(condition: Condition) -> str:
+    # Content-derived so it survives a round trip through another database.
+    return condition.external_id or f"c-{condition.content_key[:12]}"
+
+
+def _exportable_judgments(pairs):
+    base = Judgment.objects.filter(pair__in=pairs)
+    keep = base.filter(
+        annotator__annotator_profile__isnull=False,
+        annotator__annotator_profile__withdrawn_at__isnull=True,
+        annotator__annotator_profile__excluded_at__isnull=True,
+    )
+    left_out = Counter()
+    left_out["annotator withdrew consent"] = base.filter(annotator__annotator_profile__withdrawn_at__isnull=False).count()
+    left_out["annotator excluded"] = base.filter(
+        annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=False
+    ).count()
+    left_out["annotator has no pseudonym"] = base.filter(annotator__annotator_profile__isnull=True).count()
+    return keep, +left_out
+
+
+def _balanced_test_draw(*, pairs, judgments, n: int, seed: int) -> list[int]:
+    if n <= 0 or n % len(Modality.values):
+        raise DatasetError(f"--balanced-test must be a positive multiple of {len(Modality.values)} (one quarter per modality); got {n}.", code="bad_balance")
+    per = n // len(Modality.values)
+    voted = set(judgments.values_list("pair_id", flat=True))
+    candidates = defaultdict(list)
+    for pair in pairs.filter(pk__in=voted).select_related("condition", "clip_a", "clip_b"):
+        # Sorted by content, not by id, so the same seed draws the same pairs in any database.
+        key = (pair.condition.content_key, *sorted((pair.clip_a.sha256, pair.clip_b.sha256)))
+        candidates[pair.condition.modality].append((key, pair.pk))
+    rng = random.Random(seed)
+    chosen = []
+    for modality in Modality.values:
+        found = sorted(candidates[modality])
+        if len(found) < per:
+            raise DatasetError(f"Only {len(found)} {modality} pairs have votes; a balanced test split of {n} needs {per} of each modality.", code="bad_balance")
+        chosen += [pk for _, pk in rng.sample(found, per)]
+    return chosen
+
+
+def _confidence_text(value) -> str:
+    return f"{Decimal(value):.1f}"
+
+
+def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgment], left_out: Counter) -> str:
+    by_split = Counter(r["split"] for r in rows)
+    pairs_by_split = {s: len({(r["prompt id"], frozenset((r["audio-path"], r["audio2"]))) for r in rows if r["split"] == s}) for s in ("train", "test")}
+    modality = Counter((r["modality"], r["split"]) for r in rows)
+    systems = Counter()
+    for r in rows:
+        for key in ("model_a", "model_b"):
+            systems[r[key] or "(unknown)"] += 1
+    dates = sorted(j.created_at.date().isoformat() for j in judgments)
+    sources = Counter(j.source for j in judgments)
+    licences = sorted({s.licence for s in studies}) or ["(none stated)"]
+    lines = [
+        f"# {', '.join(s.title or s.name for s in studies) or 'Auditorium'} dataset",
+        "",
+        "Pairwise music preferences in the CMI-RewardBench / CMI-Pref JSONL format: one row per vote,",
+        "two dimensions (`preference-alignment`: instruction following; `preference-musicality`),",
+        "each with the annotator's confidence (1.0 to 5.0 in half steps) and a free-text `feedback`.",
+        "`model_a` / `audio-path` is the clip the annotator heard as A.",
+        "",
+        "## Files",
+        "",
+        "- `train.jsonl`, `test.jsonl`: the votes; audio paths are relative to this folder.",
+        f"- `{GENERATED_DIR}/`: generated clips; `{REFERENCE_DIR}/`: reference audio. File names are content hashes.",
+        "",
+        "## Counts",
+        "",
+        "| split | votes | pairs |",
+        "|---|---|---|",
+        *(f"| {s} | {by_split[s]} | {pairs_by_split[s]} |" for s in ("train", "test")),
+        "",
+        "| modality | train votes | test votes |",
+        "|---|---|---|",
+        *(f"| {m} | {modality[(m, 'train')]} | {modality[(m, 'test')]} |" for m in Modality.values),
+        "",
+        "| system | clip appearances in votes |",
+        "|---|---|",
+        *(f"| {name} | {n} |" for name, n in sorted(systems.items())),
+        "",
+        f"Annotators: {len({r['user id'] for r in rows})} (pseudonymous ids in `user id`).",
+        f"Votes collected on this platform: {sources[Judgment.Source.PLATFORM]}; imported from earlier datasets: {sources[Judgment.Source.IMPORT]}.",
+        f"Collection dates (UTC): {dates[0]} to {dates[-1]}." if dates else "Collection dates: no votes.",
+        "Only regular pairs are included (no gold or catch trials).",
+        "",
+        "## Licence",
+        "",
+        "; ".join(licences),
+        "",
+        "## Consent",
+        "",
+        CONSENT_STATEMENT,
+    ]
+    if left_out:
+        lines += ["", "Left out of this export: " + ", ".join(f"{n} votes ({why})" for why, n in sorted(left_out.items())) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, balanced_test: int | None = None, seed: int | None = None) -> ExportReport:
+    """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty)."""
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DatasetError(f"{out} is not an empty directory; export into a new or empty one.", code="out_not_empty")
+    if balanced_test is not None and seed is None:
+        raise DatasetError("--balanced-test needs --seed, so the draw can be repeated.", code="bad_balance")
+    report = ExportReport()
+    pairs = Pair.objects.filter(kind=Pair.Kind.REGULAR)
+    if studies is not None:
+        pairs = pairs.filter(study__in=studies)
+    with transaction.atomic():
+        judgments, report.left_out = _exportable_judgments(pairs)
+        if balanced_test is not None:
+            chosen = _balanced_test_draw(pairs=pairs, judgments=judgments, n=balanced_test, seed=seed)
+            # Persisted, so later exports (and the annotation app) see the same split.
+            pairs.exclude(pk__in=chosen).update(split=Pair.Split.TRAIN)
+            Pair.objects.filter(pk__in=chosen).update(split=Pair.Split.TEST)
+            report.test_pairs = len(chosen)
+        judgments = list(
+            judgments.select_related(
+                "pair__condition__reference", "pair__clip_a__system", "pair__clip_b__system", "annotator__annotator_profile"
+            )
+        )
+    clips, compared = {}, set()
+    for j in judgments:
+        pair = j.pair
+        compared |= {pair.clip_a_id, pair.clip_b_id}
+        for clip in (pair.clip_a, pair.clip_b, pair.condition.reference):
+            if clip is not None:
+                clips[clip.pk] = clip
+    names = _audio_names(list(clips.values()), compared)
+
+    rows = []
+    for j in judgments:
+        pair, condition = j.pair, j.pair.condition
+        a = pair.clip_a if j.a_clip_id == pair.clip_a_id else pair.clip_b
+        b = pair.clip_b if a is pair.clip_a else pair.clip_a
+        side = lambda clip_id: "model_a" if clip_id == a.pk else "model_b"  # noqa: E731
+        row = {
+            "audio-path": names[a.pk],
+            "audio2": names[b.pk],
+            "ref-audio-path": names[condition.reference_id] if condition.reference_id else "",
+            "prompt": condition.prompt,
+            "lyrics": condition.lyrics,
+            "model_a": a.system.name if a.system else "",
+            "model_b": b.system.name if b.system else "",
+            "prompt id": prompt_id_for(condition),
+            "user id": j.annotator.annotator_profile.pseudonym,
+            "preference-musicality": side(j.musicality_choice_id),
+            "preference-alignment": side(j.alignment_choice_id),
+            "confidence_preference-musicality": _confidence_text(j.musicality_confidence),
+            "confidence_preference-alignment": _confidence_text(j.alignment_confidence),
+            "feedback": j.rationale,
+            "source": EXPORT_SOURCE,
+            "split": pair.split,
+            "modality": condition.modality,
+        }
+        rows.append(row)
+    lines = {split: [] for split in Pair.Split.values}
+    for row in rows:
+        lines[row["split"]].append(json.dumps({k: row[k] for k in EXPORT_KEYS}, ensure_ascii=False))
+    out.mkdir(parents=True, exist_ok=True)
+    for split, split_lines in lines.items():
+        # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.
+        split_lines.sort()
+        (out / f"{split}.jsonl").write_text("".join(line + "\n" for line in split_lines), encoding="utf-8")
+        report.rows[split] = len(split_lines)
+    for clip in sorted(clips.values(), key=lambda c: names[c.pk]):
+        target = out / names[clip.pk]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with clip.file.open("rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        report.files += 1
+    chosen_studies = list(studies) if studies is not None else list(Study.objects.filter(pairs__in=pairs).distinct())
+    (out / "README.md").write_text(_datasheet(studies=chosen_studies, rows=rows, judgments=judgments, left_out=report.left_out), encoding="utf-8")
+    return report
+
+
+def dataset_export_archive(*, studies: list[Study] | None = None):
+    """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start."""
+    archive = tempfile.TemporaryFile(suffix=".zip")
+    with tempfile.TemporaryDirectory(prefix="auditorium-export-") as tmp:
+        root = Path(tmp) / "dataset"
+        dataset_export(out_dir=root, studies=studies)
+        with zipfile.ZipFile(archive, "w") as zf:
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                arcname = path.relative_to(root).as_posix()
+                # Audio is already compressed (or incompressible PCM noise); deflating it costs time for little.
+                method = zipfile.ZIP_DEFLATED if path.suffix in (".jsonl", ".md") else zipfile.ZIP_STORED
+                zf.write(path, arcname, compress_type=method)
+    archive.seek(0)
+    return archive

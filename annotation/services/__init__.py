@@ -1,0 +1,51 @@
+"""Writes for the annotation app, one module per concern; this package exports their public functions.
+
+- audio.py: probing audio files, storing clips (content-addressed), systems
+- pairs.py: conditions and pairs
+- studies.py: creating a study and changing its parameters
+- people.py: annotator profiles, study membership, consent
+- assignment.py: the assignment engine (next pair, locks, skips)
+- judgments.py: judgment submission and the server's listening rule
+
+Every function takes keyword-only arguments and runs in a transaction where it writes
+more than one row; refusals raise `auditorium.errors.ServiceError`.
+"""
+
+from .assignment import assignment_next, assignment_skip, planner_stats_refresh
+from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
+from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_check, listening_log_clean
+from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
+from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
+from .studies import STUDY_PARAMETERS, study_create, study_update
+
+__all__ = [
+    "CONSENT_VERSION",
+    "LOG_FIELDS",
+    "STUDY_PARAMETERS",
+    "SUPPORTED_AUDIO",
+    "AudioError",
+    "AudioInfo",
+    "assignment_next",
+    "assignment_skip",
+    "audio_probe",
+    "clip_ingest",
+    "clip_ingest_array",
+    "condition_content_key",
+    "condition_get_or_create",
+    "consent_give",
+    "consent_withdraw",
+    "file_sha256",
+    "judgment_listeners",
+    "judgment_submit",
+    "listening_check",
+    "listening_log_clean",
+    "pair_get_or_create",
+    "pair_overlap_for",
+    "planner_stats_refresh",
+    "profile_ensure",
+    "study_annotator_add",
+    "study_annotators_add",
+    "study_create",
+    "study_update",
+    "system_get_or_create",
+]
