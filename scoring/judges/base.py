@@ -13,12 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-ALIGNMENT = "alignment"
-MUSICALITY = "musicality"
-DIMENSIONS = (ALIGNMENT, MUSICALITY)
-
-# Pair labels in the pair's stored order, the vocabulary of CMI-RewardBench.
-MODEL_A, MODEL_B, BOTH, NEITHER = "model_a", "model_b", "both", "neither"
+# The vocabulary (dimensions, pair labels in the pair's stored order) and the tie rule are
+# scoring.evaluation's; adapters import them from here, next to the rest of the contract.
+from ..evaluation import ALIGNMENT as ALIGNMENT
+from ..evaluation import BOTH as BOTH
+from ..evaluation import DIMENSIONS as DIMENSIONS
+from ..evaluation import MODEL_A as MODEL_A
+from ..evaluation import MODEL_B as MODEL_B
+from ..evaluation import MUSICALITY as MUSICALITY
+from ..evaluation import NEITHER as NEITHER
+from ..evaluation import prefer as prefer
 
 
 class JudgeUnavailable(Exception):
@@ -137,13 +141,14 @@ def resolve_weights(weights: str) -> tuple[str, str]:
     A relative path is looked up under settings.AUDITORIUM_MODEL_DIR. A hub id is accepted only
     when it is already in the local Hugging Face cache, because workers never download.
     """
-    from django.conf import settings
-
     weights = (weights or "").strip()
     if not weights:
         return "", "no weights configured (set Judge.weights to a local directory or a cached hub id)"
     path = Path(weights).expanduser()
     if not path.is_absolute():
+        # Imported here so absolute paths resolve without Django (benches, plain scripts).
+        from django.conf import settings
+
         local = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models")) / weights
         if local.exists():
             path = local
@@ -226,9 +231,11 @@ class JudgeAdapter:
     def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
         raise NotImplementedError
 
+    def compare_many(self, pairs: list[tuple[ClipAudio, ClipAudio, ConditionInput]]) -> list[PairOutcome]:
+        """One outcome per (clip_a, clip_b, condition); judges that can batch pairs override this."""
+        return [self.compare(a, b, condition) for a, b, condition in pairs]
 
-def prefer(score_a: float | None, score_b: float | None) -> str | None:
-    """CMI-RewardBench's rule for two scores: A only when strictly higher, so a tie predicts B."""
-    if score_a is None or score_b is None:
-        return None
-    return MODEL_A if score_a > score_b else MODEL_B
+    def warm(self) -> None:
+        """Load what the judge needs into this process (GPU workers call it at start-up)."""
+        self.require()
+

@@ -16,16 +16,13 @@ import pandas as pd
 import pytest
 from django.test import TestCase
 
+from annotation.demo import DEMO_SYSTEMS
 from annotation.models import AnnotatorProfile, Judgment, Pair, System
-from scoring import agreement, report
+from scoring import agreement, report, services
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 
-try:
-    from annotation.demo import DEMO_SYSTEMS
-
-    RANKS = {s.name: (s.alignment_rank, s.musicality_rank) for s in DEMO_SYSTEMS}
-except ImportError:  # the demo module is optional for this test; the same known ranking by hand
-    RANKS = {"aurora": (1, 1), "draggy": (6, 2), "hiss": (3, 3), "detune": (2, 4), "wobble": (4, 5), "clipper": (5, 6)}
+# The demo systems' known ranking: the simulated panel votes on the truth the demo is built to.
+RANKS = {s.name: (s.alignment_rank, s.musicality_rank) for s in DEMO_SYSTEMS}
 
 
 def expected_agreement(p: float) -> float:
@@ -121,7 +118,7 @@ class SimulatedPanelTests(TestCase):
 
     def test_agreement_and_alpha_land_where_the_simulation_says(self):
         for annotator in (self.random_clicker, self.straight):
-            agreement.annotator_exclude(profile=AnnotatorProfile.objects.get(user=annotator), by=self.researcher, reason="simulated noise")
+            services.annotator_exclude(profile=AnnotatorProfile.objects.get(user=annotator), by=self.researcher, reason="simulated noise")
         result = agreement.agreement_report(agreement.votes_frame(study=self.study), rounds=400, seed=0)
         expected_rate = expected_agreement(self.P)  # 0.745
         expected_alpha = 2 * expected_rate - 1  # 0.49
