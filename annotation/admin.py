@@ -23,8 +23,8 @@ class SystemAdmin(admin.ModelAdmin):
 class ClipAdmin(admin.ModelAdmin):
     list_display = ("id", "sha256", "kind", "system", "duration", "sample_rate", "channels")
     list_filter = ("kind", "system", "sample_rate", "channels")
-    search_fields = ("sha256", "original_name", "public_id")
-    readonly_fields = ("public_id", "sha256", "created_at")
+    search_fields = ("sha256", "original_sha256", "original_name", "public_id")
+    readonly_fields = ("public_id", "sha256", "original_sha256", "created_at")
     raw_id_fields = ("derived_from",)
 
 
