@@ -30,6 +30,8 @@ DEFAULTS = {
     "ARENA_DAILY_VOTE_CAP": 200,
     "ARENA_MAX_EVENTS_PER_BATTLE": 3000,
     "ARENA_TRUST_X_FORWARDED_FOR": False,
+    # "auditorium" (ours) or "music-arena" (Music Arena's published method), see arena/leaderboard.py.
+    "ARENA_LEADERBOARD_METHOD": "auditorium",
     "ARENA_LEADERBOARD_ROUNDS": 1000,
     "ARENA_LEADERBOARD_SEED": 0,
     "ARENA_LEADERBOARD_MIN_VOTES": 20,
