@@ -8,6 +8,7 @@ from auditorium.errors import ServiceError
 from . import services
 from .judges import adapter_for, templates_for
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
+from .tasks import run_start
 
 
 class LaunchForm(forms.Form):
@@ -80,8 +81,6 @@ class ScoringRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Queue the pairs still without a verdict")
     def resume(self, request, queryset):
-        from .tasks import run_start
-
         for run in queryset:
             if run.state == ScoringRun.State.DONE:
                 continue

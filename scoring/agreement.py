@@ -17,19 +17,17 @@ from dataclasses import asdict, dataclass
 import krippendorff
 import numpy as np
 import pandas as pd
-from django.db import transaction
 from django.db.models import FloatField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
-from django.utils import timezone
 from scipy.stats import beta, binom, binomtest
 
-from annotation.models import AnnotatorProfile, Judgment, Study
+from annotation.models import Judgment, Study
 from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
 
-DIMENSIONS = ("alignment", "musicality")
-BUCKETS = ("<3", "=3", ">3")
+from .evaluation import BUCKETS, DIMENSIONS, confidence_buckets
+from .stats import bootstrap_sums, num, percentile_ci
+
 # CMI-Pref confidences: 1.0 ... 5.0 in half steps.
 CONFIDENCE_DOMAIN = np.arange(2, 11) / 2.0
 
@@ -177,52 +175,6 @@ def votes_frame_prepare(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-# --- Small numeric helpers -----------------------------------------------------------
-
-
-def num(value, digits: int = 4):
-    """A JSON-safe number: NaN and inf become None."""
-    if value is None:
-        return None
-    value = float(value)
-    if not math.isfinite(value):
-        return None
-    return round(value, digits)
-
-
-def confidence_bucket(values) -> np.ndarray:
-    """The benchmark's buckets <3, =3, >3; "" where the confidence is missing."""
-    values = np.asarray(values, dtype=float)
-    return np.where(np.isnan(values), "", np.where(values < 3, "<3", np.where(values == 3, "=3", ">3")))
-
-
-def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int) -> np.ndarray:
-    """Column sums of `stats` (units x K) over `rounds` resamples of the units, with replacement.
-
-    Resampling U units with replacement gives each *distinct* row a multinomial
-    count, so the draws are made over distinct rows (a pair with 3 votes, 2 for
-    clip_a, looks like every other such pair): the same distribution as drawing
-    unit indices, at the cost of the few hundred distinct rows instead of the
-    tens of thousands of units.
-    """
-    units, width = stats.shape
-    if units == 0 or rounds == 0:
-        return np.full((rounds, width), np.nan)
-    distinct, counts = np.unique(stats, axis=0, return_counts=True)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(units, counts / units, size=rounds).astype(float)
-    return weights @ distinct
-
-
-def percentile_ci(samples: np.ndarray) -> list:
-    samples = np.asarray(samples, dtype=float)
-    samples = samples[np.isfinite(samples)]
-    if samples.size == 0:
-        return [None, None]
-    low, high = np.percentile(samples, [2.5, 97.5])
-    return [num(low), num(high)]
-
-
 # --- Agreement -------------------------------------------------------------------------
 
 # Per-unit columns of the nominal statistics, in this order.
@@ -317,7 +269,7 @@ def _bucket_counts(votes: pd.DataFrame, dim: str, unit_ids: pd.Index) -> list[tu
     pref = f"pref_{dim}"
     grouped = votes.groupby("pair_id")
     parts = [(None, pd.DataFrame({"n": grouped.size(), "k": grouped[pref].sum()}).reindex(unit_ids, fill_value=0))]
-    bucket = confidence_bucket(votes[f"{dim}_confidence"].to_numpy())
+    bucket = confidence_buckets(votes[f"{dim}_confidence"].to_numpy())
     for name in BUCKETS:
         sub = votes[bucket == name].groupby("pair_id")
         parts.append((name, pd.DataFrame({"n": sub.size(), "k": sub[pref].sum()}).reindex(unit_ids, fill_value=0)))
@@ -375,7 +327,7 @@ def confidence_report(votes: pd.DataFrame) -> dict:
             "values": [num(v, 1) for v in CONFIDENCE_DOMAIN],
             "counts": [int(counts.get(v, 0)) for v in CONFIDENCE_DOMAIN],
             "mean": num(values.mean()) if len(values) else None,
-            "buckets": {b: int((confidence_bucket(values) == b).sum()) for b in BUCKETS},
+            "buckets": {b: int((confidence_buckets(values) == b).sum()) for b in BUCKETS},
         }
     same = (votes["alignment_choice"] == votes["musicality_choice"]).to_numpy()
     cross = {
@@ -580,61 +532,3 @@ def annotator_table(votes: pd.DataFrame, *, thresholds: Thresholds) -> list[dict
         rows.append(row)
     rows.sort(key=lambda r: (r["excluded"], -len(r["flags"]), r["pseudonym"]))
     return rows
-
-
-# --- Exclusion (recorded, reversible) -----------------------------------------------------------
-
-
-def _exclusion_log_line(*, action: str, by, reason: str) -> str:
-    stamp = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    text = f"{stamp} {action} by {by.get_username()}"
-    return f"{text}: {reason}" if reason else text
-
-
-def _exclusion_check(*, by, reason: str, required: bool) -> str:
-    if not is_researcher(by):
-        raise ServiceError("Only researchers and admins can exclude or include annotators.", code="forbidden", status=403)
-    reason = " ".join((reason or "").split())
-    if required and not reason:
-        raise ServiceError("Say why this annotator is excluded (for example: random clicking on gold pairs).", code="reason_required")
-    if len(reason) > 500:
-        raise ServiceError("Keep the reason under 500 characters.", code="too_long")
-    return reason
-
-
-@transaction.atomic
-def annotator_exclude(*, profile: AnnotatorProfile, by, reason: str) -> AnnotatorProfile:
-    """Leave the annotator out of analysis and export; the log line records who, when and why."""
-    reason = _exclusion_check(by=by, reason=reason, required=True)
-    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
-    if profile.excluded_at is not None:
-        raise ServiceError(f"{profile.pseudonym} is already excluded (since {profile.excluded_at:%Y-%m-%d %H:%M} UTC).", code="already_excluded", status=409)
-    profile.excluded_at = timezone.now()
-    # excluded_reason keeps the whole history, one line per decision; excluded_at is the current state.
-    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="excluded", by=by, reason=reason)]))
-    profile.save(update_fields=["excluded_at", "excluded_reason"])
-    _broadcast_after_commit(profile)
-    return profile
-
-
-@transaction.atomic
-def annotator_include(*, profile: AnnotatorProfile, by, reason: str = "") -> AnnotatorProfile:
-    """Undo an exclusion; the history stays in excluded_reason."""
-    reason = _exclusion_check(by=by, reason=reason, required=False)
-    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
-    if profile.excluded_at is None:
-        raise ServiceError(f"{profile.pseudonym} is not excluded.", code="not_excluded", status=409)
-    profile.excluded_at = None
-    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="included again", by=by, reason=reason)]))
-    profile.save(update_fields=["excluded_at", "excluded_reason"])
-    _broadcast_after_commit(profile)
-    return profile
-
-
-def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
-    """Open report pages of every study this annotator voted in refresh once the change is committed."""
-    from .report import report_changed_broadcast
-
-    study_ids = list(Judgment.objects.filter(annotator_id=profile.user_id).values_list("pair__study_id", flat=True).distinct())
-    for study_id in study_ids:
-        transaction.on_commit(lambda study_id=study_id: report_changed_broadcast(study_id=study_id, reason="exclusion"))

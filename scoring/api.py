@@ -1,20 +1,25 @@
-"""DRF API for researchers: judges with availability, scoring runs (launch, progress, verdicts), imported results."""
+"""DRF API for researchers: judges with availability, scoring runs (launch, progress, verdicts), imported results,
+and a study's report (JSON, CSV tables, annotator exclusion)."""
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import permissions, serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import Study
+from annotation.models import AnnotatorProfile, Study
 from auditorium.errors import ServiceError
 from auditorium.roles import IsResearcher
 
 from . import selectors, services
+from .agreement import THRESHOLD_HELP, Thresholds
 from .models import ExternalResultSet, Judge, ScoringRun
+from .report import report_build, report_options_parse
+from .report_tables import TABLES, report_tables, table_csv
 
 
 class JudgeSerializer(serializers.Serializer):
@@ -157,3 +162,77 @@ class ExternalSetListApi(APIView):
     @extend_schema(responses=ExternalSetSerializer(many=True))
     def get(self, request):
         return Response(ExternalSetSerializer(ExternalResultSet.objects.order_by("name"), many=True).data)
+
+
+# --- Study report ----------------------------------------------------------------------------------
+
+OPTION_PARAMETERS = [
+    OpenApiParameter("min_votes", int, description=f"{THRESHOLD_HELP['min_votes']} (default {Thresholds.min_votes})"),
+    OpenApiParameter("agreement_p", float, description=f"{THRESHOLD_HELP['agreement_p']} (default {Thresholds.agreement_p})"),
+    OpenApiParameter("gold_min", float, description=f"{THRESHOLD_HELP['gold_min']} (default {Thresholds.gold_min})"),
+    OpenApiParameter("straightline_p", float, description=f"{THRESHOLD_HELP['straightline_p']} (default {Thresholds.straightline_p})"),
+    OpenApiParameter("bootstrap", int, description="bootstrap resamples of pairs for the 95% intervals, 0-10000 (default 1000)"),
+    OpenApiParameter("seed", int, description="bootstrap seed (default 0)"),
+    OpenApiParameter("triage", int, description="disagreements listed per judge, 0-500 (default 10)"),
+]
+
+
+class StudyReportApi(APIView):
+    """The whole report as JSON (the same dict `manage.py report --json` prints)."""
+
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(parameters=OPTION_PARAMETERS, responses=inline_serializer("StudyReport", {"study": serializers.DictField(), "agreement": serializers.DictField()}))
+    def get(self, request, name: str):
+        study = get_object_or_404(Study, name=name)
+        options = report_options_parse(request.query_params)
+        return Response(report_build(study=study, options=options))
+
+
+class StudyReportTableApi(APIView):
+    """One table of the report as CSV."""
+
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema(parameters=OPTION_PARAMETERS, responses={(200, "text/csv"): str})
+    def get(self, request, name: str, table: str):
+        study = get_object_or_404(Study, name=name)
+        if table not in TABLES:
+            raise ServiceError(f"No table {table!r}; choose one of: {', '.join(TABLES)}.", code="unknown_table", status=404)
+        options = report_options_parse(request.query_params)
+        rows = report_tables(report_build(study=study, options=options))[table]
+        response = HttpResponse(table_csv(rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.name}-{table}.csv"'
+        return response
+
+
+class AnnotatorExclusionApi(APIView):
+    """Exclude an annotator from analysis and export, or include them again; every change is logged."""
+
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+
+    @extend_schema_serializer(component_name="AnnotatorExclusionInput")
+    class InputSerializer(serializers.Serializer):
+        action = serializers.ChoiceField(choices=["exclude", "include"])
+        reason = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
+
+    @extend_schema_serializer(component_name="AnnotatorExclusion")
+    class OutputSerializer(serializers.Serializer):
+        pseudonym = serializers.CharField()
+        excluded = serializers.BooleanField()
+        excluded_at = serializers.DateTimeField(allow_null=True)
+        log = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    def post(self, request, name: str, pseudonym: str):
+        get_object_or_404(Study, name=name)
+        profile = get_object_or_404(AnnotatorProfile, pseudonym=pseudonym)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        service = services.annotator_exclude if serializer.validated_data["action"] == "exclude" else services.annotator_include
+        profile = service(profile=profile, by=request.user, reason=serializer.validated_data["reason"])
+        return Response(
+            self.OutputSerializer(
+                {"pseudonym": profile.pseudonym, "excluded": profile.excluded_at is not None, "excluded_at": profile.excluded_at, "log": profile.excluded_reason.splitlines()}
+            ).data
+        )

@@ -1,4 +1,4 @@
-"""API routes, mounted at /api/scoring/ by the root URLconf."""
+"""API routes: `urlpatterns` mounted at /api/scoring/, `study_urlpatterns` at /api/studies/<name>/ (next to the annotation app's study API)."""
 
 from django.urls import path
 
@@ -10,4 +10,10 @@ urlpatterns = [
     path("runs/<int:run_id>/", api.RunDetailApi.as_view(), name="api-scoring-run"),
     path("runs/<int:run_id>/verdicts/", api.RunVerdictsApi.as_view(), name="api-scoring-run-verdicts"),
     path("external/", api.ExternalSetListApi.as_view(), name="api-scoring-external"),
+]
+
+study_urlpatterns = [
+    path("report/", api.StudyReportApi.as_view(), name="api-study-report"),
+    path("report/<slug:table>.csv", api.StudyReportTableApi.as_view(), name="api-study-report-table"),
+    path("annotators/<str:pseudonym>/exclusion/", api.AnnotatorExclusionApi.as_view(), name="api-annotator-exclusion"),
 ]

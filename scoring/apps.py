@@ -6,7 +6,9 @@ class ScoringConfig(AppConfig):
     verbose_name = "Scoring"
 
     def ready(self) -> None:
-        # Open report pages refresh when a judgment is committed.
-        from .report import report_listener_install
+        # Registers the tasks in every process, so services can queue them by name (scoring.queueing).
+        from . import tasks  # noqa: F401
+        from .broadcast import report_listener_install
 
+        # Open report pages refresh when a judgment is committed.
         report_listener_install()

@@ -1,20 +1,23 @@
-"""Live progress of a scoring run: a thin consumer that forwards progress events to the run page."""
+"""Live pages: thin consumers that forward pushes (scoring.broadcast) to a run page or a study's report page.
+
+Researchers only. Close codes in the application range let a page tell "not allowed" from a
+dropped connection. The pages only listen; anything they send is ignored.
+"""
 
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from annotation.models import Study
 from auditorium.roles import is_researcher
 
+from .broadcast import report_group, run_group
 from .models import ScoringRun
+from .selectors import run_progress
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
-
-
-def run_group(run_id: int) -> str:
-    return f"scoring-run-{run_id}"
 
 
 @database_sync_to_async
@@ -24,28 +27,33 @@ def _progress_for(user, run_id: int):
     run = ScoringRun.objects.filter(pk=run_id).first()
     if run is None:
         return None
-    from .services import run_progress
-
     return run_progress(run)
 
 
-class ScoringRunConsumer(AsyncJsonWebsocketConsumer):
+@database_sync_to_async
+def _study_id_for(user, name: str) -> int | str | None:
+    if not is_researcher(user):
+        return "forbidden"
+    return Study.objects.filter(name=name).values_list("id", flat=True).first()
+
+
+class _GroupConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
 
-    async def connect(self):
-        run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        found = await _progress_for(self.scope.get("user"), run_id)
-        if found == "forbidden":
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        if found is None:
-            await self.close(code=CLOSE_NOT_FOUND)
-            return
-        self.group = run_group(run_id)
+    async def join(self, group: str) -> None:
+        self.group = group
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        # The state at connect time, so a page opened mid-run is right before the next event.
-        await self.send_json({"type": "progress", "progress": found})
+
+    async def refuse(self, found) -> bool:
+        """Close for "forbidden" or a missing object; True when it did."""
+        if found == "forbidden":
+            await self.close(code=CLOSE_FORBIDDEN)
+            return True
+        if found is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return True
+        return False
 
     async def disconnect(self, code):
         if self.group:
@@ -54,5 +62,27 @@ class ScoringRunConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content, **kwargs):
         return
 
+
+class ScoringRunConsumer(_GroupConsumer):
+    async def connect(self):
+        run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        found = await _progress_for(self.scope.get("user"), run_id)
+        if await self.refuse(found):
+            return
+        await self.join(run_group(run_id))
+        # The state at connect time, so a page opened mid-run is right before the next event.
+        await self.send_json({"type": "progress", "progress": found})
+
     async def run_progress(self, event):
         await self.send_json({"type": "progress", "progress": event["progress"]})
+
+
+class StudyReportConsumer(_GroupConsumer):
+    async def connect(self):
+        found = await _study_id_for(self.scope.get("user"), self.scope["url_route"]["kwargs"]["name"])
+        if await self.refuse(found):
+            return
+        await self.join(report_group(found))
+
+    async def report_changed(self, event):
+        await self.send_json({"type": "changed", "reason": event.get("reason", ""), "at": event.get("at")})

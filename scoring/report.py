@@ -1,20 +1,16 @@
 """The study report: human agreement, annotators, machine vs human, disagreement triage.
 
-`report_build` returns one JSON-safe dict; `report_tables` flattens it into the
-CSV tables; `report_compute` is the pure (DataFrame in, dict out) part that the
-benchmark times. Machine-vs-human numbers follow the CMI-RewardBench rules
-(docs/formats.md): score ties predict B, a "both" label scores 0.5, other
-labels are dropped, confidence buckets <3 / =3 / >3, "w/ audio" and "w/o audio"
-are unweighted means of their two modalities, correlations are pandas'.
+`report_build` returns one JSON-safe dict (scoring.report_tables flattens it into
+CSV tables); `report_compute` is the pure (DataFrame in, dict out) part that the
+benchmark times. Machine-vs-human numbers are scoring.evaluation's majority view
+(its rules and breakdowns), computed here on frames so a study of 100,000 votes
+stays a few vectorised group-bys; imported result sets are scored by scoring.compare.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
-import logging
 from dataclasses import dataclass, field
 
 import krippendorff
@@ -30,29 +26,19 @@ from annotation.models import AnnotatorProfile, Judgment, Pair, Study
 
 from . import compare
 from .agreement import (
-    BUCKETS,
-    DIMENSIONS,
     Thresholds,
     _parse_number,
     agreement_report,
     annotator_table,
-    bootstrap_sums,
-    confidence_bucket,
     confidence_report,
-    num,
-    percentile_ci,
     position_bias,
     thresholds_parse,
     votes_frame,
 )
+from .evaluation import BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
+from .stats import num
 
-logger = logging.getLogger(__name__)
-
-# The benchmark's groups, shared with scoring.compare so both apply the same rules.
-MODALITIES = list(compare.MODALITIES)
-WITHOUT_AUDIO, WITH_AUDIO = compare.NO_REF, compare.REF
-INSTRUMENTAL, VOCAL = compare.INSTRUMENTAL, compare.VOCAL
 CACHE_SECONDS = 600
 
 
@@ -184,76 +170,61 @@ def external_linked_frame(*, study: Study) -> tuple[pd.DataFrame, list[dict]]:
 
 def human_majority(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
     """Per pair (included votes only): votes n, votes for clip_a k, majority (1 = clip_a, 0 = clip_b, NaN = tie),
-    mean confidence of the majority side, and the majority's share of the votes."""
+    mean confidence of the majority side, and the majority's share of the votes (evaluation.pair_majority)."""
     votes = votes[~votes["excluded"]]
-    pref = votes[f"pref_{dim}"].astype(float)
-    conf = votes[f"{dim}_confidence"]
-    grouped = pd.DataFrame({"pair_id": votes["pair_id"], "k": pref, "one": 1.0, "conf_a": conf * pref, "conf_b": conf * (1 - pref)}).groupby("pair_id")
-    sums = grouped.sum()
-    n, k = sums["one"], sums["k"]
-    majority = np.where(2 * k > n, 1.0, np.where(2 * k < n, 0.0, np.nan))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        confidence = np.where(majority == 1, sums["conf_a"] / k, np.where(majority == 0, sums["conf_b"] / (n - k), np.nan))
+    # Clip terms: voting for the stored clip_a is voting MODEL_A.
+    labels = np.where(votes[f"pref_{dim}"].to_numpy() == 1, CODE[MODEL_A], CODE[MODEL_B])
+    table = pair_majority(votes["pair_id"].to_numpy(), labels, votes[f"{dim}_confidence"].to_numpy(float))
+    majority = np.select([table["majority"] == CODE[MODEL_A], table["majority"] == CODE[MODEL_B]], [1.0, 0.0], np.nan)
     return pd.DataFrame(
-        {"n": n.astype(int), "k": k.astype(int), "majority": majority, "confidence": confidence, "share": np.maximum(k, n - k) / n},
-        index=sums.index,
+        {"n": table["n"], "k": table["counts"][:, CODE[MODEL_A]], "majority": majority, "confidence": table["confidence"], "share": table["share"]},
+        index=pd.Index(table["pair_id"], name="pair_id"),
     )
 
 
 def judge_prefs(verdicts: pd.DataFrame, pairs: pd.DataFrame, dim: str) -> pd.Series:
     """Per verdict: 1 if the judge prefers the pair's clip_a, 0 for clip_b, NaN for no preference.
 
-    A stored choice wins; otherwise the two scores decide, and a tie predicts B
-    (the benchmark's `_pair_pref_label` rule). Only status ok counts.
+    A stored choice wins; otherwise the two scores decide with evaluation's tie rule (ties
+    predict B). Only status ok counts.
     """
     clip_a = pairs["clip_a"].reindex(verdicts["pair_id"]).to_numpy()
     choice = pd.to_numeric(verdicts[f"{dim}_choice"], errors="coerce").to_numpy()
     score_a = pd.to_numeric(verdicts[f"{dim}_score_a"], errors="coerce").to_numpy()
     score_b = pd.to_numeric(verdicts[f"{dim}_score_b"], errors="coerce").to_numpy()
-    from_scores = np.where(np.isnan(score_a) | np.isnan(score_b), np.nan, (score_a > score_b).astype(float))
-    pref = np.where(np.isnan(choice), from_scores, (choice == clip_a).astype(float))
+    pref = np.where(np.isnan(choice), prefers_a(score_a, score_b), (choice == clip_a).astype(float))
     pref = np.where(verdicts["status"].to_numpy() == Verdict.Status.OK, pref, np.nan)
     return pd.Series(pref, index=verdicts.index)
 
 
-def _accuracy(frame: pd.DataFrame) -> dict:
-    n = len(frame)
-    return {"n": n, "accuracy": num(frame["correct"].mean()) if n else None}
-
-
-def _mean_or_none(values: list) -> float | None:
-    if any(v is None for v in values):
-        return None
-    return num(float(np.mean(values)))
+def _label_codes(prefs: pd.Series) -> np.ndarray:
+    """1 / 0 / NaN (prefers clip_a / clip_b / nothing) as evaluation label codes."""
+    values = prefs.to_numpy(float)
+    return np.select([values == 1, values == 0], [CODE[MODEL_A], CODE[MODEL_B]], NO_LABEL)
 
 
 def accuracy_breakdown(scored: pd.DataFrame, *, rounds: int, seed: int) -> dict:
-    """Accuracy of one judge on one dimension, with the benchmark's breakdowns.
+    """Accuracy of one judge on one dimension against the pairs' majorities, in the report's shape.
 
-    `scored` has one row per pair with a human majority and a judge preference:
-    columns correct (0/1), modality, confidence (of the majority side).
+    `scored` has one row per pair with a human majority and a judge preference: columns
+    correct (the match score), modality, confidence (of the majority side). The figures are
+    evaluation.breakdown's, rounded to 4 digits.
     """
-    boot = bootstrap_sums(np.column_stack([scored["correct"].to_numpy(float), np.ones(len(scored))]), rounds=rounds, seed=seed)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ci = percentile_ci(boot[:, 0] / boot[:, 1])
-    by_modality = {m: _accuracy(scored[scored["modality"] == m]) for m in MODALITIES}
-    buckets = confidence_bucket(scored["confidence"].to_numpy())
+    figures = breakdown(scored["correct"].to_numpy(float), scored["modality"].to_numpy(), scored["confidence"].to_numpy(float), rounds=rounds, seed=seed, digits=4)
+
+    def cell(figure: dict) -> dict:
+        return {"n": figure["n"], "accuracy": figure["accuracy"]}
+
     return {
-        **_accuracy(scored),
+        **cell(figures["all"]),
         "correct": int(scored["correct"].sum()),
-        "ci": ci,
-        "by_modality": by_modality,
-        "reference": {
-            "with": _accuracy(scored[scored["modality"].isin(WITH_AUDIO)]),
-            "without": _accuracy(scored[scored["modality"].isin(WITHOUT_AUDIO)]),
-        },
-        "type": {
-            "instrumental": _accuracy(scored[scored["modality"].isin(INSTRUMENTAL)]),
-            "vocal": _accuracy(scored[scored["modality"].isin(VOCAL)]),
-        },
-        "by_confidence": {b: _accuracy(scored[buckets == b]) for b in BUCKETS},
-        "w_audio": _mean_or_none([by_modality[m]["accuracy"] for m in WITH_AUDIO]),
-        "wo_audio": _mean_or_none([by_modality[m]["accuracy"] for m in WITHOUT_AUDIO]),
+        "ci": figures["all"]["ci"],
+        "by_modality": {m: cell(figures["by_modality"][m]) for m in MODALITIES},
+        "reference": {"with": cell(figures["ref"]), "without": cell(figures["no_ref"])},
+        "type": {"instrumental": cell(figures["instrumental"]), "vocal": cell(figures["vocal"])},
+        "by_confidence": {b: cell(figures["by_confidence"]["all"][b]) for b in BUCKETS},
+        "w_audio": figures["w/ audio"],
+        "wo_audio": figures["w/o audio"],
     }
 
 
@@ -299,7 +270,7 @@ def judges_report(
             counts = np.column_stack([covered["n"] - covered["k"] + (1 - judge_vote), covered["k"] + judge_vote])
             human_only = np.column_stack([covered["n"] - covered["k"], covered["k"]])
             scored = covered.dropna(subset=["majority"]).copy()
-            scored["correct"] = (scored["judge"] == scored["majority"]).astype(int)
+            scored["correct"] = match_scores(_label_codes(scored["judge"]), _label_codes(scored["majority"]))
             scored["modality"] = pairs["modality"].reindex(scored.index).to_numpy()
             block = accuracy_breakdown(scored, rounds=rounds, seed=seed)
             block["coverage"] = num(len(judged) / total) if total else None
@@ -315,7 +286,7 @@ def judges_report(
                 part["judge_margin"] = margins.reindex(part.index).to_numpy()
                 wrong_parts.append(part)
         accuracies = [entry["dimensions"][d]["accuracy"] for d in DIMENSIONS]
-        entry["headline"] = _mean_or_none(accuracies)
+        entry["headline"] = mean_or_none(accuracies, 4)
         results.append(entry)
         if wrong_parts:
             disagreements[source["id"]] = pd.concat(wrong_parts)
@@ -573,204 +544,3 @@ def triage_details(picked: list[dict], *, sources: list[dict]) -> list[dict]:
             }
         )
     return out
-
-
-# --- Tables (CSV) -----------------------------------------------------------------------------
-
-TABLES = (
-    "agreement",
-    "agreement_by_confidence",
-    "confidence_histogram",
-    "cross_dimension",
-    "position_bias",
-    "annotators",
-    "judges",
-    "judge_breakdown",
-    "triage",
-    "external",
-)
-
-
-def _ci(prefix: str, ci) -> dict:
-    low, high = ci if ci else (None, None)
-    return {f"{prefix}_low": low, f"{prefix}_high": high}
-
-
-def report_tables(report: dict) -> dict[str, list[dict]]:
-    """Every table of the report as a list of flat rows (one CSV each)."""
-    agreement = report["agreement"]
-    tables: dict[str, list[dict]] = {name: [] for name in TABLES}
-    for dim in DIMENSIONS:
-        block = agreement[dim]
-        tables["agreement"].append(
-            {
-                "dimension": dim,
-                **{k: block[k] for k in ("pairs", "votes", "vote_pairs", "agreements", "disagreements", "agreement_rate")},
-                **_ci("agreement_ci", block["agreement_ci"]),
-                "alpha": block["alpha"],
-                **_ci("alpha_ci", block["alpha_ci"]),
-                "confidence_alpha_ordinal": block["confidence_alpha_ordinal"],
-            }
-        )
-        for row in block["by_confidence"]:
-            tables["agreement_by_confidence"].append(
-                {
-                    "dimension": dim,
-                    "bucket": row["bucket"],
-                    **{k: row[k] for k in ("pairs", "votes", "vote_pairs", "agreements", "disagreements", "agreement_rate")},
-                    **_ci("agreement_ci", row["agreement_ci"]),
-                    "alpha": row["alpha"],
-                    **_ci("alpha_ci", row["alpha_ci"]),
-                }
-            )
-        histogram = report["confidence"]["histogram"][dim]
-        for value, count in zip(histogram["values"], histogram["counts"], strict=True):
-            tables["confidence_histogram"].append({"dimension": dim, "confidence": value, "votes": count})
-        bias = report["position_bias"][dim]
-        tables["position_bias"].append({"dimension": dim, "votes": bias["votes"], "a_side": bias["a_side"], "share": bias["share"], **_ci("ci", bias["ci"]), "p_value": bias["p_value"]})
-    cross = report["confidence"]["cross_dimension"]
-    tables["cross_dimension"].append(
-        {
-            "votes": cross["votes"],
-            "same": cross["same"],
-            "different": cross["different"],
-            "agreement_rate": cross["agreement_rate"],
-            **{f"mean_confidence_same_{d}": cross["mean_confidence_same"][d] for d in DIMENSIONS},
-            **{f"mean_confidence_different_{d}": cross["mean_confidence_different"][d] for d in DIMENSIONS},
-        }
-    )
-    for row in report["annotators"]:
-        flat = {}
-        for key, value in row.items():
-            if key == "flags":
-                flat["flag_details"] = " | ".join(f["detail"] for f in value)
-            elif isinstance(value, list):
-                flat.update(_ci(key, value))
-            else:
-                flat[key] = value
-        tables["annotators"].append(flat)
-    for judge in report["judges"]:
-        head = {k: judge[k] for k in ("source", "id", "judge", "label", "state")}
-        for dim in DIMENSIONS:
-            block = judge["dimensions"].get(dim, {})
-            tables["judges"].append(
-                {
-                    **head,
-                    "dimension": dim,
-                    "n": block.get("n"),
-                    "accuracy": block.get("accuracy"),
-                    **_ci("ci", block.get("ci")),
-                    "w_audio": block.get("w_audio"),
-                    "wo_audio": block.get("wo_audio"),
-                    "headline": judge["headline"],
-                    "coverage": block.get("coverage"),
-                    "verdicts": judge["verdicts"],
-                    "discarded": judge["discarded"],
-                    "failed": judge["failed"],
-                    "discard_rate": judge["discard_rate"],
-                    "alpha_with_judge": block.get("alpha_with_judge"),
-                    "alpha_humans_same_pairs": block.get("alpha_humans_same_pairs"),
-                }
-            )
-            groups = [("modality", block.get("by_modality", {})), ("reference", block.get("reference", {})), ("type", block.get("type", {})), ("confidence", block.get("by_confidence", {}))]
-            for group, levels in groups:
-                for level, value in levels.items():
-                    tables["judge_breakdown"].append({**head, "dimension": dim, "group": group, "level": level, "n": value["n"], "accuracy": value["accuracy"]})
-    for item in report["triage"]:
-        tables["triage"].append(
-            {
-                "source": item["source"],
-                "pair_id": item["pair_id"],
-                "dimension": item["dimension"],
-                "human_prefers": item["human_prefers"],
-                "judge_prefers": item["judge_prefers"],
-                "human_votes": item["human_votes"],
-                "human_majority_votes": item["human_majority_votes"],
-                "human_confidence": item["human_confidence"],
-                "judge_margin": item["judge_margin"],
-                "prompt": item["prompt"],
-                "clip_a": (item["clip_a"] or {}).get("public_id"),
-                "clip_b": (item["clip_b"] or {}).get("public_id"),
-                "human_rationales": " | ".join(f"{h['pseudonym']}: {h['rationale']}" for h in item["humans"] if h["rationale"]),
-                "judge_rationale": item["judge_rationale"],
-            }
-        )
-    for result_set in report["external"]:
-        for figure in result_set["figures"]:
-            tables["external"].append({"result_set": result_set["name"], "judge": result_set["judge"], **figure})
-    return tables
-
-
-def table_csv(rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    if not rows:
-        return ""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    return buffer.getvalue()
-
-
-# --- Live refresh ------------------------------------------------------------------------------
-
-
-def report_group(study_id: int) -> str:
-    return f"scoring-report-{study_id}"
-
-
-def report_changed_broadcast(*, study_id: int, reason: str) -> None:
-    """Tell open report pages of the study that their numbers are stale; never fails the caller."""
-    try:
-        from asgiref.sync import async_to_sync
-        from channels.layers import get_channel_layer
-
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        async_to_sync(layer.group_send)(report_group(study_id), {"type": "report.changed", "reason": reason, "at": timezone.now().isoformat()})
-    except Exception:  # a dead channel layer must not break a vote that is already committed
-        logger.warning("report refresh broadcast failed", exc_info=True)
-
-
-# Open report pages re-fetch on every push; one push per study per window keeps a busy
-# study from costing a channel-layer round trip inside every judgment submit.
-REPORT_PUSH_WINDOW_SECONDS = 2
-
-
-def _push_pending_key(study_id: int) -> str:
-    return f"scoring:report-push:{study_id}"
-
-
-def report_changed_queue(*, study_id: int, reason: str) -> None:
-    """Debounced push: at most one broadcast per study per window, none dropped (auditorium.debounce)."""
-    from auditorium.debounce import debounced_apply
-
-    from .tasks import report_changed_task
-
-    try:
-        debounced_apply(report_changed_task, key=_push_pending_key(study_id), delay=REPORT_PUSH_WINDOW_SECONDS, args=[study_id, reason])
-    except Exception:  # broker or cache down: the vote is committed; pages catch up on their next load
-        logger.warning("report refresh could not be queued", exc_info=True)
-
-
-def report_changed_push(*, study_id: int, reason: str) -> None:
-    """The queued end of report_changed_queue (runs in a worker)."""
-    from auditorium.debounce import debounce_clear
-
-    debounce_clear(_push_pending_key(study_id))
-    report_changed_broadcast(study_id=study_id, reason=reason)
-
-
-def report_judgment_listener(judgment) -> None:
-    report_changed_queue(study_id=judgment.pair.study_id, reason="judgment")
-
-
-def report_listener_install() -> None:
-    """Hook the live refresh into judgment submission (idempotent; meant for ScoringConfig.ready())."""
-    from annotation import services
-
-    if report_judgment_listener not in services.judgment_listeners:
-        services.judgment_listeners.append(report_judgment_listener)
-

@@ -1,7 +1,6 @@
 from django.urls import path
 
-from .consumers import ScoringRunConsumer
-from .report_consumers import StudyReportConsumer
+from .consumers import ScoringRunConsumer, StudyReportConsumer
 
 websocket_urlpatterns = [
     path("ws/scoring/runs/<int:run_id>/", ScoringRunConsumer.as_asgi()),

@@ -6,7 +6,8 @@ from django.db.models import Q
 
 from annotation.models import Judgment
 
-from .judges import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, adapter_for, templates_for
+from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
+from .judges import adapter_for, templates_for
 from .models import ExternalResultSet, Judge, ScoringRun, Verdict
 
 
@@ -43,6 +44,19 @@ def run_list(*, study=None, limit: int = 100):
     if study is not None:
         query = query.filter(study=study)
     return query[:limit]
+
+
+def run_progress(run: ScoringRun) -> dict:
+    """What a run page shows live: state and counts (also pushed by broadcast.run_progress_broadcast)."""
+    return {
+        "run": run.pk,
+        "state": run.state,
+        "total": run.total,
+        "done": run.done,
+        "failed": run.failed,
+        "remaining": max(run.total - run.done - run.failed, 0),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
 
 
 def run_verdicts(*, run: ScoringRun, limit: int = 500):
@@ -89,7 +103,7 @@ def _label_for(pair_clip_a: int, pair_clip_b: int, clip_id: int | None) -> str |
 
 
 def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
-    """One row per counted human vote on a pair the run judged, in the shape compare.preference_summary takes.
+    """One row per counted human vote on a pair the run judged: evaluation's plain rows.
 
     Votes of annotators who withdrew consent or were excluded by a researcher are left out.
     """

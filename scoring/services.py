@@ -18,25 +18,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotation.models import Clip, Condition, Pair, Study
+from annotation.models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study
+from annotation.services import clip_ingest_array, pair_get_or_create
 from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 
-from . import compare
-from .judges import (
-    ALIGNMENT,
-    MODEL_A,
-    MODEL_B,
-    MUSICALITY,
-    ClipAudio,
-    ConditionInput,
-    JudgeOutputError,
-    JudgeUnavailable,
-    PairOutcome,
-    adapter_for,
-    prefer,
-    templates_for,
-)
+from . import broadcast, compare, queueing
+from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
+from .hardneg import DegradationError, degrade, spec_clean
+from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, templates_for
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
+from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 
 logger = logging.getLogger(__name__)
 
@@ -272,9 +264,7 @@ def run_create(
             total=len(ids),
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
-        from .tasks import run_start
-
-        transaction.on_commit(lambda: run_start.delay(run.pk))
+        transaction.on_commit(lambda: queueing.task(queueing.RUN_START).delay(run.pk))
     return run
 
 
@@ -293,8 +283,6 @@ def run_create_templates(*, judge: Judge, templates: list[str], user=None, label
 
 def run_dispatch(*, run_id: int) -> dict:
     """Queue a run's jobs: clip-cache batches first (per-clip judges), then one job per pair."""
-    from .tasks import clips_prewarm_task, pair_score_task
-
     run = ScoringRun.objects.select_related("judge").get(pk=run_id)
     if run.state in (ScoringRun.State.DONE, ScoringRun.State.FAILED):
         return {"queued": 0}
@@ -312,25 +300,13 @@ def run_dispatch(*, run_id: int) -> dict:
             bucket += [c for c in (a, b) if c not in bucket]
         for cond, clip_ids in by_condition.items():
             for start in range(0, len(clip_ids), size):
-                clips_prewarm_task.apply_async((run.pk, cond, clip_ids[start : start + size]), queue=queue)
+                queueing.task(queueing.CLIPS_PREWARM).apply_async((run.pk, cond, clip_ids[start : start + size]), queue=queue)
                 batches += 1
     for pid in todo:
-        pair_score_task.apply_async((run.pk, pid), queue=queue)
+        queueing.task(queueing.PAIR_SCORE).apply_async((run.pk, pid), queue=queue)
     if not todo:
         run_progress_update(run_id=run.pk)
     return {"queued": len(todo), "prewarm_batches": batches}
-
-
-def run_progress(run: ScoringRun) -> dict:
-    return {
-        "run": run.pk,
-        "state": run.state,
-        "total": run.total,
-        "done": run.done,
-        "failed": run.failed,
-        "remaining": max(run.total - run.done - run.failed, 0),
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-    }
 
 
 def run_progress_update(*, run_id: int) -> dict:
@@ -348,7 +324,7 @@ def run_progress_update(*, run_id: int) -> dict:
             finished = True
         run.save(update_fields=fields)
         progress = run_progress(run)
-        transaction.on_commit(lambda: run_progress_broadcast(progress))
+        transaction.on_commit(lambda: broadcast.run_progress_broadcast(progress))
     if finished:
         run_compare(run=run)
         if run.group:
@@ -356,35 +332,18 @@ def run_progress_update(*, run_id: int) -> dict:
     return progress
 
 
-def run_progress_broadcast(progress: dict) -> None:
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from .consumers import run_group
-
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(run_group(progress["run"]), {"type": "run.progress", "progress": progress})
-    except Exception:  # a lost progress push must never fail the scoring job
-        logger.exception("progress push for run %s failed", progress["run"])
-
-
 # --- Comparison with humans --------------------------------------------------------------------
 
 
 def run_compare(*, run: ScoringRun) -> dict:
-    """Compute and store the run's comparison with the human votes on its pairs."""
-    from .selectors import run_comparison_rows, run_verdict_stats
-
+    """Compute and store the run's comparison with the human votes on its pairs (one unit per vote)."""
     rows = run_comparison_rows(run=run)
     summary = {
         "computed_at": timezone.now().isoformat(),
         "judge": run.judge.key,
         "dimensions": list(adapter_for(run.judge).dimensions),
         "human_rows": len(rows),
-        "preference": compare.preference_summary(rows),
+        "preference": evaluate(rows, view=VOTE),
         "verdicts": run_verdict_stats(run=run),
     }
     if run.group and run.summary.get("template_spread"):
@@ -459,42 +418,6 @@ def group_spread_update(*, group: str) -> dict | None:
 # --- External results (TuneJury-shaped) ---------------------------------------------------------
 
 
-def _external_row(index: int, raw) -> dict:
-    if not isinstance(raw, dict):
-        raise ServiceError(f"row {index}: expected an object.", code="bad_row")
-    subset = compare.subset_of(raw.get("source"))
-    if subset is None:
-        raise ServiceError(f"row {index}: source {raw.get('source')!r} is not a CMI-RewardBench subset (PAM, MusicEval, Music Arena, cmi-arena-annotation).", code="bad_row")
-    if not isinstance(raw.get("audio_a"), str) or not isinstance(raw.get("scores_a"), dict):
-        raise ServiceError(f"row {index}: audio_a (text) and scores_a (object) are required.", code="bad_row")
-    if subset in ("CMI-Pref", "Music Arena") and (not isinstance(raw.get("audio_b"), str) or not isinstance(raw.get("scores_b"), dict)):
-        raise ServiceError(f"row {index}: a {subset} row needs audio_b and scores_b.", code="bad_row")
-    if subset == "CMI-Pref":
-        pref = raw.get("preference")
-        if not isinstance(pref, dict):
-            raise ServiceError(f"row {index}: a CMI-Pref row needs a preference object.", code="bad_row")
-        human = {
-            "alignment": dict(pref.get("instruction_following") or {}),
-            "musicality": dict(pref.get("music_quality") or {}),
-        }
-        for key, target in (("prompt", "prompt"), ("lyrics", "lyrics"), ("ref-audio-path", "ref"), ("modality", "modality")):
-            if key in raw:
-                human[target] = raw[key]
-    elif subset == "Music Arena":
-        human = {"preference": raw.get("preference")}
-    else:
-        human = {"musicality_mos": raw.get("musicality_mos"), "alignment_mos": raw.get("alignment_mos")}
-    return {
-        "row_index": index,
-        "subset": subset,
-        "audio_a": raw["audio_a"][:500],
-        "audio_b": (raw.get("audio_b") or "")[:500],
-        "scores_a": raw["scores_a"],
-        "scores_b": raw.get("scores_b") or {},
-        "human": human,
-    }
-
-
 def external_results_import(*, path: str | Path, name: str = "", judge_name: str = "") -> tuple[ExternalResultSet, bool]:
     """Import a per-row results file. The same file again returns the stored set and changes nothing."""
     path = Path(path)
@@ -512,7 +435,7 @@ def external_results_import(*, path: str | Path, name: str = "", judge_name: str
     raw_rows = parsed.get("rows") if isinstance(parsed, dict) else parsed
     if not isinstance(raw_rows, list) or not raw_rows:
         raise ServiceError(f"{path.name} holds no rows (expected a list, or an object with a 'rows' list).", code="no_rows")
-    rows = [_external_row(i, r) for i, r in enumerate(raw_rows)]
+    rows = [compare.external_row_parse(i, r) for i, r in enumerate(raw_rows)]
     name = (name or path.stem).strip()[:200]
     if ExternalResultSet.objects.filter(name=name).exists():
         raise ServiceError(f"A result set named {name!r} exists with different content; choose another name.", code="name_taken", status=409)
@@ -567,10 +490,6 @@ def hard_negative_create(
     """A degraded variant of a clip (Clip.kind=derived), and with a study a catch pair whose expected answer is the original."""
     import soundfile as sf
 
-    from annotation.services import clip_ingest_array, pair_get_or_create
-
-    from .hardneg import DegradationError, degrade, spec_clean
-
     try:
         spec = spec_clean(degradation, duration=clip.duration)
     except DegradationError as exc:
@@ -622,6 +541,62 @@ def hard_negative_create(
                 overlap=1,
             )
     return derived, pair
+
+
+# --- Annotator exclusion (recorded, reversible) -----------------------------------------------------------
+
+
+def _exclusion_log_line(*, action: str, by, reason: str) -> str:
+    stamp = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = f"{stamp} {action} by {by.get_username()}"
+    return f"{text}: {reason}" if reason else text
+
+
+def _exclusion_check(*, by, reason: str, required: bool) -> str:
+    if not is_researcher(by):
+        raise ServiceError("Only researchers and admins can exclude or include annotators.", code="forbidden", status=403)
+    reason = " ".join((reason or "").split())
+    if required and not reason:
+        raise ServiceError("Say why this annotator is excluded (for example: random clicking on gold pairs).", code="reason_required")
+    if len(reason) > 500:
+        raise ServiceError("Keep the reason under 500 characters.", code="too_long")
+    return reason
+
+
+@transaction.atomic
+def annotator_exclude(*, profile: AnnotatorProfile, by, reason: str) -> AnnotatorProfile:
+    """Leave the annotator out of analysis and export; the log line records who, when and why."""
+    reason = _exclusion_check(by=by, reason=reason, required=True)
+    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
+    if profile.excluded_at is not None:
+        raise ServiceError(f"{profile.pseudonym} is already excluded (since {profile.excluded_at:%Y-%m-%d %H:%M} UTC).", code="already_excluded", status=409)
+    profile.excluded_at = timezone.now()
+    # excluded_reason keeps the whole history, one line per decision; excluded_at is the current state.
+    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="excluded", by=by, reason=reason)]))
+    profile.save(update_fields=["excluded_at", "excluded_reason"])
+    _broadcast_after_commit(profile)
+    return profile
+
+
+@transaction.atomic
+def annotator_include(*, profile: AnnotatorProfile, by, reason: str = "") -> AnnotatorProfile:
+    """Undo an exclusion; the history stays in excluded_reason."""
+    reason = _exclusion_check(by=by, reason=reason, required=False)
+    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
+    if profile.excluded_at is None:
+        raise ServiceError(f"{profile.pseudonym} is not excluded.", code="not_excluded", status=409)
+    profile.excluded_at = None
+    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="included again", by=by, reason=reason)]))
+    profile.save(update_fields=["excluded_at", "excluded_reason"])
+    _broadcast_after_commit(profile)
+    return profile
+
+
+def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
+    """Open report pages of every study this annotator voted in refresh once the change is committed."""
+    study_ids = list(Judgment.objects.filter(annotator_id=profile.user_id).values_list("pair__study_id", flat=True).distinct())
+    for study_id in study_ids:
+        transaction.on_commit(lambda study_id=study_id: broadcast.report_changed_broadcast(study_id=study_id, reason="exclusion"))
 
 
 # --- Judges ------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 acks_late + reject_on_worker_lost (settings) return a job to the queue when its worker dies
 mid-run; the services' uniqueness rules make the second run a no-op if the first had finished.
 Routing: a run's jobs go to its judge's queue (`cpu` for signal judges, `gpu` for learned ones).
+Services queue these by name (scoring.queueing), so nothing here is imported by them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import logging
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+
+from . import broadcast, queueing, services
 
 logger = logging.getLogger(__name__)
 
@@ -22,17 +25,13 @@ COMMON = {
 }
 
 
-@shared_task(bind=True, name="scoring.run_start", max_retries=5, default_retry_delay=5, **COMMON)
+@shared_task(bind=True, name=queueing.RUN_START, max_retries=5, default_retry_delay=5, **COMMON)
 def run_start(self, run_id: int) -> dict:
-    from . import services
-
     return services.run_dispatch(run_id=run_id)
 
 
-@shared_task(bind=True, name="scoring.clips_prewarm", max_retries=2, **COMMON)
+@shared_task(bind=True, name=queueing.CLIPS_PREWARM, max_retries=2, **COMMON)
 def clips_prewarm_task(self, run_id: int, condition_id: int, clip_ids: list[int]) -> int:
-    from . import services
-
     try:
         return services.clips_prewarm(run_id=run_id, condition_id=condition_id, clip_ids=clip_ids)
     except SoftTimeLimitExceeded:
@@ -40,10 +39,8 @@ def clips_prewarm_task(self, run_id: int, condition_id: int, clip_ids: list[int]
         return 0
 
 
-@shared_task(bind=True, name="scoring.pair_score", max_retries=3, **COMMON)
+@shared_task(bind=True, name=queueing.PAIR_SCORE, max_retries=3, **COMMON)
 def pair_score_task(self, run_id: int, pair_id: int) -> dict:
-    from . import services
-
     try:
         verdict = services.pair_score(run_id=run_id, pair_id=pair_id)
     except SoftTimeLimitExceeded:
@@ -58,8 +55,6 @@ def pair_score_task(self, run_id: int, pair_id: int) -> dict:
     return {"verdict": verdict.pk, "status": verdict.status}
 
 
-@shared_task(name="scoring.report_changed", acks_late=True, time_limit=60, soft_time_limit=50, ignore_result=True)
+@shared_task(name=queueing.REPORT_CHANGED, acks_late=True, time_limit=60, soft_time_limit=50, ignore_result=True)
 def report_changed_task(study_id: int, reason: str) -> None:
-    from .report import report_changed_push
-
-    report_changed_push(study_id=study_id, reason=reason)
+    broadcast.report_changed_push(study_id=study_id, reason=reason)

@@ -1,4 +1,4 @@
-"""HTML pages for researchers: the judges and their availability, runs (launch, list), a run's live page."""
+"""HTML pages for researchers: the judges and their availability, runs (launch, list), a run's live page, a study's report."""
 
 from __future__ import annotations
 
@@ -6,16 +6,22 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_safe
+from django.urls import reverse
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from annotation.models import Study
+from annotation.models import AnnotatorProfile, Study
 from auditorium.errors import ServiceError
 from auditorium.roles import is_researcher
 
 from . import selectors, services
+from .agreement import THRESHOLD_HELP
+from .evaluation import BUCKETS, DIMENSIONS, MODALITIES
 from .models import Judge, ScoringRun
+from .report import ReportOptions, report_build, report_options_parse
+from .report_tables import TABLES
 
 
 def researcher_required(view):
@@ -88,7 +94,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "scoring/run.html",
         {
             "run": run,
-            "progress": services.run_progress(run),
+            "progress": selectors.run_progress(run),
             "rows": rows,
             "summary": summary,
             "comparison": comparison_table(summary.get("preference", {})),
@@ -111,13 +117,13 @@ def comparison_table(preference: dict) -> list[dict]:
         return []
     align, music = preference.get("alignment", {}), preference.get("musicality", {})
     rows = [{"label": "all votes", "alignment": _cell(align.get("all")), "musicality": _cell(music.get("all"))}]
-    for name in ("text", "text+lyrics", "text+ref", "text+lyrics+ref"):
+    for name in MODALITIES:
         if "by_modality" in align:
             rows.append({"label": f"modality {name}", "alignment": _cell(align["by_modality"][name]), "musicality": _cell(music["by_modality"][name])})
     for key, label in (("no_ref", "without reference"), ("ref", "with reference"), ("instrumental", "instrumental"), ("vocal", "vocal"), ("w/o audio", "w/o audio (mean)"), ("w/ audio", "w/ audio (mean)")):
         if key in align:
             rows.append({"label": label, "alignment": _cell(align[key]), "musicality": _cell(music[key])})
-    for bucket in ("<3", "=3", ">3"):
+    for bucket in BUCKETS:
         rows.append(
             {
                 "label": f"confidence {bucket}",
@@ -127,3 +133,172 @@ def comparison_table(preference: dict) -> list[dict]:
         )
     rows.append({"label": "judge answered (share of votes)", "alignment": {"accuracy": align.get("coverage", {}).get("share"), "n": align.get("coverage", {}).get("labelled")}, "musicality": {"accuracy": music.get("coverage", {}).get("share"), "n": music.get("coverage", {}).get("labelled")}})
     return rows
+
+
+# --- Study report -------------------------------------------------------------------------------
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _fixed(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(ci, fmt=_pct) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f"{fmt(ci[0])} – {fmt(ci[1])}"
+
+
+def report_context(report: dict) -> dict:
+    """Rows pre-formatted for the template (Django templates cannot index keys such as "<3")."""
+    agreement = []
+    for dim in DIMENSIONS:
+        block = report["agreement"][dim]
+        agreement.append(
+            {
+                "dimension": dim,
+                "pairs": block["pairs"],
+                "votes": block["votes"],
+                "vote_pairs": block["vote_pairs"],
+                "agreements": block["agreements"],
+                "disagreements": block["disagreements"],
+                "rate": _pct(block["agreement_rate"]),
+                "rate_ci": _interval(block["agreement_ci"]),
+                "alpha": _fixed(block["alpha"]),
+                "alpha_ci": _interval(block["alpha_ci"], _fixed),
+                "confidence_alpha": _fixed(block["confidence_alpha_ordinal"]),
+                "by_confidence": [
+                    {**row, "rate": _pct(row["agreement_rate"]), "rate_ci": _interval(row["agreement_ci"]), "alpha_fmt": _fixed(row["alpha"]), "alpha_ci_fmt": _interval(row["alpha_ci"], _fixed)}
+                    for row in block["by_confidence"]
+                ],
+            }
+        )
+    cross = report["confidence"]["cross_dimension"]
+    bias = [{"dimension": d, **report["position_bias"][d], "share_fmt": _pct(report["position_bias"][d]["share"]), "ci_fmt": _interval(report["position_bias"][d]["ci"])} for d in DIMENSIONS]
+    annotators = []
+    for row in report["annotators"]:
+        annotators.append(
+            {
+                **row,
+                "flag_codes_unique": sorted({f["code"] for f in row["flags"]}),
+                "agreement_fmt": _pct(row["majority_agreement"]),
+                "agreement_alignment_fmt": _pct(row["majority_agreement_alignment"]),
+                "agreement_musicality_fmt": _pct(row["majority_agreement_musicality"]),
+                "gold_fmt": _pct(row["gold_accuracy"]),
+                "a_alignment_fmt": _pct(row["a_share_alignment"]),
+                "a_musicality_fmt": _pct(row["a_share_musicality"]),
+                "rationale_fmt": _pct(row["rationale_rate"]),
+            }
+        )
+    judges = []
+    for judge in report["judges"]:
+        dims = []
+        for dim in DIMENSIONS:
+            block = judge["dimensions"][dim]
+            dims.append(
+                {
+                    "dimension": dim,
+                    "n": block["n"],
+                    "accuracy": _pct(block["accuracy"]),
+                    "ci": _interval(block["ci"]),
+                    "modalities": [(m, _pct(block["by_modality"][m]["accuracy"]), block["by_modality"][m]["n"]) for m in MODALITIES],
+                    "with_ref": _pct(block["reference"]["with"]["accuracy"]),
+                    "without_ref": _pct(block["reference"]["without"]["accuracy"]),
+                    "instrumental": _pct(block["type"]["instrumental"]["accuracy"]),
+                    "vocal": _pct(block["type"]["vocal"]["accuracy"]),
+                    "buckets": [(b, _pct(block["by_confidence"][b]["accuracy"]), block["by_confidence"][b]["n"]) for b in BUCKETS],
+                    "w_audio": _pct(block["w_audio"]),
+                    "wo_audio": _pct(block["wo_audio"]),
+                    "alpha_with_judge": _fixed(block["alpha_with_judge"]),
+                    "alpha_humans": _fixed(block["alpha_humans_same_pairs"]),
+                    "ties_dropped": block["ties_dropped"],
+                }
+            )
+        judges.append({**judge, "dims": dims, "headline_fmt": _pct(judge["headline"]), "discard_fmt": _pct(judge["discard_rate"]), "failure_fmt": _pct(judge["failure_rate"])})
+    external = []
+    for result_set in report["external"]:
+        # One row per subset, human label and score column; the accuracy or the three correlations side by side.
+        grouped: dict[tuple, dict] = {}
+        for f in result_set["figures"]:
+            row = grouped.setdefault((f["subset"], f["dimension"], f["score"]), {"subset": f["subset"], "dimension": f["dimension"], "score": f["score"], "n": f["n"], "published": []})
+            row[f["metric"]] = _fixed(f["value"], 4)
+            if f["published"] is not None:
+                row["published"].append(f"{f['metric']} {_fixed(f['published'], 4)}")
+        rows = [{**r, "published": ", ".join(r["published"])} for r in grouped.values()]
+        external.append({**result_set, "table_rows": rows})
+    generated = parse_datetime(report["generated_at"])
+    return {
+        "generated": generated.strftime("%Y-%m-%d %H:%M:%S UTC") if generated else report["generated_at"],
+        "agreement": agreement,
+        "cross": {**cross, "rate_fmt": _pct(cross["agreement_rate"])},
+        "bias": bias,
+        "annotators": annotators,
+        "judges": judges,
+        "external": external,
+        "triage": _triage_groups(report["triage"]),
+    }
+
+
+def _triage_groups(items: list[dict]) -> list[dict]:
+    groups: dict[str, list] = {}
+    for item in items:
+        groups.setdefault(item["source"], []).append(item)
+    return [{"source": source, "items": rows} for source, rows in groups.items()]
+
+
+def _forbidden(request: HttpRequest) -> HttpResponse:
+    return render(request, "scoring/report_forbidden.html", {}, status=403)
+
+
+@login_required
+@require_safe
+def study_report(request: HttpRequest, name: str) -> HttpResponse:
+    if not is_researcher(request.user):
+        return _forbidden(request)
+    study = get_object_or_404(Study, name=name)
+    query = request.GET.urlencode()
+    try:
+        options = report_options_parse(request.GET)
+    except ServiceError as exc:
+        defaults = ReportOptions()
+        return render(request, "scoring/report.html", {"study": study, "error": exc.message, "options": defaults, "query": ""}, status=400)
+    report = report_build(study=study, options=options)
+    context = {
+        "study": study,
+        "report": report,
+        "view": report_context(report),
+        "options": options,
+        "query": query,
+        "tables": TABLES,
+        "threshold_help": THRESHOLD_HELP,
+        "ws_path": f"/ws/scoring/studies/{study.name}/report/",
+    }
+    template = "scoring/report_body.html" if request.headers.get("X-Report-Refresh") else "scoring/report.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> HttpResponse:
+    if not is_researcher(request.user):
+        return _forbidden(request)
+    study = get_object_or_404(Study, name=name)
+    profile = get_object_or_404(AnnotatorProfile, pseudonym=pseudonym)
+    action = request.POST.get("action")
+    try:
+        if action == "exclude":
+            services.annotator_exclude(profile=profile, by=request.user, reason=request.POST.get("reason", ""))
+            messages.success(request, f"{pseudonym} is now left out of analysis and export.")
+        elif action == "include":
+            services.annotator_include(profile=profile, by=request.user, reason=request.POST.get("reason", ""))
+            messages.success(request, f"{pseudonym} is included again.")
+        else:
+            messages.error(request, "Choose exclude or include.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    back = reverse("scoring:study-report", kwargs={"name": study.name})
+    query = request.POST.get("query", "")
+    return HttpResponseRedirect(f"{back}?{query}#annotators" if query else f"{back}#annotators")

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from auditorium import health
-from scoring import report_views
+from scoring.api_urls import study_urlpatterns as scoring_study_api
 
 urlpatterns = [
     path("healthz/", health.healthz, name="healthz"),
@@ -15,7 +15,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/studies/<slug:name>/", include(report_views.api_urlpatterns)),
+    path("api/studies/<slug:name>/", include(scoring_study_api)),
     path("api/scoring/", include("scoring.api_urls")),
     path("scoring/", include("scoring.urls")),
     path("arena/", include("arena.urls")),

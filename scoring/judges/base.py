@@ -13,12 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-ALIGNMENT = "alignment"
-MUSICALITY = "musicality"
-DIMENSIONS = (ALIGNMENT, MUSICALITY)
-
-# Pair labels in the pair's stored order, the vocabulary of CMI-RewardBench.
-MODEL_A, MODEL_B, BOTH, NEITHER = "model_a", "model_b", "both", "neither"
+# The vocabulary (dimensions, pair labels in the pair's stored order) and the tie rule are
+# scoring.evaluation's; adapters import them from here, next to the rest of the contract.
+from ..evaluation import ALIGNMENT as ALIGNMENT
+from ..evaluation import BOTH as BOTH
+from ..evaluation import DIMENSIONS as DIMENSIONS
+from ..evaluation import MODEL_A as MODEL_A
+from ..evaluation import MODEL_B as MODEL_B
+from ..evaluation import MUSICALITY as MUSICALITY
+from ..evaluation import NEITHER as NEITHER
+from ..evaluation import prefer as prefer
 
 
 class JudgeUnavailable(Exception):
@@ -225,10 +229,3 @@ class JudgeAdapter:
 
     def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
         raise NotImplementedError
-
-
-def prefer(score_a: float | None, score_b: float | None) -> str | None:
-    """CMI-RewardBench's rule for two scores: A only when strictly higher, so a tie predicts B."""
-    if score_a is None or score_b is None:
-        return None
-    return MODEL_A if score_a > score_b else MODEL_B

@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 
 from annotation.models import AnnotatorProfile, Pair
 from auditorium.errors import ServiceError
-from scoring import agreement
+from scoring import agreement, services, stats
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 NAN = np.nan
@@ -200,7 +200,7 @@ class ExclusionTests(TestCase):
     def test_exclusion_changes_the_numbers_and_is_recorded_and_reversible(self):
         before = agreement.agreement_report(agreement.votes_frame(study=self.study), rounds=0)["alignment"]
         self.assertAlmostEqual(before["agreement_rate"], 1 / 3, places=4)  # per pair: 1 agreeing of 3
-        agreement.annotator_exclude(profile=self.profile(2), by=self.researcher, reason="clicks at random on gold pairs")
+        services.annotator_exclude(profile=self.profile(2), by=self.researcher, reason="clicks at random on gold pairs")
         frame = agreement.votes_frame(study=self.study)
         after = agreement.agreement_report(frame, rounds=0)["alignment"]
         self.assertEqual((after["vote_pairs"], after["agreement_rate"]), (2, 1.0))
@@ -213,7 +213,7 @@ class ExclusionTests(TestCase):
         self.assertIsNotNone(profile.excluded_at)
         self.assertRegex(profile.excluded_reason, r"^\d{4}-\d\d-\d\dT\S+ excluded by res: clicks at random on gold pairs$")
 
-        agreement.annotator_include(profile=profile, by=self.researcher, reason="checked the audio: it was broken")
+        services.annotator_include(profile=profile, by=self.researcher, reason="checked the audio: it was broken")
         profile.refresh_from_db()
         self.assertIsNone(profile.excluded_at)
         self.assertEqual(len(profile.excluded_reason.splitlines()), 2)
@@ -223,16 +223,16 @@ class ExclusionTests(TestCase):
 
     def test_exclusion_needs_a_reason_and_a_researcher(self):
         with self.assertRaisesMessage(ServiceError, "Say why"):
-            agreement.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="  ")
+            services.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="  ")
         with self.assertRaises(ServiceError) as caught:
-            agreement.annotator_exclude(profile=self.profile(0), by=self.annotators[1], reason="no")
+            services.annotator_exclude(profile=self.profile(0), by=self.annotators[1], reason="no")
         self.assertEqual(caught.exception.status, 403)
         self.assertIsNone(self.profile(0).excluded_at)
         with self.assertRaisesMessage(ServiceError, "is not excluded"):
-            agreement.annotator_include(profile=self.profile(0), by=self.researcher)
-        agreement.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="test")
+            services.annotator_include(profile=self.profile(0), by=self.researcher)
+        services.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="test")
         with self.assertRaisesMessage(ServiceError, "already excluded"):
-            agreement.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="again")
+            services.annotator_exclude(profile=self.profile(0), by=self.researcher, reason="again")
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -250,13 +250,13 @@ def test_closed_form_alpha_equals_the_krippendorff_package(seed):
 
 
 def test_bootstrap_sums_resample_units_with_replacement():
-    stats = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    draws = agreement.bootstrap_sums(stats, rounds=500, seed=3)
+    units = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    draws = stats.bootstrap_sums(units, rounds=500, seed=3)
     # Every resample has three units, so the first column plus the second equals 3 + (units of type 3).
     assert draws.shape == (500, 2)
     assert ((draws >= 0) & (draws <= 3)).all()
     assert draws.mean(axis=0) == pytest.approx([2.0, 2.0], abs=0.1)
-    assert np.array_equal(draws, agreement.bootstrap_sums(stats, rounds=500, seed=3))
+    assert np.array_equal(draws, stats.bootstrap_sums(units, rounds=500, seed=3))
 
 
 def test_thresholds_parse_rejects_bad_values_with_a_readable_message():

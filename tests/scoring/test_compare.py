@@ -1,4 +1,4 @@
-"""CMI-RewardBench evaluation rules, and the TuneJury per-row results reproducing their published figures."""
+"""Imported per-row results: subsets, MOS correlations, and the TuneJury rows reproducing their published figures."""
 
 from __future__ import annotations
 
@@ -13,56 +13,6 @@ from scoring import compare, services
 from scoring.models import ExternalResultRow, ExternalResultSet
 
 TUNEJURY = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
-
-
-def test_ties_predict_b_and_missing_scores_predict_nothing():
-    assert compare.pair_prediction(0.7, 0.7) == "model_b"
-    assert compare.pair_prediction(0.71, 0.7) == "model_a"
-    assert compare.pair_prediction("3.5", "2") == "model_a"
-    assert compare.pair_prediction(None, 0.2) is None
-    assert compare.pair_prediction(float("nan"), 0.2) is None
-
-
-def test_label_mapping_and_match_scores():
-    assert [compare.normalize_label(x) for x in ("A", "model_b", " Both ", "neither", "tie", "BOTH_BAD", "", None)] == [
-        "model_a", "model_b", "both", "both", None, None, None, None,
-    ]
-    assert compare.match_score("model_a", "a") == 1.0
-    assert compare.match_score("model_a", "model_b") == 0.0
-    assert compare.match_score("both", "model_b") == 0.5
-    assert compare.match_score("model_a", "neither") == 0.5
-    assert compare.match_score("model_a", "tie") is None
-    assert compare.accuracy([("model_a", "a"), ("model_a", "b"), ("both", "b"), ("model_a", "tie")]) == {"accuracy": 0.5, "n": 3}
-    assert compare.accuracy([]) == {"accuracy": None, "n": 0}
-
-
-def test_confidence_buckets_accept_strings():
-    assert [compare.confidence_bucket(x) for x in ("2.5", 3, "3.0", 3.5, None, "x")] == ["<3", "=3", "=3", ">3", None, None]
-
-
-def test_breakdowns_by_modality_reference_vocals_and_confidence():
-    rows = [
-        {"pred_alignment": "model_a", "label_alignment": "model_a", "confidence_alignment": "4.0", "lyrics": "", "ref": ""},
-        {"pred_alignment": "model_a", "label_alignment": "model_b", "confidence_alignment": "2.0", "lyrics": "la", "ref": ""},
-        {"pred_alignment": "model_b", "label_alignment": "model_b", "confidence_alignment": "3.0", "lyrics": "", "ref": "r.wav"},
-        {"pred_alignment": "both", "label_alignment": "model_b", "confidence_alignment": "5.0", "modality": "text+lyrics+ref"},
-    ]
-    out = compare.preference_summary(rows, dimensions=("alignment",))["alignment"]
-    assert out["all"] == {"accuracy": 2.5 / 4, "n": 4}
-    assert out["by_modality"]["text"] == {"accuracy": 1.0, "n": 1}
-    assert out["by_modality"]["text+lyrics"] == {"accuracy": 0.0, "n": 1}
-    assert out["no_ref"] == {"accuracy": 0.5, "n": 2}
-    assert out["ref"] == {"accuracy": 0.75, "n": 2}
-    assert out["instrumental"] == {"accuracy": 1.0, "n": 2}
-    assert out["vocal"] == {"accuracy": 0.25, "n": 2}
-    assert out["w/o audio"] == 0.5 and out["w/ audio"] == 0.75
-    assert out["by_confidence"]["all"] == {"<3": {"accuracy": 0.0, "n": 1}, "=3": {"accuracy": 1.0, "n": 1}, ">3": {"accuracy": 0.75, "n": 2}}
-    assert out["by_confidence"]["ref"]["=3"] == {"accuracy": 1.0, "n": 1}
-
-
-def test_headline_is_the_mean_of_the_two_dimensions():
-    rows = [{"pred_alignment": "a", "label_alignment": "a", "pred_musicality": "a", "label_musicality": "b"}]
-    assert compare.preference_summary(rows)["headline"] == 0.5
 
 
 def test_mos_correlations_drop_missing_values_and_need_two_rows():

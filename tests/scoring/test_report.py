@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotation import services as annotation_services
 from annotation.models import AnnotatorProfile
-from scoring import compare, report
+from scoring import broadcast, evaluation, report, report_tables
 from scoring.models import Judge, ScoringRun, Verdict
 from scoring.routing import websocket_urlpatterns
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
@@ -163,30 +163,31 @@ class ReportFiguresTests(TestCase):
         self.assertAlmostEqual(block["alpha_with_judge"], krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), places=4)
         self.assertAlmostEqual(block["alpha_humans_same_pairs"], krippendorff.alpha(reliability_data=matrix[:3], level_of_measurement="nominal"), places=4)
 
-    def test_vectorised_accuracy_agrees_with_scoring_compare(self):
-        """Same rows through scoring.compare.preference_summary (the project's reference rules)."""
-        rows = []
-        for i, votes in HUMANS.items():
-            a_votes = sum(1 for pick, _ in votes if pick == "a")
-            label = "model_a" if 2 * a_votes > len(votes) else ("model_b" if 2 * a_votes < len(votes) else None)
-            winners = [float(c) for pick, c in votes if (pick == "a") == (label == "model_a")]
-            rows.append(
-                {
-                    "pred_alignment": "model_a" if R1_ALIGNMENT[i] == "a" else "model_b",
-                    "label_alignment": label,
-                    "confidence_alignment": sum(winners) / len(winners) if label else None,
-                    "modality": MODALITY_OF[i],
-                }
-            )
-        expected = compare.preference_summary(rows, dimensions=("alignment",))["alignment"]
+    def test_vectorised_accuracy_agrees_with_the_plain_row_evaluation(self):
+        """The report's frames; scoring.evaluation's majority view over the raw votes; its vote view over one hand-made majority row per pair."""
+        votes, majorities = [], []
+        for i, pair_votes in HUMANS.items():
+            pred = "model_a" if R1_ALIGNMENT[i] == "a" else "model_b"
+            for pick, conf in pair_votes:
+                votes.append({"pair_id": i, "pred_alignment": pred, "label_alignment": pick, "confidence_alignment": conf, "modality": MODALITY_OF[i]})
+            a_votes = sum(1 for pick, _ in pair_votes if pick == "a")
+            label = "model_a" if 2 * a_votes > len(pair_votes) else ("model_b" if 2 * a_votes < len(pair_votes) else None)
+            winners = [float(c) for pick, c in pair_votes if (pick == "a") == (label == "model_a")]
+            majorities.append({"pred_alignment": pred, "label_alignment": label, "confidence_alignment": sum(winners) / len(winners) if label else None, "modality": MODALITY_OF[i]})
+        by_majority = evaluation.evaluate(votes, view=evaluation.MAJORITY, dimensions=("alignment",))["alignment"]
+        by_hand = evaluation.evaluate(majorities, view=evaluation.VOTE, dimensions=("alignment",))["alignment"]
+        self.assertEqual(by_majority["coverage"], {"answered": 7, "labelled": 7, "share": 1.0, "ties": 1})
         block = self.judges["rubric v1"]["dimensions"]["alignment"]
-        self.assertAlmostEqual(block["accuracy"], expected["all"]["accuracy"], places=4)
-        for modality in compare.MODALITIES:
-            self.assertEqual(block["by_modality"][modality]["n"], expected["by_modality"][modality]["n"])
-        self.assertAlmostEqual(block["wo_audio"], expected["w/o audio"], places=4)
-        self.assertAlmostEqual(block["w_audio"], expected["w/ audio"], places=4)
-        for bucket in compare.BUCKETS:
-            self.assertAlmostEqual(block["by_confidence"][bucket]["accuracy"], expected["by_confidence"]["all"][bucket]["accuracy"], places=4)
+        for expected in (by_majority, by_hand):
+            self.assertAlmostEqual(block["accuracy"], expected["all"]["accuracy"], places=4)
+            self.assertEqual(block["n"], expected["all"]["n"])
+            for modality in evaluation.MODALITIES:
+                self.assertEqual(block["by_modality"][modality]["n"], expected["by_modality"][modality]["n"])
+            self.assertAlmostEqual(block["wo_audio"], expected["w/o audio"], places=4)
+            self.assertAlmostEqual(block["w_audio"], expected["w/ audio"], places=4)
+            for bucket in evaluation.BUCKETS:
+                self.assertEqual(block["by_confidence"][bucket]["n"], expected["by_confidence"]["all"][bucket]["n"])
+                self.assertAlmostEqual(block["by_confidence"][bucket]["accuracy"], expected["by_confidence"]["all"][bucket]["accuracy"], places=4)
 
     def test_triage_lists_the_most_confident_disagreements_with_audio_and_rationales(self):
         rubric = [t for t in self.report["triage"] if t["source"] == "rubric v1"]
@@ -202,13 +203,13 @@ class ReportFiguresTests(TestCase):
         self.assertEqual([t["pair_id"] for t in rubric[1:]], [self.pairs[8].pk, self.pairs[5].pk])
 
     def test_tables_flatten_every_section(self):
-        tables = report.report_tables(self.report)
-        self.assertEqual(set(tables), set(report.TABLES))
+        tables = report_tables.report_tables(self.report)
+        self.assertEqual(set(tables), set(report_tables.TABLES))
         judges = [r for r in tables["judges"] if r["label"] == "rubric v1" and r["dimension"] == "alignment"]
         self.assertEqual(judges[0]["accuracy"], round(4 / 7, 4))
         self.assertEqual(len(tables["confidence_histogram"]), 18)
         self.assertEqual({r["pseudonym"] for r in tables["annotators"]}, {"p-h0", "p-h1", "p-h2"})
-        text = report.table_csv(tables["judge_breakdown"])
+        text = report_tables.table_csv(tables["judge_breakdown"])
         parsed = list(csv.DictReader(io.StringIO(text)))
         row = next(r for r in parsed if r["label"] == "rubric v1" and r["dimension"] == "alignment" and r["group"] == "modality" and r["level"] == "text+lyrics")
         self.assertEqual((row["n"], row["accuracy"]), ("1", "1.0"))
@@ -355,7 +356,7 @@ class LiveRefreshTests(TestCase):
         cls.annotator = AnnotatorFactory(username="live-ann")
 
     def test_listener_is_installed(self):
-        self.assertIn(report.report_judgment_listener, annotation_services.judgment_listeners)
+        self.assertIn(broadcast.report_judgment_listener, annotation_services.judgment_listeners)
 
     def test_a_committed_judgment_reaches_open_report_pages(self):
         assignment = AssignmentFactory(annotator=self.annotator, pair=self.pair, served_at=timezone.now() - timedelta(minutes=2))
@@ -402,23 +403,23 @@ def test_report_pushes_are_debounced_per_study_and_never_dropped():
     from scoring.tasks import report_changed_task
 
     cache.clear()
-    with mock.patch.object(report_changed_task, "apply_async") as queued, mock.patch.object(report, "report_changed_broadcast") as sent:
+    with mock.patch.object(report_changed_task, "apply_async") as queued, mock.patch.object(broadcast, "report_changed_broadcast") as sent:
         for _ in range(5):
-            report.report_changed_queue(study_id=7, reason="judgment")
-        report.report_changed_queue(study_id=8, reason="judgment")
+            broadcast.report_changed_queue(study_id=7, reason="judgment")
+        broadcast.report_changed_queue(study_id=8, reason="judgment")
         # One push per study for the whole burst, at the end of the window.
         assert [c.kwargs for c in queued.call_args_list] == [
-            {"args": [7, "judgment"], "countdown": report.REPORT_PUSH_WINDOW_SECONDS},
-            {"args": [8, "judgment"], "countdown": report.REPORT_PUSH_WINDOW_SECONDS},
+            {"args": [7, "judgment"], "countdown": broadcast.REPORT_PUSH_WINDOW_SECONDS},
+            {"args": [8, "judgment"], "countdown": broadcast.REPORT_PUSH_WINDOW_SECONDS},
         ]
-        report.report_changed_push(study_id=7, reason="judgment")
+        broadcast.report_changed_push(study_id=7, reason="judgment")
         sent.assert_called_once_with(study_id=7, reason="judgment")
         # A change after the push started is not swallowed: it queues the next one.
-        report.report_changed_queue(study_id=7, reason="judgment")
+        broadcast.report_changed_queue(study_id=7, reason="judgment")
         assert queued.call_count == 3
 
     with mock.patch.object(report_changed_task, "apply_async", side_effect=ConnectionError("broker down")):
-        report.report_changed_queue(study_id=9, reason="judgment")  # the committed vote is not failed
+        broadcast.report_changed_queue(study_id=9, reason="judgment")  # the committed vote is not failed
     assert cache.get("scoring:report-push:9") is None  # and the next change tries again
 
 
@@ -432,4 +433,4 @@ def test_report_of_an_empty_study_is_well_formed():
     assert data["agreement"]["alignment"]["alpha"] is None
     assert data["annotators"] == [] and data["judges"] == [] and data["triage"] == []
     json.dumps(data)  # JSON-safe: no NaN, numpy types or dates
-    assert all(isinstance(rows, list) for rows in report.report_tables(data).values())
+    assert all(isinstance(rows, list) for rows in report_tables.report_tables(data).values())

@@ -17,7 +17,7 @@ import pytest
 from django.test import TestCase
 
 from annotation.models import AnnotatorProfile, Judgment, Pair, System
-from scoring import agreement, report
+from scoring import agreement, report, services
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 
 try:
@@ -121,7 +121,7 @@ class SimulatedPanelTests(TestCase):
 
     def test_agreement_and_alpha_land_where_the_simulation_says(self):
         for annotator in (self.random_clicker, self.straight):
-            agreement.annotator_exclude(profile=AnnotatorProfile.objects.get(user=annotator), by=self.researcher, reason="simulated noise")
+            services.annotator_exclude(profile=AnnotatorProfile.objects.get(user=annotator), by=self.researcher, reason="simulated noise")
         result = agreement.agreement_report(agreement.votes_frame(study=self.study), rounds=400, seed=0)
         expected_rate = expected_agreement(self.P)  # 0.745
         expected_alpha = 2 * expected_rate - 1  # 0.49

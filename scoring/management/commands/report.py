@@ -17,8 +17,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import AnnotatorProfile, Study
 from auditorium.errors import ServiceError
-from scoring.agreement import DIMENSIONS, THRESHOLD_HELP, Thresholds, annotator_exclude, annotator_include
-from scoring.report import TABLES, report_build, report_options_parse, report_tables, table_csv
+from scoring.agreement import THRESHOLD_HELP, Thresholds
+from scoring.evaluation import DIMENSIONS
+from scoring.report import report_build, report_options_parse
+from scoring.report_tables import TABLES, report_tables, table_csv
+from scoring.services import annotator_exclude, annotator_include
 
 
 class Command(BaseCommand):

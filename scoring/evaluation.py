@@ -1,0 +1,361 @@
+"""Machine-versus-human accuracy with the CMI-RewardBench rules: one vocabulary, one tie rule, two views.
+
+Plain Python and numpy only (no Django, no pandas): the judges, the scoring services, the study
+report and offline code (a reward model scored on held-out pairs) all evaluate through here.
+
+Rules (docs/formats.md; CMI-RewardBench `evaluate_results.py` and `_pair_pref_label`):
+
+- Labels: a/model_a, b/model_b, both/neither -> both, case and surrounding spaces ignored; any
+  other label (empty, "tie", "BOTH_BAD") drops the row (`normalize_label`).
+- Two scores -> a prediction: A only when score(A) > score(B), so **ties predict B**; a missing
+  or NaN score predicts nothing (`prefer`; `prefers_a` is the same rule on arrays).
+- A prediction against a label scores 1 on an exact match, 0.5 when either side is "both" (and
+  they differ), otherwise 0 (`match_score` / `match_scores`); accuracy is the mean score.
+- Breakdowns: modality (given, or inferred from non-empty lyrics / ref), no_ref / ref,
+  instrumental / vocal, confidence buckets <3 / =3 / >3 (over all units, and crossed with
+  no_ref / ref); "w/o audio" and "w/ audio" are the unweighted means of their two modality
+  accuracies; the headline is the mean of the dimensions' accuracies.
+
+Two views, always chosen explicitly (`evaluate(rows, view=...)`):
+
+- VOTE ("vote"): every human vote is a unit, as CMI-RewardBench scores its rows (one vote per
+  row). Scoring-run summaries and imported result sets use it.
+- MAJORITY ("majority"): votes are grouped by `pair_id`; a pair is a unit when more than half of
+  its labelled votes carry one label (`pair_majority`), and its confidence is the mean confidence
+  of those votes. Pairs without such a majority (ties) are left out and counted. The study
+  report uses this view.
+
+A row is one human vote, a plain dict (what `scoring.selectors.run_comparison_rows` builds):
+
+    pair_id            the pair voted on (required by the majority view; one type throughout)
+    pred_<dim>         the judge's label for the pair, or None when it gave none
+                       (the majority view requires the same value on every row of a pair)
+    label_<dim>        the human label, any spelling normalize_label accepts
+    confidence_<dim>   optional, 1-5, numbers or numeric strings such as "2.0"
+    modality           optional; otherwise `lyrics` / `ref` (when present) to infer it
+
+`evaluate` returns {dim: block, ..., "headline": mean accuracy or None}, each block:
+
+    "all":           {"accuracy", "n"} (+ "ci": [low, high], 95% percentile bootstrap over units, when rounds > 0)
+    "coverage":      {"answered", "labelled", "share"}: units with a countable human label and how many
+                     the judge labelled (+ "ties": pairs left out without a majority, majority view)
+    "by_modality":   {modality: {"accuracy", "n"}}                  } only when some row has a
+    "no_ref", "ref", "instrumental", "vocal": {"accuracy", "n"}     } known modality
+    "w/o audio", "w/ audio": float or None                          }
+    "by_confidence": {"all": {bucket: {"accuracy", "n"}}, plus "no_ref" and "ref" when modality is known}
+
+An accuracy is None when n is 0. Figures are not rounded (`breakdown(digits=...)` rounds for display).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .stats import bootstrap_sums, num, percentile_ci
+
+# --- Vocabulary ------------------------------------------------------------------------------
+
+ALIGNMENT, MUSICALITY = "alignment", "musicality"
+DIMENSIONS = (ALIGNMENT, MUSICALITY)
+
+# Pair labels in the pair's stored order (CMI-RewardBench). NEITHER is a judge's answer; for
+# scoring it means the same as BOTH.
+MODEL_A, MODEL_B, BOTH, NEITHER = "model_a", "model_b", "both", "neither"
+# Label codes for arrays: the index in LABELS; -1 means no (countable) label.
+LABELS = (MODEL_A, MODEL_B, BOTH)
+CODE = {label: code for code, label in enumerate(LABELS)}
+NO_LABEL = -1
+
+MODALITIES = ("text", "text+lyrics", "text+ref", "text+lyrics+ref")
+NO_REF = ("text", "text+lyrics")
+REF = ("text+ref", "text+lyrics+ref")
+INSTRUMENTAL = ("text", "text+ref")
+VOCAL = ("text+lyrics", "text+lyrics+ref")
+BUCKETS = ("<3", "=3", ">3")
+
+VOTE, MAJORITY = "vote", "majority"
+VIEWS = (VOTE, MAJORITY)
+
+_SPELLINGS = {"a": MODEL_A, "model_a": MODEL_A, "b": MODEL_B, "model_b": MODEL_B, "both": BOTH, "neither": BOTH}
+
+
+# --- Rules -------------------------------------------------------------------------------------
+
+
+def normalize_label(value) -> str | None:
+    """The evaluator's label mapping: a/model_a, b/model_b, both/neither -> both; anything else -> None."""
+    if not isinstance(value, str):
+        return None
+    return _SPELLINGS.get(value.strip().lower())
+
+
+def label_code(value) -> int:
+    """The code (index in LABELS) of any label spelling; NO_LABEL when it does not count."""
+    label = normalize_label(value)
+    return NO_LABEL if label is None else CODE[label]
+
+
+def number(value) -> float | None:
+    """A finite-or-infinite float from a number or numeric string; None for missing, NaN, bools and text."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(result) else result
+
+
+def prefers_a(score_a, score_b) -> np.ndarray:
+    """The tie rule on arrays, in clip terms: 1.0 where score(A) > score(B), else 0.0 (ties go to B); NaN where a score is missing."""
+    a, b = np.asarray(score_a, dtype=float), np.asarray(score_b, dtype=float)
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, (a > b).astype(float))
+
+
+def prefer(score_a, score_b) -> str | None:
+    """MODEL_A when score(A) > score(B), otherwise MODEL_B (ties predict B); None when a score is missing or NaN."""
+    a, b = number(score_a), number(score_b)
+    if a is None or b is None:
+        return None
+    return MODEL_A if prefers_a(a, b) == 1.0 else MODEL_B
+
+
+def match_scores(pred, label) -> np.ndarray:
+    """Label codes in, scores out: 1 for an exact match, 0.5 when either side is BOTH, else 0; NaN where a side has no label."""
+    pred, label = np.asarray(pred, dtype=int), np.asarray(label, dtype=int)
+    either_both = (pred == CODE[BOTH]) | (label == CODE[BOTH])
+    score = np.where(pred == label, 1.0, np.where(either_both, 0.5, 0.0))
+    return np.where((pred == NO_LABEL) | (label == NO_LABEL), np.nan, score)
+
+
+def match_score(pred, label) -> float | None:
+    """`match_scores` for two labels in any spelling; None drops the row."""
+    p, lab = label_code(pred), label_code(label)
+    if p == NO_LABEL or lab == NO_LABEL:
+        return None
+    return float(match_scores(p, lab))
+
+
+def accuracy(pairs: Iterable[tuple]) -> dict:
+    """Mean match score over (pred, label) pairs that count; accuracy None when none do."""
+    scores = [s for s in (match_score(p, lab) for p, lab in pairs) if s is not None]
+    return {"accuracy": (sum(scores) / len(scores)) if scores else None, "n": len(scores)}
+
+
+def confidence_buckets(values) -> np.ndarray:
+    """The buckets <3, =3, >3 of an array of confidences; "" where one is missing (NaN)."""
+    values = np.asarray(values, dtype=float)
+    return np.where(np.isnan(values), "", np.where(values < 3, "<3", np.where(values == 3, "=3", ">3")))
+
+
+def confidence_bucket(value) -> str | None:
+    """The bucket of one confidence (numbers or numeric strings); None when it is missing or not a number."""
+    value = number(value)
+    return None if value is None else str(confidence_buckets(value))
+
+
+def infer_modality(row: dict) -> str | None:
+    """`modality` when given; else from non-empty `lyrics` / `ref` when the row carries those keys; else None."""
+    modality = row.get("modality")
+    if modality in MODALITIES:
+        return modality
+    if "lyrics" not in row and "ref" not in row:
+        return None
+    lyrics, ref = bool(str(row.get("lyrics") or "").strip()), bool(str(row.get("ref") or "").strip())
+    return {(False, False): "text", (True, False): "text+lyrics", (False, True): "text+ref", (True, True): "text+lyrics+ref"}[(lyrics, ref)]
+
+
+def pair_majority(pair_ids: Sequence, labels: Sequence[int], confidence: Sequence[float] | None = None) -> dict:
+    """The human majority per pair, from one entry per vote.
+
+    labels are label codes (0 MODEL_A, 1 MODEL_B, 2 BOTH); votes with NO_LABEL are left out.
+    Returns arrays over the distinct pair ids, sorted: "pair_id", "n" (votes), "counts" (pairs x 3,
+    votes per label), "majority" (the code more than half of the votes carry, NO_LABEL for none),
+    "confidence" (mean confidence of the majority's votes that have one; NaN without), "share"
+    (the largest count over n).
+    """
+    labels = np.asarray(labels, dtype=int)
+    pair_ids = np.asarray(pair_ids)
+    conf = np.full(len(labels), np.nan) if confidence is None else np.asarray(confidence, dtype=float)
+    keep = labels != NO_LABEL
+    labels, pair_ids, conf = labels[keep], pair_ids[keep], conf[keep]
+    ids, inverse = np.unique(pair_ids, return_inverse=True)
+    width = len(LABELS)
+    cell = inverse.reshape(-1) * width + labels
+    size = len(ids) * width
+    counts = np.bincount(cell, minlength=size).reshape(-1, width)
+    known = np.isfinite(conf)
+    conf_sum = np.bincount(cell, weights=np.where(known, conf, 0.0), minlength=size).reshape(-1, width)
+    conf_n = np.bincount(cell, weights=known.astype(float), minlength=size).reshape(-1, width)
+    n = counts.sum(axis=1)
+    top = counts.argmax(axis=1)
+    majority = np.where(2 * counts.max(axis=1, initial=0) > n, top, NO_LABEL)
+    rows = np.arange(len(ids))
+    picked = np.where(majority == NO_LABEL, 0, majority)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_conf = np.where(majority == NO_LABEL, np.nan, conf_sum[rows, picked] / conf_n[rows, picked])
+        share = counts.max(axis=1, initial=0) / n
+    return {"pair_id": ids, "n": n, "counts": counts, "majority": majority, "confidence": mean_conf, "share": share}
+
+
+# --- Breakdowns ------------------------------------------------------------------------------------
+
+_MODALITY_CODE = {m: i for i, m in enumerate(MODALITIES)}
+_GROUPS = {"no_ref": NO_REF, "ref": REF, "instrumental": INSTRUMENTAL, "vocal": VOCAL}
+
+
+def mean_or_none(values: list, digits: int | None = None) -> float | None:
+    """The plain mean, None when a value is missing; rounded to `digits` when given."""
+    if not values or any(v is None for v in values):
+        return None
+    mean = sum(values) / len(values)
+    return mean if digits is None else num(mean, digits)
+
+
+def breakdown(scores, modality, confidence, *, rounds: int | None = None, seed: int = 0, digits: int | None = None) -> dict:
+    """Accuracy over scored units (votes or pairs) with every CMI-Pref breakdown.
+
+    scores: 1 / 0.5 / 0 per unit; modality: a name per unit (anything outside MODALITIES counts in
+    no modality group); confidence: a number per unit (NaN for none). With `rounds`, "all" gets a
+    95% percentile bootstrap interval over units, seeded. With `digits`, accuracies are rounded
+    first and the w/ and w/o audio means are taken over the rounded values (how the report shows them).
+    Returns {"all", "by_modality", "no_ref", "ref", "instrumental", "vocal", "w/o audio", "w/ audio",
+    "by_confidence": {"all" | "no_ref" | "ref": {bucket: ...}}}, each figure {"accuracy", "n"}.
+    """
+    scores = np.asarray(scores, dtype=float)
+    codes = np.fromiter((_MODALITY_CODE.get(m, -1) for m in modality), dtype=int, count=len(scores))
+    buckets = confidence_buckets(confidence)
+
+    def acc(mask) -> dict:
+        n = int(mask.sum())
+        value = float(scores[mask].sum() / n) if n else None
+        return {"accuracy": value if digits is None or value is None else num(value, digits), "n": n}
+
+    def among(names) -> np.ndarray:
+        return np.isin(codes, [_MODALITY_CODE[m] for m in names])
+
+    everything = np.ones(len(scores), dtype=bool)
+    out: dict = {"all": acc(everything)}
+    if rounds is not None:
+        boot = bootstrap_sums(np.column_stack([scores, np.ones(len(scores))]), rounds=rounds, seed=seed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["all"]["ci"] = percentile_ci(boot[:, 0] / boot[:, 1])
+    out["by_modality"] = {m: acc(codes == i) for i, m in enumerate(MODALITIES)}
+    for name, names in _GROUPS.items():
+        out[name] = acc(among(names))
+    out["w/o audio"] = mean_or_none([out["by_modality"][m]["accuracy"] for m in NO_REF], digits)
+    out["w/ audio"] = mean_or_none([out["by_modality"][m]["accuracy"] for m in REF], digits)
+    out["by_confidence"] = {
+        scope: {b: acc((buckets == b) & within) for b in BUCKETS}
+        for scope, within in (("all", everything), ("no_ref", among(NO_REF)), ("ref", among(REF)))
+    }
+    return out
+
+
+# --- Views over plain rows ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Units:
+    """The scored units of one dimension under one view, ready for `breakdown`."""
+
+    scores: np.ndarray
+    modality: list
+    confidence: np.ndarray
+    coverage: dict
+    modality_known: bool
+
+
+def _coverage(answered: int, labelled: int) -> dict:
+    return {"answered": answered, "labelled": labelled, "share": (answered / labelled) if labelled else None}
+
+
+def vote_units(rows: Sequence[dict], dim: str) -> Units:
+    """One unit per vote whose human label and judge label both count."""
+    pred_key, label_key, conf_key = f"pred_{dim}", f"label_{dim}", f"confidence_{dim}"
+    scores, modality, confidence = [], [], []
+    labelled = 0
+    known = False
+    for row in rows:
+        m = infer_modality(row)
+        known = known or m is not None
+        label = label_code(row.get(label_key))
+        if label == NO_LABEL:
+            continue
+        labelled += 1
+        pred = label_code(row.get(pred_key))
+        if pred == NO_LABEL:
+            continue
+        scores.append(float(match_scores(pred, label)))
+        modality.append(m)
+        value = number(row.get(conf_key))
+        confidence.append(np.nan if value is None else value)
+    # Share of countable human votes the judge gave a label for (discards and failures lower it).
+    return Units(np.asarray(scores, dtype=float), modality, np.asarray(confidence, dtype=float), _coverage(len(scores), labelled), known)
+
+
+def majority_units(rows: Sequence[dict], dim: str) -> Units:
+    """One unit per pair with a human majority and a judge label (see pair_majority)."""
+    pred_key, label_key, conf_key = f"pred_{dim}", f"label_{dim}", f"confidence_{dim}"
+    preds: dict = {}
+    modality_of: dict = {}
+    ids, labels, confidence = [], [], []
+    for row in rows:
+        if "pair_id" not in row or row["pair_id"] is None:
+            raise ValueError("the majority view groups votes by pair_id: every row needs one")
+        pair_id = row["pair_id"]
+        pred = label_code(row.get(pred_key))
+        if preds.setdefault(pair_id, pred) != pred:
+            raise ValueError(f"pair {pair_id!r}: its rows disagree on {pred_key}; the judge gives one label per pair")
+        modality_of.setdefault(pair_id, infer_modality(row))
+        label = label_code(row.get(label_key))
+        if label == NO_LABEL:
+            continue
+        value = number(row.get(conf_key))
+        ids.append(pair_id)
+        labels.append(label)
+        confidence.append(np.nan if value is None else value)
+    table = pair_majority(ids, labels, confidence)
+    decided = table["majority"] != NO_LABEL
+    pred = np.array([preds[p] for p in table["pair_id"]], dtype=int)
+    scored = decided & (pred != NO_LABEL)
+    coverage = _coverage(int(scored.sum()), int(decided.sum()))
+    coverage["ties"] = int((~decided).sum())
+    return Units(
+        match_scores(pred[scored], table["majority"][scored]),
+        [modality_of[p] for p in table["pair_id"][scored]],
+        table["confidence"][scored],
+        coverage,
+        any(m is not None for m in modality_of.values()),
+    )
+
+
+def evaluate(rows: Iterable[dict], *, view: str, dimensions: tuple[str, ...] = DIMENSIONS, rounds: int = 0, seed: int = 0) -> dict:
+    """Judge-versus-human accuracy per dimension under one view (VOTE or MAJORITY); the shape is in the module docstring.
+
+    rounds > 0 adds a seeded 95% bootstrap interval (resampling units: votes or pairs) to each "all".
+    """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if rounds < 0:
+        raise ValueError("rounds must be 0 (no interval) or more")
+    rows = list(rows)
+    out: dict = {}
+    for dim in dimensions:
+        units = vote_units(rows, dim) if view == VOTE else majority_units(rows, dim)
+        figures = breakdown(units.scores, units.modality, units.confidence, rounds=rounds or None, seed=seed)
+        block = {"all": figures["all"], "coverage": units.coverage}
+        if units.modality_known:
+            for key in ("by_modality", *_GROUPS, "w/o audio", "w/ audio"):
+                block[key] = figures[key]
+            block["by_confidence"] = figures["by_confidence"]
+        else:
+            # Without modalities the reference split says nothing; only the overall buckets remain.
+            block["by_confidence"] = {"all": figures["by_confidence"]["all"]}
+        out[dim] = block
+    out["headline"] = mean_or_none([out[d]["all"]["accuracy"] for d in dimensions], None)
+    return out
