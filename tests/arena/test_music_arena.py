@@ -211,10 +211,15 @@ def test_thresholds_and_the_one_class_rule():
     ]
 
 
-def test_music_arena_method_refuses_our_only_options_and_drives_the_live_board(db, settings):
+def test_music_arena_method_refuses_our_only_options_and_drives_the_live_board(db, settings, tmp_path):
     seeded_arena(n_battles=120)
     with pytest.raises(CommandError, match="do not apply to --method music-arena"):
         board("--method", "music-arena", "--both-bad", "tie")
+    # A battle log without capabilities (written before they were) cannot be split their way.
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"system_a": "x", "system_b": "y", "vote": "a", "is_instrumental": True}) + "\n")
+    with pytest.raises(CommandError, match="missing supports_vocals_a, supports_vocals_b"):
+        board("--method", "music-arena", "--from-release", str(old))
     settings.ARENA_LEADERBOARD_METHOD = "music-arena"
     payload = leaderboard_refresh().payload
     assert payload["method"] == "music-arena" and payload["boards"]["vocal"]["min_votes"] == 30
