@@ -24,6 +24,7 @@ from auditorium.errors import ServiceError
 
 from . import conf, ratelimit
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
+from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
 from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
 from .selectors import listen_seconds, systems_eligible, vocal_systems, vote_rows
@@ -389,8 +390,6 @@ def leaderboard_options(method: str | None = None) -> dict:
     Music Arena's method has its own fixed rules (both_bad dropped, no anchor, 30-vote threshold);
     only the bootstrap rounds and seed carry over to it.
     """
-    from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA
-
     method = method or conf.get("ARENA_LEADERBOARD_METHOD")
     options = {"method": method, "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")), "seed": int(conf.get("ARENA_LEADERBOARD_SEED"))}
     if method == MUSIC_ARENA:
@@ -406,8 +405,6 @@ def leaderboard_options(method: str | None = None) -> dict:
 
 def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     """Refit both boards from every stored vote and keep the result as the latest snapshot."""
-    from .leaderboard import boards_for_method
-
     rows, hidden = vote_rows()
     options = {**leaderboard_options(overrides.get("method")), **overrides}
     payload = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
