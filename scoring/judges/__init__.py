@@ -27,7 +27,10 @@ from .base import (
     prefer,
 )
 from .clap import ClapJudge
+from .cmirm import CMIRMJudge
+from .mulan import MuQMuLanJudge
 from .signal import SignalJudge
+from .songeval import SongEvalJudge
 
 
 class ExternalJudge(JudgeAdapter):
@@ -42,7 +45,19 @@ class ExternalJudge(JudgeAdapter):
 
 
 ADAPTERS: dict[str, type[JudgeAdapter]] = {
-    cls.kind: cls for cls in (SignalJudge, ClapJudge, AestheticsJudge, LLMPairwiseJudge, AQAJudge, RubricJudge, ExternalJudge)
+    cls.kind: cls
+    for cls in (
+        SignalJudge,
+        ClapJudge,
+        AestheticsJudge,
+        MuQMuLanJudge,
+        SongEvalJudge,
+        CMIRMJudge,
+        LLMPairwiseJudge,
+        AQAJudge,
+        RubricJudge,
+        ExternalJudge,
+    )
 }
 
 
