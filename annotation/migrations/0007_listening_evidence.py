@@ -14,7 +14,7 @@ def originals_are_stored_files(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0005_pair_study_order_index'),
+        ('annotation', '0006_judgment_tie_and_source_text'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
