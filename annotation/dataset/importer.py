@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
-from ..models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study, System
+from ..models import AnnotatorProfile, ChosenBy, Clip, Condition, Judgment, Pair, Study, System
 from ..services import clip_ingest, condition_get_or_create, pair_get_or_create, planner_stats_refresh, profile_ensure
 from .keys import DEFAULT_STUDY, DatasetError
 from .rows import AudioFile, ImportReport, Row, RowError, RowInvalid, read_rows
@@ -244,6 +244,7 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
                 musicality_confidence=v.musicality_confidence,
                 rationale=v.feedback,
                 source=Judgment.Source.IMPORT,
+                selection=ChosenBy.IMPORT,
             )
         )
     Judgment.objects.bulk_create(new, batch_size=500)

@@ -5,6 +5,7 @@
 - studies.py: creating a study and changing its parameters
 - people.py: annotator profiles, study membership, consent
 - assignment.py: the assignment engine (next pair, locks, skips)
+- priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission and the server's listening rule
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
@@ -16,6 +17,7 @@ from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ing
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_check, listening_log_clean
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
+from .priorities import pair_priorities_replace
 from .studies import STUDY_PARAMETERS, study_create, study_update
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "listening_log_clean",
     "pair_get_or_create",
     "pair_overlap_for",
+    "pair_priorities_replace",
     "planner_stats_refresh",
     "profile_ensure",
     "study_annotator_add",
