@@ -15,6 +15,8 @@ RUN_START = "scoring.run_start"
 CLIPS_PREWARM = "scoring.clips_prewarm"
 PAIR_SCORE = "scoring.pair_score"
 REPORT_CHANGED = "scoring.report_changed"
+REWARD_TRAIN = "scoring.reward_train"
+SELECTION_REFRESH = "scoring.selection_refresh"
 
 
 def task(name: str):

@@ -27,6 +27,7 @@ from .base import (
     prefer,
 )
 from .clap import ClapJudge
+from .reward import RewardJudge
 from .signal import SignalJudge
 
 
@@ -42,8 +43,10 @@ class ExternalJudge(JudgeAdapter):
 
 
 ADAPTERS: dict[str, type[JudgeAdapter]] = {
-    cls.kind: cls for cls in (SignalJudge, ClapJudge, AestheticsJudge, LLMPairwiseJudge, AQAJudge, RubricJudge, ExternalJudge)
+    cls.kind: cls for cls in (SignalJudge, ClapJudge, AestheticsJudge, LLMPairwiseJudge, AQAJudge, RubricJudge, ExternalJudge, RewardJudge)
 }
+# A reward model reads another judge's clip features; it finds that judge's adapter here.
+RewardJudge.registry = ADAPTERS
 
 
 def judge_config(judge) -> JudgeConfig:
