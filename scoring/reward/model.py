@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..evaluation import DIMENSIONS
+
 CODE_VERSION = "reward-1"
 WEIGHTS_FILE = "model.safetensors"
 CLIP_LIMIT = 5.0  # standardised features are clipped here, so one odd clip cannot dominate
@@ -34,7 +36,8 @@ class TrainingError(ValueError):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    hidden: int = 32
+    hidden: int = 16
+    rank: int = 4
     epochs: int = 300
     patience: int = 30
     lr: float = 0.01
@@ -52,7 +55,7 @@ class TrainConfig:
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
             raise TrainingError(f"unknown training option(s) {', '.join(unknown)}; known: {', '.join(cls.__dataclass_fields__)}")
-        limits = {"hidden": (1, 1024), "epochs": (1, 10000), "patience": (1, 10000), "lr": (1e-6, 1.0), "weight_decay": (0.0, 1.0), "batch_size": (1, 1 << 20)}
+        limits = {"rank": (1, 256), "hidden": (1, 1024), "epochs": (1, 10000), "patience": (1, 10000), "lr": (1e-6, 1.0), "weight_decay": (0.0, 1.0), "batch_size": (1, 1 << 20)}
         out = {}
         for name, value in values.items():
             if name == "confidence_weight":
@@ -60,7 +63,7 @@ class TrainConfig:
                     raise TrainingError("confidence_weight must be true or false")
                 out[name] = value
                 continue
-            kind = int if name in ("hidden", "epochs", "patience", "batch_size") else float
+            kind = int if name in ("hidden", "rank", "epochs", "patience", "batch_size") else float
             try:
                 number = kind(value)
             except (TypeError, ValueError):
@@ -130,8 +133,12 @@ def _standardiser(clips: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.n
     return mean, std
 
 
-def model_inputs(table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_rows, condition_rows) -> np.ndarray:
-    """(n, D) inputs: clip, condition, reference, clip - reference, has-reference flag."""
+def model_inputs(table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_rows, condition_rows) -> tuple[np.ndarray, np.ndarray]:
+    """(clip side, context side) inputs of clips under conditions.
+
+    Clip side: the standardised clip vector and, with a reference, clip - reference. Context side:
+    the condition vector, the standardised reference vector and a has-reference flag.
+    """
     clip_rows, condition_rows = np.asarray(clip_rows, dtype=np.int64), np.asarray(condition_rows, dtype=np.int64)
 
     def norm(rows):
@@ -141,32 +148,40 @@ def model_inputs(table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_ro
     clip = norm(clip_rows)
     refs = table.reference[condition_rows]
     has = (refs >= 0)[:, None]
-    ref = np.where(has, norm(np.maximum(refs, 0)), 0.0) if len(table.clips) else np.zeros_like(clip)
-    return np.concatenate([clip, table.conditions[condition_rows], ref, np.where(has, clip - ref, 0.0), has.astype(np.float64)], axis=1)
+    ref = np.where(has, norm(np.maximum(refs, 0)), 0.0)
+    clip_side = np.concatenate([clip, np.where(has, clip - ref, 0.0)], axis=1)
+    context = np.concatenate([table.conditions[condition_rows], ref, has.astype(np.float64)], axis=1)
+    return clip_side, context
 
 
-def input_size(table: FeatureTable) -> int:
-    return 3 * table.clips.shape[1] + table.conditions.shape[1] + 1
+def _forward_numpy(w: dict[str, np.ndarray], clip: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """The network of `_network`, in float64 numpy: (n,) scores."""
+    x = np.concatenate([clip, context], axis=1)
+    hidden = np.tanh(x @ w["hidden.weight"].T + w["hidden.bias"])
+    pair = ((clip @ w["clip.weight"].T) * (context @ w["context.weight"].T)).sum(axis=1)
+    return (x @ w["linear.weight"].T + hidden @ w["out.weight"].T + w["out.bias"])[:, 0] + pair
 
 
 @dataclass
 class RewardModel:
-    """Trained weights (numpy), the standardiser, and what training saw."""
+    """Trained weights (numpy, one network per dimension), the standardiser, and what training saw."""
 
-    weights: dict[str, np.ndarray]
+    weights: dict[str, np.ndarray]  # "<dimension>.<layer>.<weight|bias>"
     mean: np.ndarray
     std: np.ndarray
     config: TrainConfig
     seed: int
     history: list[dict] = field(default_factory=list)
-    best_epoch: int = 0
+    best_epoch: dict = field(default_factory=dict)  # dimension -> epoch kept
 
     def scores(self, table: FeatureTable, clip_rows, condition_rows) -> np.ndarray:
         """(n, 2) scores (alignment, musicality) of clips under conditions; higher is preferred."""
-        x = model_inputs(table, self.mean, self.std, clip_rows, condition_rows)
-        w = {k: v.astype(np.float64) for k, v in self.weights.items()}
-        hidden = np.tanh(x @ w["w1"].T + w["b1"])
-        return x @ w["w0"].T + hidden @ w["w2"].T + w["b2"]
+        clip, context = model_inputs(table, self.mean, self.std, clip_rows, condition_rows)
+        out = []
+        for dim in DIMENSIONS:
+            w = {k.split(".", 1)[1]: v.astype(np.float64) for k, v in self.weights.items() if k.startswith(f"{dim}.")}
+            out.append(_forward_numpy(w, clip, context))
+        return np.stack(out, axis=1)
 
     def prob_a(self, table: FeatureTable, votes: Votes) -> np.ndarray:
         """(n, 2) P(clip A preferred) per dimension."""
@@ -205,7 +220,7 @@ class RewardModel:
         if about.get("code_version") != CODE_VERSION:
             raise TrainingError(f"{path} was written by {about.get('code_version')!r}; this code reads {CODE_VERSION}")
         mean, std = tensors.pop("mean"), tensors.pop("std")
-        return cls(weights=tensors, mean=mean, std=std, config=TrainConfig(**about["config"]), seed=int(about["seed"]), best_epoch=int(about["best_epoch"]))
+        return cls(weights=tensors, mean=mean, std=std, config=TrainConfig(**about["config"]), seed=int(about["seed"]), best_epoch=dict(about["best_epoch"]))
 
 
 @contextlib.contextmanager
@@ -225,8 +240,8 @@ def deterministic_torch(seed: int):
         torch.set_num_threads(threads)
 
 
-def RewardNet(torch, inputs: int, hidden: int):
-    """A linear Bradley–Terry score plus one tanh layer for interactions (clip x condition).
+def _network(torch, clip_size: int, context_size: int, hidden: int, rank: int):
+    """One dimension's score: linear + low-rank clip x context (how well a clip fits its condition) + a tanh layer.
 
     The output layers start at zero, so the untrained model says 0.5 for every pair (the
     validation loss starts at ln 2) instead of a random preference early stopping must undo.
@@ -235,24 +250,29 @@ def RewardNet(torch, inputs: int, hidden: int):
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.linear = torch.nn.Linear(inputs, 2, bias=False)
-            self.hidden = torch.nn.Linear(inputs, hidden)
-            self.out = torch.nn.Linear(hidden, 2)
-            for layer in (self.linear, self.out):
+            size = clip_size + context_size
+            self.linear = torch.nn.Linear(size, 1, bias=False)
+            self.clip = torch.nn.Linear(clip_size, rank, bias=False)
+            self.context = torch.nn.Linear(context_size, rank, bias=False)
+            self.hidden = torch.nn.Linear(size, hidden)
+            self.out = torch.nn.Linear(hidden, 1)
+            for layer in (self.linear, self.context, self.out):
                 torch.nn.init.zeros_(layer.weight)
             torch.nn.init.zeros_(self.out.bias)
 
-        def forward(self, x):
-            return self.linear(x) + self.out(torch.tanh(self.hidden(x)))
+        def forward(self, clip, context):
+            x = torch.cat([clip, context], dim=1)
+            pair = (self.clip(clip) * self.context(context)).sum(dim=1)
+            return (self.linear(x) + self.out(torch.tanh(self.hidden(x))))[:, 0] + pair
 
     return Net()
 
 
 def _bt_loss(torch, margin, target, weight):
-    """Weighted mean Bradley–Terry log-loss over the labelled (vote, dimension) cells."""
+    """Weighted mean Bradley–Terry log-loss over the votes labelled on this dimension."""
     mask = ~torch.isnan(target)
     losses = torch.nn.functional.binary_cross_entropy_with_logits(margin[mask], target[mask], reduction="none")
-    w = weight.expand_as(target)[mask]
+    w = weight[mask]
     return (losses * w).sum() / w.sum().clamp(min=1e-12)
 
 
@@ -267,53 +287,65 @@ def vote_weights(votes: Votes, config: TrainConfig) -> np.ndarray:
 
 
 def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu") -> RewardModel:
-    """Fit on train_votes, keep the epoch with the lowest validation loss. `progress(epoch, train_loss, val_loss)` after each epoch."""
+    """Fit one network per dimension on train_votes; keep, per dimension, the epoch with the lowest validation loss.
+
+    `progress(step, steps, train_loss, val_loss)` after each epoch (steps: epochs x dimensions).
+    """
     if len(train_votes) < 2:
         raise TrainingError(f"{len(train_votes)} training vote(s): at least 2 are needed")
     if len(val_votes) < 1:
         raise TrainingError("no validation votes: early stopping needs some (more conditions, or a smaller validation share)")
+    train_rows = np.concatenate([train_votes.clip_a, train_votes.clip_b, table.reference[train_votes.condition]])
+    mean, std = _standardiser(table.clips, train_rows[train_rows >= 0])
+    weights, history, best_epochs = {}, [], {}
     with deterministic_torch(seed) as torch:
-        train_rows = np.concatenate([train_votes.clip_a, train_votes.clip_b, table.reference[train_votes.condition]])
-        mean, std = _standardiser(table.clips, train_rows[train_rows >= 0])
 
         def tensors(votes: Votes):
-            xa = torch.as_tensor(model_inputs(table, mean, std, votes.clip_a, votes.condition), dtype=torch.float32, device=device)
-            xb = torch.as_tensor(model_inputs(table, mean, std, votes.clip_b, votes.condition), dtype=torch.float32, device=device)
-            target = torch.as_tensor(votes.target, dtype=torch.float32, device=device)
-            weight = torch.as_tensor(vote_weights(votes, config), dtype=torch.float32, device=device)
-            return xa, xb, target, weight
+            parts = [model_inputs(table, mean, std, rows, votes.condition) for rows in (votes.clip_a, votes.clip_b)]
+            return [torch.as_tensor(x, dtype=torch.float32, device=device) for side in parts for x in side]
 
-        xa, xb, target, weight = tensors(train_votes)
-        va, vb, vtarget, vweight = tensors(val_votes)
-        net = RewardNet(torch, xa.shape[1], config.hidden).to(device)
-        optimiser = torch.optim.Adam(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        order = torch.Generator().manual_seed(seed)
-        best_loss, best_epoch, best_state, waited = math.inf, 0, None, 0
-        history = []
-        for epoch in range(1, config.epochs + 1):
-            net.train()
-            total, count = 0.0, 0
-            for batch in torch.randperm(len(train_votes), generator=order).split(config.batch_size):
-                batch = batch.to(device)
-                loss = _bt_loss(torch, net(xa[batch]) - net(xb[batch]), target[batch], weight[batch])
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                total += float(loss.detach()) * len(batch)
-                count += len(batch)
-            net.eval()
-            with torch.no_grad():
-                val_loss = float(_bt_loss(torch, net(va) - net(vb), vtarget, vweight))
-            history.append({"epoch": epoch, "train_loss": total / count, "val_loss": val_loss})
-            if val_loss < best_loss - 1e-7:
-                best_loss, best_epoch, waited = val_loss, epoch, 0
-                best_state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-            else:
-                waited += 1
-            if progress is not None:
-                progress(epoch, total / count, val_loss)
-            if waited >= config.patience:
-                break
-    names = {"hidden.weight": "w1", "hidden.bias": "b1", "out.weight": "w2", "out.bias": "b2", "linear.weight": "w0"}
-    weights = {names[k]: v.numpy().astype(np.float32) for k, v in best_state.items()}
-    return RewardModel(weights=weights, mean=mean, std=std, config=config, seed=seed, history=history, best_epoch=best_epoch)
+        train_x, val_x = tensors(train_votes), tensors(val_votes)
+        train_w = torch.as_tensor(vote_weights(train_votes, config)[:, 0], dtype=torch.float32, device=device)
+        val_w = torch.as_tensor(vote_weights(val_votes, config)[:, 0], dtype=torch.float32, device=device)
+        for d, dim in enumerate(DIMENSIONS):
+            target = torch.as_tensor(train_votes.target[:, d], dtype=torch.float32, device=device)
+            val_target = torch.as_tensor(val_votes.target[:, d], dtype=torch.float32, device=device)
+            if not bool((~torch.isnan(target)).any()) or not bool((~torch.isnan(val_target)).any()):
+                raise TrainingError(f"no {dim} labels on the training or the validation side")
+            torch.manual_seed(seed * 10 + d)
+            net = _network(torch, train_x[0].shape[1], train_x[1].shape[1], config.hidden, config.rank).to(device)
+            optimiser = torch.optim.Adam(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+            order = torch.Generator().manual_seed(seed * 10 + d)
+            best_loss, best_state, waited = math.inf, None, 0
+            best_epochs[dim] = 0
+
+            def margin(x, index=None):
+                ca, xa, cb, xb = x if index is None else [t[index] for t in x]
+                return net(ca, xa) - net(cb, xb)
+
+            for epoch in range(1, config.epochs + 1):
+                net.train()
+                total, count = 0.0, 0
+                for batch in torch.randperm(len(train_votes), generator=order).split(config.batch_size):
+                    batch = batch.to(device)
+                    loss = _bt_loss(torch, margin(train_x, batch), target[batch], train_w[batch])
+                    optimiser.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimiser.step()
+                    total += float(loss.detach()) * len(batch)
+                    count += len(batch)
+                net.eval()
+                with torch.no_grad():
+                    val_loss = float(_bt_loss(torch, margin(val_x), val_target, val_w))
+                history.append({"dimension": dim, "epoch": epoch, "train_loss": total / count, "val_loss": val_loss})
+                if val_loss < best_loss - 1e-7:
+                    best_loss, best_epochs[dim], waited = val_loss, epoch, 0
+                    best_state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+                else:
+                    waited += 1
+                if progress is not None:
+                    progress(d * config.epochs + epoch, len(DIMENSIONS) * config.epochs, total / count, val_loss)
+                if waited >= config.patience:
+                    break
+            weights.update({f"{dim}.{k}": v.numpy().astype(np.float32) for k, v in best_state.items()})
+    return RewardModel(weights=weights, mean=mean, std=std, config=config, seed=seed, history=history, best_epoch=best_epochs)

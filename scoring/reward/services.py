@@ -38,6 +38,7 @@ from ..judges import adapter_for
 from ..judges.base import AudioDecodeError, JudgeUnavailable
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
+from ..selectors import training_progress
 from .data import SPLIT_MODES, split_rows, votes_from_rows
 from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
 from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError, train
@@ -187,21 +188,6 @@ def training_create(*, study: Study, feature_judge: Judge, seed: int = 0, option
     return run
 
 
-def training_progress(run: TrainingRun) -> dict:
-    """What a training page shows live (also pushed by broadcast.training_progress_broadcast)."""
-    heldout = (run.metrics or {}).get("heldout", {})
-    return {
-        "training": run.pk,
-        "state": run.state,
-        "stage": run.stage,
-        "step": run.step,
-        "steps": run.steps,
-        "judge": run.judge.key if run.judge_id else None,
-        "headline": heldout.get("headline"),
-        "error": run.error[:500],
-    }
-
-
 class _Progress:
     """Saves a run's stage and step and pushes them, at most every PUSH_SECONDS (always on a stage change)."""
 
@@ -262,7 +248,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         config=config,
         seed=run.seed,
         device=device,
-        progress=lambda epoch, *_: progress(stage="training", step=epoch, steps=config.epochs),
+        progress=lambda step, steps, *_: progress(stage="training", step=step, steps=steps),
     )
     progress(stage="evaluating", step=0, steps=1, force=True)
     test_rows = [rows[i] for i in split.test]
@@ -277,12 +263,16 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         "heldout_majority": _headline(metrics[MAJORITY]),
         "split": split.info,
         "best_epoch": trained.best_epoch,
-        "epochs_run": len(trained.history),
+        "epochs_run": _epochs_run(trained),
     }
     if run.study.selection == "uncertainty":
         # The study serves pairs where its latest model is least sure: this model now.
         summary["priorities"] = selection_refresh(study=run.study)
     return summary
+
+
+def _epochs_run(trained: RewardModel) -> dict:
+    return {dim: sum(1 for h in trained.history if h["dimension"] == dim) for dim in DIMENSIONS}
 
 
 def _headline(figures: dict) -> dict:
@@ -311,7 +301,7 @@ def _torch_version() -> str:
 
 def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurizer, trained: RewardModel, metrics: dict, options: dict, device: str) -> dict:
     seen = sorted(split.conditions(rows, "train") | split.conditions(rows, "val"))
-    best = trained.history[trained.best_epoch - 1] if trained.best_epoch else {}
+    best = {h["dimension"]: h for h in trained.history if h["epoch"] == trained.best_epoch.get(h["dimension"])}
     return scoring._jsonable(
         {
             "kind": "reward",
@@ -329,7 +319,7 @@ def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurize
             "features": {**featurizer.describe(), "clip_dims": int(trained.mean.shape[0])},
             "hyperparameters": options["train"],
             "seed": run.seed,
-            "training": {"device": device, "best_epoch": trained.best_epoch, "epochs_run": len(trained.history), "best": best},
+            "training": {"device": device, "best_epoch": trained.best_epoch, "epochs_run": _epochs_run(trained), "best": best},
             "metrics": {"rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5", "rounds": options["rounds"], **metrics},
             "code_version": {"reward": CODE_VERSION, "source_sha256": _code_hash(), "torch": _torch_version()},
             "weights_sha256": trained.digest(),

@@ -56,7 +56,8 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(result, indent=2, sort_keys=True))
             return
-        self.stdout.write(f"model {run.judge.key} (training {run.pk}, best epoch {run.metrics['best_epoch']})")
+        epochs = ", ".join(f"{dim} {epoch}" for dim, epoch in run.metrics["best_epoch"].items())
+        self.stdout.write(f"model {run.judge.key} (training {run.pk}; best epoch {epochs})")
         for view, name in (("heldout", "votes"), ("heldout_majority", "pair majorities")):
             parts = []
             for dim in DIMENSIONS:
