@@ -30,6 +30,9 @@ DEFAULTS = {
     "ARENA_DAILY_VOTE_CAP": 200,
     "ARENA_MAX_EVENTS_PER_BATTLE": 3000,
     "ARENA_TRUST_X_FORWARDED_FOR": False,
+    # "weighted" or "informative" (pairs whose board intervals overlap most), with a floor of weighted draws.
+    "ARENA_SAMPLING": "weighted",
+    "ARENA_SAMPLING_FLOOR": 0.25,
     "ARENA_LEADERBOARD_ROUNDS": 1000,
     "ARENA_LEADERBOARD_SEED": 0,
     "ARENA_LEADERBOARD_MIN_VOTES": 20,

@@ -19,7 +19,7 @@ FIELDS = [
     "battle_id", "timestamp", "prompt", "is_prebaked", "is_instrumental", "lyrics", "user_id", "system_a", "system_b",
     "audio_a", "audio_b", "vote", "listen_seconds_a", "listen_seconds_b", "listen_events_a", "listen_events_b", "feedback",
     "generation_seconds_a", "generation_seconds_b", "duration_a", "duration_b", "sample_rate_a", "sample_rate_b",
-    "private_a", "private_b",
+    "private_a", "private_b", "sampling_policy", "sampling_probability",
 ]
 
 
@@ -52,6 +52,9 @@ def release_rows(*, audio_prefix: str = "audio") -> list[dict]:
             "listen_seconds_a": vote.listen_seconds_a,
             "listen_seconds_b": vote.listen_seconds_b,
             "feedback": vote.feedback,
+            # The drawn pair's probability (arena.sampling): weight a vote by 1 / it to refit without the sampling's bias.
+            "sampling_policy": battle.sampling_policy,
+            "sampling_probability": battle.sampling_probability,
         }
         for side in ("a", "b"):
             system, clip = battle.system_for(side), battle.clip_for(side)
@@ -94,6 +97,7 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
             "listen_seconds_b": pa.float64(),
             "sample_rate_a": pa.int64(),
             "sample_rate_b": pa.int64(),
+            "sampling_probability": pa.float64(),
         }
         schema = pa.schema([(name, types.get(name, pa.string())) for name in FIELDS])
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / "battles.parquet")

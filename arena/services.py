@@ -22,11 +22,11 @@ from annotation.services import clip_ingest_array
 from auditorium.debounce import debounced_apply
 from auditorium.errors import ServiceError
 
-from . import conf, ratelimit
+from . import conf, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .selectors import listen_seconds, systems_eligible, vote_rows
+from .selectors import board_intervals, listen_seconds, systems_eligible, vote_rows
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +107,28 @@ def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
 
 def systems_sample(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
     """Two distinct systems by weight from the capable, active, healthy pool; A/B order random."""
+    return systems_pick(is_instrumental=is_instrumental, seconds=seconds, key=key, rng=rng)[:2]
+
+
+def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem, str, float]:
+    """(system A, system B, sampling policy, probability of that pair) under ARENA_SAMPLING (arena.sampling)."""
     pool = systems_eligible(is_instrumental=is_instrumental, seconds=seconds, key=key)
     if len([s for s in pool if s.weight > 0]) < 2:
         kind = "instrumental" if is_instrumental else "vocal"
         raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
-    return pair_draw(pool, rng=rng)
+    policy = conf.get("ARENA_SAMPLING")
+    weights = {s.pk: s.weight for s in pool}
+    if policy != sampling.INFORMATIVE:
+        a, b = pair_draw(pool, rng=rng)
+        return a, b, sampling.WEIGHTED, sampling.weighted_pairs(weights)[sampling.pair_key(a.pk, b.pk)]
+    rng = rng or random.SystemRandom()
+    board = board_intervals(board="instrumental" if is_instrumental else "vocal")
+    intervals = {s.pk: board.get(s.system.name) for s in pool}
+    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(conf.get("ARENA_SAMPLING_FLOOR")))
+    (i, j), probability = sampling.pair_pick(probabilities, rng=rng)
+    by_pk = {s.pk: s for s in pool}
+    first, second = (by_pk[i], by_pk[j]) if rng.random() < 0.5 else (by_pk[j], by_pk[i])
+    return first, second, policy, probability
 
 
 def pair_draw(pool: list[ArenaSystem], *, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
@@ -133,7 +150,7 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
     route = prompt_route(prompt=prompt, lyrics=lyrics)
     seconds = float(conf.get("ARENA_CLIP_SECONDS"))
     key = prompt_key(route.prompt, route.lyrics)
-    system_a, system_b = systems_sample(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
+    system_a, system_b, policy, probability = systems_pick(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
     with transaction.atomic():
         battle = Battle.objects.create(
             visitor=visitor,
@@ -147,6 +164,8 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
             system_a=system_a,
             system_b=system_b,
             moderation=route.moderation,
+            sampling_policy=policy,
+            sampling_probability=probability,
         )
         from .tasks import battle_generate_side
 
