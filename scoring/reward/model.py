@@ -1,14 +1,17 @@
 """The preference network: two scores per clip (alignment, musicality) under a condition.
 
-Input of a clip under a condition: its standardised feature vector, the condition vector (text
-embedding, lyrics, flags), and with a reference clip the reference's vector and the difference
-between the two. One hidden tanh layer gives two scores; P(A preferred) = sigmoid(s_A - s_B) per
-dimension, trained with the Bradley–Terry log-loss on votes in clip terms (so the screen side
-never enters). A "both" label is a target of 0.5, the same half credit the evaluation gives it.
+Input of a clip under a condition: on the clip side its standardised feature vector (and, with a
+reference clip, the difference to the reference's); on the context side the condition vector
+(text embedding, lyrics, flags), the reference's vector and a has-reference flag. Per dimension a
+small network gives a score: a linear term, a low-rank clip x context term (how well a clip fits
+its condition) and one tanh layer. P(A preferred) = sigmoid(s_A - s_B), trained with the
+Bradley–Terry log-loss on votes in clip terms (so the screen side never enters). A "both" label
+is a target of 0.5, the same half credit the evaluation gives it.
 
 Training is seeded and, on the CPU, bitwise reproducible: one intra-op thread, deterministic
-algorithms, a seeded permutation per epoch. The best epoch on the validation votes is kept
-(early stopping). Inference is plain numpy, so scoring needs no torch.
+algorithms, seeded initialisation and a seeded permutation per epoch. Each dimension keeps its
+epoch with the lowest validation loss (early stopping). Inference is plain numpy (float64), so
+scoring needs no torch.
 """
 
 from __future__ import annotations
@@ -224,19 +227,25 @@ class RewardModel:
 
 
 @contextlib.contextmanager
-def deterministic_torch(seed: int):
-    """Seeded, single-threaded, deterministic algorithms for the block; the previous settings come back after."""
+def deterministic_torch(seed: int, device: str = "cpu"):
+    """Seeded, single-threaded, deterministic algorithms for the block; the previous settings come back after.
+
+    On CUDA the deterministic switch only warns: cuBLAS needs CUBLAS_WORKSPACE_CONFIG set before
+    the process first touches the GPU, which a worker cannot promise. Bitwise reproducibility is
+    promised on the CPU; on a GPU the same seed gives the same model up to float rounding.
+    """
     import torch
 
     threads = torch.get_num_threads()
     was_deterministic = torch.are_deterministic_algorithms_enabled()
+    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(True, warn_only=not str(device).startswith("cpu"))
     torch.manual_seed(seed)
     try:
         yield torch
     finally:
-        torch.use_deterministic_algorithms(was_deterministic)
+        torch.use_deterministic_algorithms(was_deterministic, warn_only=was_warn_only)
         torch.set_num_threads(threads)
 
 
@@ -298,7 +307,7 @@ def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: 
     train_rows = np.concatenate([train_votes.clip_a, train_votes.clip_b, table.reference[train_votes.condition]])
     mean, std = _standardiser(table.clips, train_rows[train_rows >= 0])
     weights, history, best_epochs = {}, [], {}
-    with deterministic_torch(seed) as torch:
+    with deterministic_torch(seed, device) as torch:
 
         def tensors(votes: Votes):
             parts = [model_inputs(table, mean, std, rows, votes.condition) for rows in (votes.clip_a, votes.clip_b)]
