@@ -106,12 +106,14 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     }
     fields = (
         "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_confidence", "musicality_confidence",
-        "pair__clip_a_id", "pair__clip_a__sha256", "pair__clip_b__sha256", "pair__condition__content_key", "pair__split", "pair__condition__modality",
+        "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256", "pair__condition__content_key", "pair__split",
+        "pair__condition__modality",
     )  # fmt: skip
     rows = []
-    for pair_id, annotator, align, music, conf_a, conf_m, clip_a_id, sha_a, sha_b, condition, split, modality in (
+    for pair_id, annotator, align, music, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
         base.filter(counted, pair__kind=Pair.Kind.REGULAR).order_by("pk").values_list(*fields)
     ):
+        side = {clip_a_id: MODEL_A, clip_b_id: MODEL_B}
         rows.append(
             {
                 "pair_id": pair_id,
@@ -121,8 +123,9 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
                 "clip_b": sha_b,
                 "split": split,
                 "modality": modality,
-                "label_alignment": MODEL_A if align == clip_a_id else MODEL_B,
-                "label_musicality": MODEL_A if music == clip_a_id else MODEL_B,
+                # A vote naming no clip of the pair has no label here (data.targets leaves it out).
+                "label_alignment": side.get(align),
+                "label_musicality": side.get(music),
                 "confidence_alignment": float(conf_a),
                 "confidence_musicality": float(conf_m),
             }

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.test import TestCase, override_settings
+from django.test import TestCase, TransactionTestCase, override_settings
 from django.urls import reverse
 
 from annotation.models import Pair, Study
@@ -323,3 +323,54 @@ def test_held_out_labels_follow_the_tie_rule():
     rows = reward.heldout_rows(model, table, votes, [{"pair_id": 1, "label_alignment": "model_a", "label_musicality": "model_b"}])
     assert (rows[0]["pred_alignment"], rows[0]["pred_musicality"]) == ("model_b", "model_b")
     assert evaluate(rows, view=VOTE)["headline"] == 0.5
+
+
+class TrainingSocketTests(TransactionTestCase):
+    def test_page_gets_the_state_on_connect_then_each_push(self):
+        from asgiref.sync import async_to_sync
+        from channels.db import database_sync_to_async
+        from channels.testing import WebsocketCommunicator
+
+        from auditorium.asgi import application
+        from scoring.selectors import training_progress
+        from tests.factories import StudyFactory
+
+        researcher = UserFactory(username="res-ws", roles=["researcher"])
+        judge = Judge.objects.create(key="signal-ws", kind=Judge.Kind.SIGNAL)
+        run = TrainingRun.objects.create(study=StudyFactory(name="ws-train"), feature_judge=judge, stage="features", step=3, steps=10)
+
+        async def scenario():
+            from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+            from django.contrib.sessions.backends.db import SessionStore
+
+            @database_sync_to_async
+            def session_cookie():
+                session = SessionStore()
+                session[SESSION_KEY] = str(researcher.pk)
+                session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+                session[HASH_SESSION_KEY] = researcher.get_session_auth_hash()
+                session.save()
+                return session.session_key
+
+            key = await session_cookie()
+            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost")]
+            communicator = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=headers)
+            connected, _ = await communicator.connect()
+            assert connected
+            first = await communicator.receive_json_from(timeout=5)
+            assert (first["progress"]["stage"], first["progress"]["step"], first["progress"]["steps"]) == ("features", 3, 10)
+
+            @database_sync_to_async
+            def push():
+                TrainingRun.objects.filter(pk=run.pk).update(stage="training", step=7, steps=600, state="running")
+                broadcast.training_progress_broadcast(training_progress(TrainingRun.objects.get(pk=run.pk)))
+
+            await push()
+            pushed = await communicator.receive_json_from(timeout=5)
+            assert (pushed["progress"]["state"], pushed["progress"]["stage"], pushed["progress"]["step"]) == ("running", "training", 7)
+            await communicator.disconnect()
+            anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost")])
+            connected, code = await anonymous.connect()
+            assert not connected and code == 4403
+
+        async_to_sync(scenario)()
