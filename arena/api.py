@@ -53,7 +53,7 @@ class VisitorAuthenticationScheme(OpenApiAuthenticationExtension):
     name = "arenaVisitor"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": conf.DEFAULTS["ARENA_VISITOR_COOKIE"]}
+        return {"type": "apiKey", "in": "cookie", "name": conf.get("ARENA_VISITOR_COOKIE")}
 
 
 class ArenaApi(APIView):

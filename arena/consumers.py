@@ -6,14 +6,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from .broadcast import LEADERBOARD_GROUP
+from .selectors import leaderboard_latest
 
 
 class LeaderboardConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         await self.channel_layer.group_add(LEADERBOARD_GROUP, self.channel_name)
         await self.accept()
-        from .selectors import leaderboard_latest
-
         payload = await database_sync_to_async(leaderboard_latest)()
         if payload is not None:
             await self.send_json({"type": "leaderboard", "payload": payload})

@@ -13,17 +13,18 @@ import random
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from math import gcd
 
 import numpy as np
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
-from auditorium.debounce import debounced_apply
 from auditorium.errors import ServiceError
 
-from . import conf, ratelimit, sampling
+from . import conf, jobs, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
+from .leaderboard import boards_compute
 from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
 from .selectors import board_intervals, listen_seconds, systems_eligible, vote_rows
@@ -167,18 +168,14 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
             sampling_policy=policy,
             sampling_probability=probability,
         )
-        from .tasks import battle_generate_side
-
         for side, system in (("a", system_a), ("b", system_b)):
-            queue = adapter_for(system).queue
-            transaction.on_commit(lambda s=side, q=queue: battle_generate_side.apply_async(args=[battle.pk, s], queue=q))
+            jobs.generate_side_on_commit(battle_id=battle.pk, side=side, queue=adapter_for(system).queue)
     return battle
 
 
 def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarray:
     """Mono, the arena sample rate, the requested length at most, one loudness: no format or level hints between systems."""
-    from math import gcd
-
+    # Only generation needs these; web processes that never generate do not pay for importing them.
     import pyloudnorm
     from scipy.signal import resample_poly
 
@@ -415,8 +412,6 @@ def leaderboard_options() -> dict:
 
 def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     """Refit both boards from every stored vote and keep the result as the latest snapshot."""
-    from .leaderboard import boards_compute
-
     rows, hidden = vote_rows()
     payload = boards_compute(rows, hidden=hidden, **{**leaderboard_options(), **overrides})
     payload["computed_at"] = timezone.now().isoformat()
@@ -427,11 +422,6 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     return snapshot
 
 
-LEADERBOARD_PENDING_KEY = "arena:leaderboard:pending"
-
-
 def leaderboard_queue_refresh() -> None:
     """Debounce: one refit per window however many votes arrive in it."""
-    from .tasks import leaderboard_refresh_task
-
-    debounced_apply(leaderboard_refresh_task, key=LEADERBOARD_PENDING_KEY, delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))
+    jobs.leaderboard_refresh_debounced(delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))

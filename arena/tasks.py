@@ -1,46 +1,42 @@
 """Celery tasks: generation (queue gpu for in-process models, cpu otherwise), leaderboard refits, health checks.
 
 Tasks take ids and call one service; the services are idempotent, so a task
-redelivered after a worker died (acks_late) does no double work.
+redelivered after a worker died (acks_late) does no double work. Services queue
+these tasks by name (arena/jobs.py) and never import this module.
 """
 
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import OperationalError
+
+from auditorium.debounce import debounce_clear
+
+from . import jobs, services
+from .broadcast import leaderboard_broadcast
+from .models import AdapterKind, ArenaSystem
 
 
-@shared_task(bind=True, acks_late=True, time_limit=900, soft_time_limit=840, max_retries=2, default_retry_delay=5)
+@shared_task(name=jobs.GENERATE_SIDE, bind=True, acks_late=True, time_limit=900, soft_time_limit=840, max_retries=2, default_retry_delay=5)
 def battle_generate_side(self, battle_id: int, side: str) -> str:
-    from django.db import OperationalError
-
-    from .services import battle_generate_side as generate
-
     try:
-        return generate(battle_id=battle_id, side=side).status
+        return services.battle_generate_side(battle_id=battle_id, side=side).status
     except OperationalError as exc:  # database briefly unavailable or locked: try again
         raise self.retry(exc=exc)
 
 
-@shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
+@shared_task(name=jobs.LEADERBOARD_REFRESH, acks_late=True, time_limit=600, soft_time_limit=570)
 def leaderboard_refresh_task() -> int:
-    from auditorium.debounce import debounce_clear
-
-    from .broadcast import leaderboard_broadcast
-    from .services import LEADERBOARD_PENDING_KEY, leaderboard_refresh
-
     # Cleared before the fit: a vote landing during the fit queues the next one.
-    debounce_clear(LEADERBOARD_PENDING_KEY)
-    snapshot = leaderboard_refresh()
+    debounce_clear(jobs.LEADERBOARD_PENDING_KEY)
+    snapshot = services.leaderboard_refresh()
     leaderboard_broadcast(snapshot.payload)
     return snapshot.pk
 
 
-@shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
+@shared_task(name=jobs.SYSTEMS_HEALTH_CHECK, acks_late=True, time_limit=120, soft_time_limit=100)
 def systems_health_check() -> dict:
-    from .models import AdapterKind, ArenaSystem
-    from .services import system_health_check
-
     result = {}
     for system in ArenaSystem.objects.select_related("system").filter(is_active=True).exclude(adapter_kind=AdapterKind.TRANSFORMERS):
-        result[system.name] = system_health_check(arena_system=system)
+        result[system.name] = services.system_health_check(arena_system=system)
     return result

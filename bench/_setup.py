@@ -13,6 +13,8 @@ def django_setup(db_name: str) -> None:
     """Point Django at a fresh scratch database named db_name, migrated."""
     sys.path[:0] = [str(ROOT), str(ROOT / "platform")]
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
+    # The development settings the measurements were taken with; bench/load.py runs its server with debug off.
+    os.environ.setdefault("DJANGO_DEBUG", "true")
     base = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     if base.startswith("postgres"):
         import psycopg

@@ -133,6 +133,7 @@ def main() -> None:
     else:
         sys.path[:0] = [str(ROOT), str(ROOT / "platform")]
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
+        os.environ.setdefault("DJANGO_DEBUG", "true")
         os.environ.setdefault("SQLITE_PATH", str(Path(tempfile.mkdtemp()) / "bench.sqlite3"))
         os.environ.setdefault("LOG_LEVEL", "WARNING")
         import django

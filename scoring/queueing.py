@@ -14,6 +14,7 @@ from celery import current_app
 RUN_START = "scoring.run_start"
 CLIPS_PREWARM = "scoring.clips_prewarm"
 PAIR_SCORE = "scoring.pair_score"
+PAIRS_SCORE = "scoring.pairs_score"
 REPORT_CHANGED = "scoring.report_changed"
 REWARD_TRAIN = "scoring.reward_train"
 SELECTION_REFRESH = "scoring.selection_refresh"

@@ -177,6 +177,30 @@ def pair_score(*, run_id: int, pair_id: int) -> Verdict:
     return verdict
 
 
+def pairs_score(*, run_id: int, pair_ids: list[int]) -> list[Verdict]:
+    """Judge several pairs of a run with a pairwise judge in one batched call (compare_many), storing each verdict.
+
+    Pairs that already have a verdict are skipped, so a redelivered job only finishes the rest.
+    A malformed answer fails its own pair; an error that stops the whole call fails them all.
+    """
+    run = ScoringRun.objects.select_related("judge").get(pk=run_id)
+    done = set(Verdict.objects.filter(run=run, pair_id__in=pair_ids).values_list("pair_id", flat=True))
+    by_id = Pair.objects.select_related("condition__reference", "clip_a", "clip_b").in_bulk([p for p in pair_ids if p not in done])
+    pairs = [by_id[p] for p in dict.fromkeys(pair_ids) if p in by_id]
+    if pairs:
+        try:
+            adapter = judge_adapter(run.judge, template=run.template)
+            adapter.require()
+            outcomes = adapter.compare_many([(clip_audio(p.clip_a), clip_audio(p.clip_b), condition_input(p.condition)) for p in pairs])
+        except PERMANENT_ERRORS as exc:
+            failed = {"error": f"{type(exc).__name__}: {exc}", "raw": getattr(exc, "raw", "")}
+            outcomes = [PairOutcome(status="failed", details=dict(failed)) for _ in pairs]
+        for pair, outcome in zip(pairs, outcomes):
+            verdict_store(run=run, pair=pair, outcome=outcome)
+        run_progress_update(run_id=run.pk)
+    return list(Verdict.objects.filter(run=run, pair_id__in=pair_ids))
+
+
 def pair_fail(*, run_id: int, pair_id: int, error: str) -> Verdict:
     """Record a pair whose job gave up after its retries, so the run can finish."""
     run = ScoringRun.objects.get(pk=run_id)
@@ -297,8 +321,11 @@ def run_dispatch(*, run_id: int) -> dict:
     done = set(run.verdicts.values_list("pair_id", flat=True))
     todo = [p for p in run.pair_ids if p not in done]
     batches = 0
-    if not adapter.pairwise and (run.judge.options or {}).get("cache", True):
-        size = max(1, int(run.judge.options.get("batch_size", 8)))
+    options = run.judge.options or {}
+    if not adapter.pairwise and options.get("cache", True):
+        # Clips per prewarm job: more than one GPU batch (option batch_size, read by the adapter),
+        # so a job keeps the device busy for a while instead of paying its overhead per batch.
+        size = max(1, int(options.get("prewarm_clips", 64)))
         by_condition: dict[int, list[int]] = {}
         for pid, cond, a, b in Pair.objects.filter(pk__in=todo).values_list("pk", "condition_id", "clip_a_id", "clip_b_id"):
             bucket = by_condition.setdefault(cond, [])
@@ -307,8 +334,13 @@ def run_dispatch(*, run_id: int) -> dict:
             for start in range(0, len(clip_ids), size):
                 queueing.task(queueing.CLIPS_PREWARM).apply_async((run.pk, cond, clip_ids[start : start + size]), queue=queue)
                 batches += 1
-    for pid in todo:
-        queueing.task(queueing.PAIR_SCORE).apply_async((run.pk, pid), queue=queue)
+    group = max(1, int(options.get("pairs_per_task", 16))) if adapter.pairwise else 1
+    if group > 1:
+        for start in range(0, len(todo), group):
+            queueing.task(queueing.PAIRS_SCORE).apply_async((run.pk, todo[start : start + group]), queue=queue)
+    else:
+        for pid in todo:
+            queueing.task(queueing.PAIR_SCORE).apply_async((run.pk, pid), queue=queue)
     if not todo:
         run_progress_update(run_id=run.pk)
     return {"queued": len(todo), "prewarm_batches": batches}
@@ -611,11 +643,39 @@ def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
 
 DEFAULT_JUDGES = [
     {"key": "signal-technical", "kind": Judge.Kind.SIGNAL, "queue": Judge.Queue.CPU},
+    # Learned judges, weights looked up under AUDITORIUM_MODEL_DIR in their authors' layout;
+    # listed as unavailable, with the layout they expect, until the weights are there.
+    {"key": "muq-mulan", "kind": Judge.Kind.MUQ_MULAN, "queue": Judge.Queue.GPU, "weights": "MuQ-MuLan-large"},
+    {"key": "songeval", "kind": Judge.Kind.SONGEVAL, "queue": Judge.Queue.GPU, "weights": "SongEval"},
+    {"key": "cmi-rm", "kind": Judge.Kind.CMI_RM, "queue": Judge.Queue.GPU, "weights": "CMI-RM"},
+    {"key": "audiobox-aesthetics", "kind": Judge.Kind.AESTHETICS, "queue": Judge.Queue.GPU, "weights": "audiobox-aesthetics"},
 ]
 
 
+def judges_warm(*, keys: list[str]) -> dict[str, str]:
+    """Load the named judges' models into this worker process and run a tiny input through each.
+
+    Returns {key: "ok" or why not}. A judge that asks for CUDA on a machine without it is refused
+    here with the reason, and its jobs fail with the same message.
+    """
+    results = {}
+    for key in keys:
+        judge = Judge.objects.filter(key=key).first()
+        if judge is None:
+            results[key] = "no such judge"
+            continue
+        try:
+            judge_adapter(judge).warm()
+        except PERMANENT_ERRORS as exc:
+            results[key] = f"{type(exc).__name__}: {exc}"
+        else:
+            results[key] = "ok"
+    return results
+
+
 def judges_ensure_defaults() -> list[Judge]:
-    """The weight-free judges every installation can run."""
+    """The default judges: the weight-free signal judge, and the learned ones that load from
+    AUDITORIUM_MODEL_DIR (unavailable, with the reason, until their weights are there)."""
     out = []
     for spec in DEFAULT_JUDGES:
         judge, _ = Judge.objects.get_or_create(key=spec["key"], defaults={k: v for k, v in spec.items() if k != "key"})

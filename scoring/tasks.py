@@ -56,6 +56,22 @@ def pair_score_task(self, run_id: int, pair_id: int) -> dict:
     return {"verdict": verdict.pk, "status": verdict.status}
 
 
+@shared_task(bind=True, name=queueing.PAIRS_SCORE, max_retries=3, **COMMON)
+def pairs_score_task(self, run_id: int, pair_ids: list[int]) -> dict:
+    """Several pairs through a pairwise judge in one batched model call (see services.pairs_score)."""
+    try:
+        verdicts = services.pairs_score(run_id=run_id, pair_ids=pair_ids)
+    except SoftTimeLimitExceeded:
+        verdicts = [services.pair_fail(run_id=run_id, pair_id=p, error="time limit exceeded") for p in pair_ids]
+    except Exception as exc:
+        if self.request.retries >= self.max_retries:
+            logger.exception("pairs %s of run %s failed after retries", pair_ids, run_id)
+            verdicts = [services.pair_fail(run_id=run_id, pair_id=p, error=f"{type(exc).__name__}: {exc}") for p in pair_ids]
+        else:
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+    return {"verdicts": len(verdicts)}
+
+
 @shared_task(name=queueing.REPORT_CHANGED, acks_late=True, time_limit=60, soft_time_limit=50, ignore_result=True)
 def report_changed_task(study_id: int, reason: str) -> None:
     broadcast.report_changed_push(study_id=study_id, reason=reason)

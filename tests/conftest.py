@@ -2,6 +2,9 @@ import os
 
 import pytest
 
+from tests.browser import require_chromium
+from tests.fixtures import FIXTURES, fixture_file
+
 
 def pytest_collection_modifyitems(config, items):
     # Tests marked `services` need the real PostgreSQL/Redis; on embedded defaults they skip.
@@ -11,3 +14,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "services" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before any fixture starts a browser or loads data: skip locally, fail under CI (tests/prerequisites.py).
+    if item.get_closest_marker("skip") is not None:
+        return
+    if item.get_closest_marker("browser") is not None:
+        require_chromium()
+    for marker in item.iter_markers("fixture_files"):
+        for name in marker.args:
+            fixture_file(FIXTURES / name)

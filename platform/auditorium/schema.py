@@ -22,7 +22,14 @@ class AutoSchema(SpectacularAutoSchema):
             return responses
         for status, description in ERROR_STATUSES.items():
             if status not in responses:
-                body = self._get_response_for_code(ErrorSerializer, status, direction=direction)
-                body["description"] = description
-                responses[status] = body
+                responses[status] = self._error_body(status, description)
+        # A view may declare a refusal without a body (`403: None`); the exception handler still sends one.
+        for status, body in responses.items():
+            if status.startswith("4") and "content" not in body:
+                responses[status] = self._error_body(status, body.get("description") or ERROR_STATUSES.get(status, "Refused."))
         return responses
+
+    def _error_body(self, status: str, description: str) -> dict:
+        body = self._get_response_for_code(ErrorSerializer, status, direction="response")
+        body["description"] = description
+        return body

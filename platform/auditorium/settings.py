@@ -3,12 +3,15 @@
 Embedded defaults need no service (SQLite, in-memory channel layer, Celery
 running tasks in-process). Setting DATABASE_URL / REDIS_URL switches to
 PostgreSQL, Redis-backed Celery and channels_redis without code changes.
+DEBUG is off unless DJANGO_DEBUG=true (`./auditorium demo` and the tests set it).
 """
 
 from __future__ import annotations
 
-import json
+import difflib
 import os
+import re
+import secrets
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -45,14 +48,32 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if minimum is not None and not value >= minimum:
+        raise ImproperlyConfigured(f"{name}={raw} must be at least {minimum}.")
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of {', '.join(choices)}.")
+    return value
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate limit written "count/seconds", e.g. 20/60; a count of 0 turns the limit off."""
+    value = env_str(name, default).strip()
+    if not re.fullmatch(r"\d+/[1-9]\d*", value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate; write count/seconds, e.g. 20/60.")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -73,13 +94,50 @@ def env_secret(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+def env_check_prefix(prefix: str, known: set[str]) -> None:
+    """A variable under prefix that no setting reads is a typo: refuse to start and name the close match."""
+    unknown = sorted(name for name in os.environ if name.startswith(prefix) and name not in known)
+    if not unknown:
+        return
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        problems.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise ImproperlyConfigured(
+        f"Unknown {prefix}* variable in the environment: {'; '.join(problems)}. No setting reads it; the known ones are {', '.join(sorted(known))}."
+    )
+
+
+def development_secret(path: Path) -> str:
+    """A random key kept in the data folder, for debug mode only: stable across restarts and processes, never shared."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    draft.write_text(secrets.token_urlsafe(50))
+    draft.chmod(0o600)
+    try:
+        os.link(draft, path)  # atomic: when two processes start at once, the first key wins
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return path.read_text().strip()
+
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+DATA_DIR = Path(env_str("AUDITORIUM_DATA_DIR", str(BASE_DIR / "var")))
 
 _secret = env_secret("DJANGO_SECRET_KEY")
 if not _secret:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set when DJANGO_DEBUG is off.")
-    _secret = "insecure-development-key-only-for-debug-mode-0123456789abcdef"
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set when DJANGO_DEBUG is off, which is the default. "
+            "For local development set DJANGO_DEBUG=true (./auditorium demo does)."
+        )
+    _secret = development_secret(DATA_DIR / "secret_key")
 SECRET_KEY = _secret
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
@@ -134,7 +192,6 @@ TEMPLATES = [
 ]
 
 # --- Database -----------------------------------------------------------------
-DATA_DIR = Path(env_str("AUDITORIUM_DATA_DIR", str(BASE_DIR / "var")))
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     import dj_database_url
@@ -299,11 +356,40 @@ AUDITORIUM_HASH_SALT = env_secret("AUDITORIUM_HASH_SALT") or SECRET_KEY
 # Root under which judge weights are looked up when a judge names a relative path.
 AUDITORIUM_MODEL_DIR = Path(env_str("AUDITORIUM_MODEL_DIR", str(DATA_DIR / "models")))
 
-# Arena knobs: defaults live in arena/conf.py; any ARENA_* variable in the environment
-# overrides one (JSON values such as 5.0 or null are decoded, anything else stays a string).
-for _name, _raw in os.environ.items():
-    if _name.startswith("ARENA_"):
-        try:
-            globals()[_name] = json.loads(_raw)
-        except ValueError:
-            globals()[_name] = _raw
+# --- Arena (docs/arena.md) --------------------------------------------------------
+ARENA_MIN_LISTEN_SECONDS = env_float("ARENA_MIN_LISTEN_SECONDS", 5.0, minimum=0.0)
+ARENA_CLIP_SECONDS = env_float("ARENA_CLIP_SECONDS", 8.0, minimum=0.5)
+ARENA_SAMPLE_RATE = env_int("ARENA_SAMPLE_RATE", 32000, minimum=8000)
+ARENA_TARGET_LUFS = env_float("ARENA_TARGET_LUFS", -20.0)
+ARENA_PROMPT_MIN_CHARS = env_int("ARENA_PROMPT_MIN_CHARS", 3, minimum=1)
+ARENA_PROMPT_MAX_CHARS = env_int("ARENA_PROMPT_MAX_CHARS", 500, minimum=1)
+ARENA_LYRICS_MAX_CHARS = env_int("ARENA_LYRICS_MAX_CHARS", 2000, minimum=0)
+ARENA_FEEDBACK_MAX_CHARS = env_int("ARENA_FEEDBACK_MAX_CHARS", 2000, minimum=0)
+# A dotted path to a callable (arena/moderation.py).
+ARENA_MODERATION_HOOK = env_str("ARENA_MODERATION_HOOK", "arena.moderation.rule_based")
+ARENA_TERMS_VERSION = env_str("ARENA_TERMS_VERSION", "1")
+# "count/seconds" windows, per visitor and per salted IP hash.
+ARENA_VOTE_RATE = env_rate("ARENA_VOTE_RATE", "20/60")
+ARENA_IP_VOTE_RATE = env_rate("ARENA_IP_VOTE_RATE", "60/60")
+ARENA_BATTLE_RATE = env_rate("ARENA_BATTLE_RATE", "10/60")
+ARENA_IP_BATTLE_RATE = env_rate("ARENA_IP_BATTLE_RATE", "30/60")
+ARENA_EVENT_RATE = env_rate("ARENA_EVENT_RATE", "600/60")
+ARENA_DAILY_VOTE_CAP = env_int("ARENA_DAILY_VOTE_CAP", 200, minimum=0)
+ARENA_MAX_EVENTS_PER_BATTLE = env_int("ARENA_MAX_EVENTS_PER_BATTLE", 3000, minimum=1)
+ARENA_TRUST_X_FORWARDED_FOR = env_bool("ARENA_TRUST_X_FORWARDED_FOR", False)
+# "weighted" (by system weight) or "informative" (pairs whose board intervals overlap most, see
+# arena/sampling.py), mixed with the weighted draw at ARENA_SAMPLING_FLOOR.
+ARENA_SAMPLING = env_choice("ARENA_SAMPLING", "weighted", ("weighted", "informative"))
+ARENA_SAMPLING_FLOOR = env_float("ARENA_SAMPLING_FLOOR", 0.25, minimum=0.0)
+ARENA_LEADERBOARD_ROUNDS = env_int("ARENA_LEADERBOARD_ROUNDS", 1000, minimum=0)
+ARENA_LEADERBOARD_SEED = env_int("ARENA_LEADERBOARD_SEED", 0)
+ARENA_LEADERBOARD_MIN_VOTES = env_int("ARENA_LEADERBOARD_MIN_VOTES", 20, minimum=0)
+ARENA_LEADERBOARD_BOTH_BAD = env_choice("ARENA_LEADERBOARD_BOTH_BAD", "exclude", ("exclude", "tie"))
+# The system pinned at ARENA_LEADERBOARD_ANCHOR_RATING; unset or empty: none.
+ARENA_LEADERBOARD_ANCHOR = env_str("ARENA_LEADERBOARD_ANCHOR") or None
+ARENA_LEADERBOARD_ANCHOR_RATING = env_float("ARENA_LEADERBOARD_ANCHOR_RATING", 1000.0)
+ARENA_LEADERBOARD_DEBOUNCE_SECONDS = env_int("ARENA_LEADERBOARD_DEBOUNCE_SECONDS", 10, minimum=0)
+ARENA_HTTP_TIMEOUT = env_float("ARENA_HTTP_TIMEOUT", 120.0, minimum=0.1)
+ARENA_HEALTH_TIMEOUT = env_float("ARENA_HEALTH_TIMEOUT", 5.0, minimum=0.1)
+ARENA_VISITOR_COOKIE = env_str("ARENA_VISITOR_COOKIE", "arena_visitor")
+env_check_prefix("ARENA_", {name for name in globals() if name.startswith("ARENA_")})

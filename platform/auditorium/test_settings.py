@@ -1,11 +1,17 @@
 """Test overrides on top of the one settings module (which still reads DATABASE_URL / REDIS_URL)."""
 
+import os
 import tempfile
 from pathlib import Path
 
-from .settings import *  # noqa: F403
+# Tests run on the development settings (no HTTPS redirect or secure cookies, plain static files),
+# whatever the shell exports, with a key of their own; worker processes started by tests inherit both.
+os.environ["DJANGO_DEBUG"] = "true"
+os.environ["DJANGO_SECRET_KEY"] = "test-only-secret-key-4f7c1d9e2b8a6053-not-for-deployment"
+os.environ.pop("DJANGO_SECRET_KEY_FILE", None)
 
-SECRET_KEY = "test-only-secret-key-4f7c1d9e2b8a6053-not-for-deployment"
+from .settings import *  # noqa: E402, F403
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-media-"))
 CELERY_TASK_ALWAYS_EAGER = True

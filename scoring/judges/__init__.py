@@ -27,8 +27,11 @@ from .base import (
     prefer,
 )
 from .clap import ClapJudge
+from .cmirm import CMIRMJudge
+from .mulan import MuQMuLanJudge
 from .reward import RewardJudge
 from .signal import SignalJudge
+from .songeval import SongEvalJudge
 
 
 class ExternalJudge(JudgeAdapter):
@@ -43,7 +46,20 @@ class ExternalJudge(JudgeAdapter):
 
 
 ADAPTERS: dict[str, type[JudgeAdapter]] = {
-    cls.kind: cls for cls in (SignalJudge, ClapJudge, AestheticsJudge, LLMPairwiseJudge, AQAJudge, RubricJudge, ExternalJudge, RewardJudge)
+    cls.kind: cls
+    for cls in (
+        SignalJudge,
+        ClapJudge,
+        AestheticsJudge,
+        MuQMuLanJudge,
+        SongEvalJudge,
+        CMIRMJudge,
+        LLMPairwiseJudge,
+        AQAJudge,
+        RubricJudge,
+        ExternalJudge,
+        RewardJudge,
+    )
 }
 # A reward model reads another judge's clip features; it finds that judge's adapter here.
 RewardJudge.registry = ADAPTERS

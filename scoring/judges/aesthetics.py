@@ -1,64 +1,57 @@
-"""audiobox-aesthetics: four per-clip axes (CE, CU, PC, PQ) from Meta's AesMultiOutput.
+"""audiobox-aesthetics: four per-clip axes (CE, CU, PC, PQ) from Meta's AesMultiOutput, on our port.
 
-The `audiobox_aesthetics` package declares torchaudio as a dependency, and no torchaudio build
-matches this project's torch pin, so it is not in requirements.txt: install it with
-`pip install --no-deps audiobox-aesthetics==0.0.4`. Only its model module is used (which needs
-no torchaudio); decoding, 16 kHz resampling and the 10 s windowing with fill weights are done
-here the same way its predictor does them.
+The `audiobox_aesthetics` package requires torchaudio, which has no build for this project's
+torch, so the network is our own (scoring/judges/nets/audiobox.py) and loads the published
+facebook/audiobox-aesthetics directory (config.json + model.safetensors) with every key checked.
+Decoding, 16 kHz resampling and the 10 s windowing with fill weights are done the way its
+predictor does them: windows zero-padded to 10 s, padding masked, window scores weighted by fill.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from auditorium.runtime import cached_model, pick_device
-
-from .base import MUSICALITY, ClipAudio, ConditionInput, JudgeAdapter, load_audio
+from .base import MUSICALITY, ClipAudio, ConditionInput, load_audio
+from .layout import AUDIOBOX_LAYOUT, weight_file
+from .ported import PortedJudge
 
 SAMPLE_RATE = 16000
 WINDOW_SECONDS = 10
 AXES = ("CE", "CU", "PC", "PQ")
 
 
-def _load(path: str, device: str):
-    from audiobox_aesthetics.model.aes import AesMultiOutput
+def _load(path: Path):
+    from .nets.audiobox import load_aesthetics
 
-    model = AesMultiOutput.from_pretrained(path).to(device).eval()
-    return model
+    return load_aesthetics(path)
 
 
-class AestheticsJudge(JudgeAdapter):
+class AestheticsJudge(PortedJudge):
     kind = "aesthetics"
     title = "audiobox-aesthetics"
     measures = (
         "Per-clip CE (content enjoyment), CU (content usefulness), PC (production complexity), PQ (production quality). "
-        "Musicality = CE by default (option musicality_axis). No alignment: it never sees the prompt."
+        "Musicality = CE by default (option musicality_axis). No alignment: it never sees the prompt. Weights CC BY 4.0."
     )
     dimensions = (MUSICALITY,)
-    modalities = ("text", "text+lyrics", "text+ref", "text+lyrics+ref")
-    packages = ("torch", "audiobox_aesthetics")
-    code_version = "1"
+    packages = ("torch", "safetensors")
+    layout = AUDIOBOX_LAYOUT
+    code_version = "2"
 
     encode_calls = 0
 
-    def availability(self):
-        state = super().availability()
-        if not state.available and "audiobox_aesthetics" in state.reason:
-            from .base import Availability
-
-            return Availability(False, state.reason + " (pip install --no-deps audiobox-aesthetics==0.0.4; its torchaudio pin conflicts with torch)")
-        return state
-
-    def _model(self):
-        path = self.require()
-        device = pick_device(self.options.get("device"))
-        return cached_model(("aesthetics", path, device), lambda: _load(path, device)), device
+    def layout_problem(self, directory: Path) -> str:
+        if not (directory / "config.json").is_file() or weight_file(directory) is None:
+            return f"{directory} is not an audiobox-aesthetics directory ({AUDIOBOX_LAYOUT})"
+        return ""
 
     def predict(self, waves: list[np.ndarray]) -> list[dict]:
         """Window-weighted axis scores per clip, in the model's target scale."""
         import torch
 
-        model, device = self._model()
+        model, device = self.loaded(_load)
         size = SAMPLE_RATE * WINDOW_SECONDS
         windows, masks, weights, owner = [], [], [], []
         for i, wave in enumerate(waves):
@@ -71,23 +64,22 @@ class AestheticsJudge(JudgeAdapter):
                 weights.append(len(part) / size)
                 owner.append(i)
         batch = int(self.options.get("batch_size", 8))
+        dtype = next(model.parameters()).dtype
         preds = {axis: [] for axis in AXES}
         with torch.inference_mode():
             for start in range(0, len(windows), batch):
-                wav = torch.from_numpy(np.stack(windows[start : start + batch])).unsqueeze(1).to(device)
-                mask = torch.from_numpy(np.stack(masks[start : start + batch])).unsqueeze(1).to(device)
-                out = model({"wav": wav, "mask": mask})
+                wav = torch.from_numpy(np.stack(windows[start : start + batch])).to(device, dtype)
+                valid = torch.from_numpy(np.stack(masks[start : start + batch])).to(device)
+                out = model(wav, valid)
                 for axis in AXES:
-                    preds[axis].append(out[axis].float().cpu().numpy())
+                    preds[axis].append(out[axis].cpu().numpy())
         weights_arr, owner_arr = np.asarray(weights), np.asarray(owner)
         result = []
         for i in range(len(waves)):
             sel = owner_arr == i
             row = {}
             for axis in AXES:
-                values = np.concatenate(preds[axis])[sel]
-                transform = (model.target_transform or {}).get(axis) or {"mean": 0.0, "std": 1.0}
-                values = values * transform["std"] + transform["mean"]
+                values = model.denormalise(axis, np.concatenate(preds[axis])[sel])
                 row[axis] = float((values * weights_arr[sel]).sum() / weights_arr[sel].sum())
             result.append(row)
         type(self).encode_calls += len(waves)
@@ -99,5 +91,3 @@ class AestheticsJudge(JudgeAdapter):
             raise ValueError(f"musicality_axis must be one of {', '.join(AXES)}")
         rows = self.predict([load_audio(c.path, sample_rate=SAMPLE_RATE) for c in clips])
         return [{MUSICALITY: row[axis], "axes": row} for row in rows]
-
-

@@ -1,9 +1,9 @@
 """Audio-LLM judges through transformers: CMI pairwise judge, AQAScore, rubric judge.
 
-Backends load with the library's own classes from a local path (Qwen2-Audio:
-Qwen2AudioForConditionalGeneration + AutoProcessor; Qwen2.5-Omni: its thinker class only, which
-answers in text). A backend has two operations: `generate` (greedy text) and `yes_probability`
-(one forward pass, P(Yes)/(P(Yes)+P(No)) from the next-token logits).
+The model backend (llm_backend.TransformersAudioLLM) has two batched operations: greedy text for
+many prompts per `generate` call, and P(Yes)/(P(Yes)+P(No)) from one forward pass. The judges
+build requests (system, parts, waves), decode each distinct file once in a bounded thread pool,
+and hand the backend length-sorted batches; a malformed answer fails only its own pair.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from auditorium.runtime import cached_model, pick_device
+from auditorium.runtime import cached_model
 
 from . import prompts
 from .base import (
@@ -26,87 +26,28 @@ from .base import (
     ConditionInput,
     JudgeAdapter,
     JudgeOutputError,
+    JudgeUnavailable,
     PairOutcome,
-    load_audio,
 )
+from .device import decode_workers, dtype_name, judge_device, prefetch_audio
+from .llm_backend import SAMPLE_RATE, TransformersAudioLLM, generate_texts, yes_probabilities
 
-SAMPLE_RATE = 16000
 LABELS = (MODEL_A, MODEL_B, BOTH, NEITHER)
 
 
-class TransformersAudioLLM:
-    """A chat model that takes audio parts; `family` picks the classes and the audio part format."""
-
-    def __init__(self, path: str, *, family: str, device: str, max_new_tokens: int = 256):
-        self.family, self.device, self.max_new_tokens = family, device, max_new_tokens
-        if family == "qwen2_audio":
-            from transformers import AutoProcessor, Qwen2AudioForConditionalGeneration
-
-            self.processor = AutoProcessor.from_pretrained(path)
-            self.model = Qwen2AudioForConditionalGeneration.from_pretrained(path)
-        elif family == "qwen2_5_omni":
-            from transformers import Qwen2_5OmniProcessor, Qwen2_5OmniThinkerForConditionalGeneration
-
-            self.processor = Qwen2_5OmniProcessor.from_pretrained(path)
-            self.model = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(path)
-        else:
-            raise ValueError(f"unknown audio-LLM family {family!r}; use qwen2_audio or qwen2_5_omni")
-        self.model = self.model.to(device).eval()
-        tokenizer = self.processor.tokenizer
-        self.yes_id, self.no_id = self._single_token(tokenizer, "Yes"), self._single_token(tokenizer, "No")
-
-    @staticmethod
-    def _single_token(tokenizer, word: str) -> int | None:
-        ids = tokenizer.encode(word, add_special_tokens=False)
-        return ids[0] if len(ids) == 1 else None
-
-    def _messages(self, system: str, parts: list[dict]) -> list[dict]:
-        content = []
-        for part in parts:
-            if part["type"] == "audio":
-                content.append({"type": "audio", "audio_url": "clip"} if self.family == "qwen2_audio" else {"type": "audio", "audio": "clip"})
-            else:
-                content.append({"type": "text", "text": part["text"]})
-        return [{"role": "system", "content": system}, {"role": "user", "content": content}]
-
-    def _inputs(self, batch: list[tuple[str, list[dict], list[np.ndarray]]]):
-        texts, audios = [], []
-        for system, parts, waves in batch:
-            texts.append(self.processor.apply_chat_template(self._messages(system, parts), add_generation_prompt=True, tokenize=False))
-            audios.extend(waves)
-        # Left padding keeps every sequence's next-token position at the end.
-        self.processor.tokenizer.padding_side = "left"
-        kwargs = {"sampling_rate": SAMPLE_RATE} if self.family == "qwen2_audio" else {}
-        inputs = self.processor(text=texts, audio=audios or None, return_tensors="pt", padding=True, **kwargs)
-        return {k: v.to(self.device) for k, v in inputs.items()}
-
-    def generate(self, system: str, parts: list[dict], waves: list[np.ndarray]) -> str:
-        import torch
-
-        inputs = self._inputs([(system, parts, waves)])
-        with torch.inference_mode():
-            out = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-        return self.processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)[0]
-
-    def yes_probabilities(self, batch: list[tuple[str, list[dict], list[np.ndarray]]]) -> list[float]:
-        import torch
-
-        if self.yes_id is None or self.no_id is None:
-            raise JudgeOutputError("the tokenizer does not encode 'Yes' and 'No' as single tokens, so AQAScore is undefined for it")
-        inputs = self._inputs(batch)
-        with torch.inference_mode():
-            logits = self.model(**inputs).logits[:, -1, :].float()
-        pair = torch.stack([logits[:, self.yes_id], logits[:, self.no_id]], dim=-1)
-        return torch.softmax(pair, dim=-1)[:, 0].cpu().tolist()
-
-
 def _transformers_backend(path: str, options: dict):
-    device = pick_device(options.get("device"))
-    family = options.get("family", "qwen2_audio")
-    return TransformersAudioLLM(path, family=family, device=device, max_new_tokens=int(options.get("max_new_tokens", 256)))
+    device = judge_device(options)
+    return TransformersAudioLLM(
+        path,
+        family=options.get("family", "qwen2_audio"),
+        device=device,
+        dtype=dtype_name(options.get("dtype"), device),
+        max_new_tokens=int(options.get("max_new_tokens", 256)),
+        device_features=bool(options.get("device_features", True)),
+    )
 
 
-# family -> factory(weights_path, options). Tests register scripted backends here.
+# family -> factory(weights_path, options). Tests and benchmarks register other backends here.
 BACKENDS = {"qwen2_audio": _transformers_backend, "qwen2_5_omni": _transformers_backend}
 
 
@@ -122,14 +63,52 @@ class AudioLLMJudge(JudgeAdapter):
             return Availability(False, f"unknown family {family!r}; use one of {', '.join(sorted(BACKENDS))}")
         return super().availability()
 
-    def backend(self):
+    def _transformers(self) -> bool:
+        return BACKENDS.get(self.options.get("family", "qwen2_audio")) is _transformers_backend
+
+    def cache_version(self) -> str:
+        version = super().cache_version()
+        if not self._transformers():
+            return version
+        # bf16 and fp32 probabilities differ slightly: keep them apart in the clip cache.
+        try:
+            return f"{version}.{dtype_name(self.options.get('dtype'), judge_device(self.options, key=self.config.key))}"
+        except JudgeUnavailable:
+            return f"{version}.unavailable"  # nothing is computed; the job records why
+
+    def model_key(self) -> tuple:
         path = self.require()
         family = self.options.get("family", "qwen2_audio")
-        factory = BACKENDS[family]
-        return cached_model(("audiollm", family, path, pick_device(self.options.get("device")) if factory is _transformers_backend else ""), lambda: factory(path, self.options))
+        if not self._transformers():
+            return ("audiollm", family, path, "", "")
+        device = judge_device(self.options, key=self.config.key)
+        return ("audiollm", family, path, device, dtype_name(self.options.get("dtype"), device))
+
+    def backend(self):
+        key = self.model_key()
+        factory = BACKENDS[key[1]]
+        return cached_model(key, lambda: factory(key[2], self.options))
+
+    def batch_size(self) -> int:
+        """Requests per forward pass or generate call (option `batch_size`)."""
+        default = 16 if self._transformers() and judge_device(self.options, key=self.config.key).startswith("cuda") else 8
+        return max(1, int(self.options.get("batch_size", default)))
+
+    def waves(self, paths: list[str]) -> dict[str, np.ndarray]:
+        """Each distinct file decoded once, ahead in threads; a file that fails raises AudioDecodeError."""
+        distinct = list(dict.fromkeys(paths))
+        return dict(zip(distinct, prefetch_audio(distinct, sample_rate=SAMPLE_RATE, workers=decode_workers(self.options))))
 
     def templates(self) -> tuple[str, ...]:
         return prompts.TEMPLATES[self.kind]
+
+    def warm(self) -> None:
+        backend = self.backend()
+        request = (prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": "Is this music? Answer Yes or No."}], [np.zeros(SAMPLE_RATE, np.float32)])
+        if hasattr(backend, "generate_many") and self.pairwise:
+            backend.generate_many([request], max_new_tokens=2)
+        elif hasattr(backend, "yes_tensor") and getattr(backend, "yes_id", None) is not None:
+            backend.yes_probabilities([request])
 
 
 # --- CMI pairwise judge ----------------------------------------------------------------------
@@ -245,29 +224,80 @@ class LLMPairwiseJudge(AudioLLMJudge):
     code_version = "1"
 
     def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
+        return self.compare_many([(clip_a, clip_b, condition)])[0]
+
+    def compare_many(self, pairs: list[tuple[ClipAudio, ClipAudio, ConditionInput]]) -> list[PairOutcome]:
+        """Both orders of every pair, `batch_size` prompts per generate call; one outcome per pair.
+
+        An answer that does not parse fails its own pair only. A file that cannot be decoded
+        fails the pairs that need it.
+        """
+        paths = [c.path for a, b, cond in pairs for c in (a, b, cond.reference) if c is not None]
+        broken: dict[str, str] = {}
+        waves = self._waves_or_errors(paths, broken)
+        outcomes: list[PairOutcome | None] = [None] * len(pairs)
+        ready, items = [], []
+        for index, (clip_a, clip_b, condition) in enumerate(pairs):
+            failed = [broken[c.path] for c in (clip_a, clip_b, condition.reference) if c is not None and c.path in broken]
+            if failed:
+                outcomes[index] = PairOutcome(status="failed", details={"error": f"AudioDecodeError: {failed[0]}", "template": self.template or "default"})
+                continue
+            ready.append(index)
+            items.append((waves[clip_a.path], waves[clip_b.path], waves[condition.reference.path] if condition.reference else None, condition))
+        for index, outcome in zip(ready, self.compare_waves(items)):
+            outcomes[index] = outcome
+        return outcomes
+
+    def compare_waves(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, ConditionInput]]) -> list[PairOutcome]:
+        """compare_many on decoded audio at 16 kHz: (wave_a, wave_b, reference wave or None, condition) per pair."""
         backend = self.backend()
         strict = bool(self.options.get("strict"))
         template = self.template or "default"
-        system, parts = prompts.pairwise_parts(prompt=condition.prompt, lyrics=condition.lyrics, has_reference=condition.reference is not None, template=template)
-        if strict:
-            system = prompts.STRICT_SYSTEM
         parse = parse_strict_answer if strict else parse_cmi_answer
-        wave = {"first": load_audio(clip_a.path, sample_rate=SAMPLE_RATE), "second": load_audio(clip_b.path, sample_rate=SAMPLE_RATE)}
-        if condition.reference is not None:
-            wave["reference"] = load_audio(condition.reference.path, sample_rate=SAMPLE_RATE)
-        answers, raw = [], {}
-        for order, (first, second) in (("ab", ("first", "second")), ("ba", ("second", "first"))):
-            slots = {"first": wave[first], "second": wave[second], "reference": wave.get("reference")}
-            waves = [slots[p["slot"]] for p in parts if p["type"] == "audio"]
-            text = backend.generate(system, parts, waves)
-            raw[order] = text
+        requests = []
+        for wave_a, wave_b, reference, condition in items:
+            system, parts = prompts.pairwise_parts(prompt=condition.prompt, lyrics=condition.lyrics, has_reference=reference is not None, template=template)
+            if strict:
+                system = prompts.STRICT_SYSTEM
+            for first, second in ((wave_a, wave_b), (wave_b, wave_a)):
+                slots = {"reference": reference, "first": first, "second": second}
+                requests.append((system, parts, [slots[p["slot"]] for p in parts if p["type"] == "audio"]))
+        texts = generate_texts(backend, requests, self.batch_size()) if requests else []
+        outcomes = []
+        for forward_text, swapped_text in zip(texts[0::2], texts[1::2]):
+            raw = {"ab": forward_text, "ba": swapped_text}
+            answers = []
+            for order, text in raw.items():
+                try:
+                    answers.append(parse(text))
+                except JudgeOutputError as exc:
+                    outcomes.append(PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": order, "template": template}))
+                    break
+            else:
+                outcome = combine_orders(answers[0], answers[1])
+                outcome.details.update({"raw": raw, "template": template, "strict": strict})
+                outcomes.append(outcome)
+        return outcomes
+
+    def _waves_or_errors(self, paths: list[str], broken: dict) -> dict[str, np.ndarray]:
+        """Decode each distinct file once (ahead in threads); files that fail go into `broken`."""
+        from .base import AudioDecodeError, load_audio
+        from .device import prefetch
+
+        def decode(path):
             try:
-                answers.append(parse(text))
-            except JudgeOutputError as exc:
-                return PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": order, "template": template})
-        outcome = combine_orders(answers[0], answers[1])
-        outcome.details.update({"raw": raw, "template": template, "strict": strict})
-        return outcome
+                return load_audio(path, sample_rate=SAMPLE_RATE)
+            except AudioDecodeError as exc:
+                return exc
+
+        distinct = list(dict.fromkeys(paths))
+        waves = {}
+        for path, wave in zip(distinct, prefetch(distinct, decode, workers=decode_workers(self.options))):
+            if isinstance(wave, AudioDecodeError):
+                broken[path] = str(wave)
+            else:
+                waves[path] = wave
+        return waves
 
 
 # --- AQAScore ---------------------------------------------------------------------------------
@@ -288,25 +318,22 @@ class AQAJudge(AudioLLMJudge):
         return condition.content_key("aqa", self.template or "default")
 
     def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:
+        waves = self.waves([c.path for c in clips])
+        return self.score_waves([waves[c.path] for c in clips], condition)
+
+    def score_waves(self, waves: list[np.ndarray], condition: ConditionInput) -> list[dict]:
+        """score_clips on decoded audio at 16 kHz."""
         backend = self.backend()
         questions = prompts.AQA_QUESTIONS[self.template or "default"]
         request = prompts.request_text(prompt=condition.prompt, lyrics=condition.lyrics)
         batch = []
-        for clip in clips:
-            wave = load_audio(clip.path, sample_rate=SAMPLE_RATE)
+        for wave in waves:
             type(self).encode_calls += 1
             for dim in (ALIGNMENT, MUSICALITY):
                 text = questions[dim].format(request=request)
                 batch.append((prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]))
-        probs = _batched(backend, batch, int(self.options.get("batch_size", 8)))
-        return [{ALIGNMENT: probs[2 * i], MUSICALITY: probs[2 * i + 1]} for i in range(len(clips))]
-
-
-def _batched(backend, batch: list, size: int) -> list[float]:
-    out: list[float] = []
-    for start in range(0, len(batch), max(1, size)):
-        out.extend(float(p) for p in backend.yes_probabilities(batch[start : start + size]))
-    return out
+        probs = yes_probabilities(backend, batch, self.batch_size())
+        return [{ALIGNMENT: probs[2 * i], MUSICALITY: probs[2 * i + 1]} for i in range(len(waves))]
 
 
 # --- Rubric judge (AnyAudio-Judge style) ------------------------------------------------------
@@ -330,10 +357,11 @@ class RubricJudge(AudioLLMJudge):
         backend = self.backend()
         items = prompts.rubric_items(prompt=condition.prompt, lyrics=condition.lyrics, has_reference=condition.reference is not None)
         form = prompts.RUBRIC_TEMPLATES[self.template or "default"]
-        reference = load_audio(condition.reference.path, sample_rate=SAMPLE_RATE) if condition.reference else None
+        waves = self.waves([c.path for c in clips] + ([condition.reference.path] if condition.reference else []))
+        reference = waves[condition.reference.path] if condition.reference else None
         batch = []
         for clip in clips:
-            wave = load_audio(clip.path, sample_rate=SAMPLE_RATE)
+            wave = waves[clip.path]
             type(self).encode_calls += 1
             for item in items:
                 text = form.format(check=item["check"])
@@ -343,7 +371,7 @@ class RubricJudge(AudioLLMJudge):
                 else:
                     parts, waves = [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]
                 batch.append((prompts.AQA_SYSTEM, parts, waves))
-        probs = _batched(backend, batch, int(self.options.get("batch_size", 8)))
+        probs = yes_probabilities(backend, batch, self.batch_size())
         out = []
         for i in range(len(clips)):
             mine = probs[i * len(items) : (i + 1) * len(items)]

@@ -141,13 +141,14 @@ def resolve_weights(weights: str) -> tuple[str, str]:
     A relative path is looked up under settings.AUDITORIUM_MODEL_DIR. A hub id is accepted only
     when it is already in the local Hugging Face cache, because workers never download.
     """
-    from django.conf import settings
-
     weights = (weights or "").strip()
     if not weights:
         return "", "no weights configured (set Judge.weights to a local directory or a cached hub id)"
     path = Path(weights).expanduser()
     if not path.is_absolute():
+        # Imported here so absolute paths resolve without Django (benches, plain scripts).
+        from django.conf import settings
+
         local = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models")) / weights
         if local.exists():
             path = local
@@ -229,3 +230,12 @@ class JudgeAdapter:
 
     def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
         raise NotImplementedError
+
+    def compare_many(self, pairs: list[tuple[ClipAudio, ClipAudio, ConditionInput]]) -> list[PairOutcome]:
+        """One outcome per (clip_a, clip_b, condition); judges that can batch pairs override this."""
+        return [self.compare(a, b, condition) for a, b, condition in pairs]
+
+    def warm(self) -> None:
+        """Load what the judge needs into this process (GPU workers call it at start-up)."""
+        self.require()
+

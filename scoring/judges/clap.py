@@ -4,24 +4,35 @@ Audio is embedded once per clip (48 kHz mono, <= 10 s windows, window embeddings
 renormalised): unfused checkpoints crop longer input at random, so whole-clip input would not
 give the same score twice. The embedding is cached per clip without context; the cosine with a
 condition's text (or reference clip) is cheap and cached per condition.
+
+Throughput: files are decoded in a bounded thread pool while the GPU works, the log-mel
+spectrogram is computed on the judge's device (features.ClapMel, checked against the library's
+extractor), windows go through the encoder `batch_size` at a time from page-locked memory, and
+results come back to the host once per call. The model runs in bf16 on CUDA, fp32 on the CPU
+(option `dtype`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
-from auditorium.runtime import cached_model, pick_device
+from auditorium.runtime import cached_model
 
-from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, chunks, load_audio
+from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks
+from .device import decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
+from .features import ClapMel, UnsupportedExtractor
 
 SAMPLE_RATE = 48000
 WINDOW_SECONDS = 10
 
 
-def _load(path: str, device: str):
+def _load(path: str, device: str, dtype: str):
     from transformers import ClapModel, ClapProcessor
 
-    model = ClapModel.from_pretrained(path).to(device).eval()
+    # dtype= (transformers >= 4.56) fixes the precision whatever the checkpoint was saved in.
+    model = ClapModel.from_pretrained(path, dtype=torch_dtype(dtype)).to(device).eval()
     processor = ClapProcessor.from_pretrained(path)
     return model, processor
 
@@ -36,49 +47,99 @@ class ClapJudge(JudgeAdapter):
     dimensions = (ALIGNMENT,)
     modalities = ("text", "text+lyrics", "text+ref", "text+lyrics+ref")
     packages = ("torch", "transformers")
-    code_version = "1"
+    code_version = "2"
 
     encode_calls = 0
 
+    def device(self) -> str:
+        return judge_device(self.options, key=self.config.key)
+
+    def dtype(self) -> str:
+        return dtype_name(self.options.get("dtype"), self.device())
+
+    def cache_version(self) -> str:
+        # bf16 and fp32 embeddings differ in the third decimal: keep them apart in the clip cache.
+        try:
+            return f"{super().cache_version()}.{self.dtype()}"
+        except JudgeUnavailable:
+            return f"{super().cache_version()}.unavailable"  # nothing is computed; the job records why
+
+    def model_key(self) -> tuple:
+        return ("clap", self.require(), self.device(), self.dtype())
+
     def _model(self):
-        path = self.require()
-        device = pick_device(self.options.get("device"))
-        return cached_model(("clap", path, device), lambda: _load(path, device)) + (device,)
+        """(model, processor, device, device mel or None) for this process, loaded once."""
+        key = self.model_key()
+        _, path, device, dtype = key
+        model, processor = cached_model(key, lambda: _load(path, device, dtype))
+        use_device = bool(self.options.get("device_features", True))
+        mel = cached_model(key + ("mel", use_device), lambda: self._device_mel(processor, device) if use_device else None)
+        return model, processor, device, mel
+
+    @staticmethod
+    def _device_mel(processor, device: str):
+        """The device log-mel for this checkpoint, or None where only the host extractor reproduces it."""
+        try:
+            return ClapMel(processor.feature_extractor, device)
+        except UnsupportedExtractor:
+            return None
 
     def context_key(self, condition: ConditionInput) -> str:
         return condition.content_key("clap", str(self.options.get("use_lyrics", True)))
 
+    def batch_size(self, device: str) -> int:
+        return max(1, int(self.options.get("batch_size", 64 if device.startswith("cuda") else 8)))
+
     # --- embeddings -------------------------------------------------------------------
-    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray:
-        """One unit vector per clip: windows of all clips go through the encoder in batches."""
+    def embed_audio(self, waves: Iterable[np.ndarray]) -> np.ndarray:
+        """One unit vector per clip: windows of all clips go through the encoder in batches.
+
+        `waves` may be a generator (decoding ahead in threads): batches are launched as soon as
+        they are full, so decoding, host padding and the GPU overlap.
+        """
         import torch
 
-        model, processor, device = self._model()
-        size = SAMPLE_RATE * WINDOW_SECONDS
-        windows, owner = [], []
-        for i, wave in enumerate(waves):
-            for part in chunks(wave, size=size):
-                windows.append(part)
-                owner.append(i)
-        batch = int(self.options.get("batch_size", 8))
+        model, processor, device, mel = self._model()
+        size = min(SAMPLE_RATE * WINDOW_SECONDS, mel.max_samples) if mel is not None else SAMPLE_RATE * WINDOW_SECONDS
+        batch = self.batch_size(device)
+        dtype = next(model.parameters()).dtype
+        pending: list[np.ndarray] = []
+        owner: list[int] = []
         out = []
+
+        def flush() -> None:
+            if mel is not None:
+                inputs = {"input_features": mel.features(pending).to(dtype), "is_longer": torch.zeros((len(pending), 1), dtype=torch.bool, device=device)}
+            else:
+                inputs = processor(audio=pending, sampling_rate=SAMPLE_RATE, return_tensors="pt")
+                inputs = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in inputs.items()}
+            features = model.get_audio_features(**inputs)
+            out.append(getattr(features, "pooler_output", features).float())
+            pending.clear()
+
+        count = 0
         with torch.inference_mode():
-            for start in range(0, len(windows), batch):
-                inputs = processor(audio=windows[start : start + batch], sampling_rate=SAMPLE_RATE, return_tensors="pt")
-                inputs = {k: v.to(device) for k, v in inputs.items()}
-                features = model.get_audio_features(**inputs)
-                features = getattr(features, "pooler_output", features)
-                out.append(features.float().cpu().numpy())
-        vectors = np.concatenate(out, axis=0)
-        owner = np.asarray(owner)
-        result = np.stack([vectors[owner == i].mean(axis=0) for i in range(len(waves))])
-        type(self).encode_calls += len(waves)
+            for i, wave in enumerate(waves):
+                count += 1
+                for part in chunks(wave, size=size):
+                    pending.append(part)
+                    owner.append(i)
+                    if len(pending) >= batch:
+                        flush()
+            if pending:
+                flush()
+            vectors = torch.cat(out).cpu().numpy() if out else np.zeros((0, 0), dtype=np.float32)  # the one wait for the device
+        if count == 0:
+            return np.zeros((0, vectors.shape[-1] if len(out) else 0), dtype=np.float32)
+        owner_arr = np.asarray(owner)
+        result = np.stack([vectors[owner_arr == i].mean(axis=0) for i in range(count)])
+        type(self).encode_calls += count
         return result / np.linalg.norm(result, axis=1, keepdims=True).clip(min=1e-12)
 
     def embed_text(self, texts: list[str]) -> np.ndarray:
         import torch
 
-        model, processor, device = self._model()
+        model, processor, device, _ = self._model()
         with torch.inference_mode():
             inputs = processor(text=texts, return_tensors="pt", padding=True, truncation=True)
             inputs = {k: v.to(device) for k, v in inputs.items()}
@@ -93,12 +154,14 @@ class ClapJudge(JudgeAdapter):
         if self.store is not None:
             for sha, scores in self.store.get_many([c.sha256 for c in clips], "").items():
                 found[sha] = np.asarray(scores["embedding"], dtype=np.float32)
-        todo = []
+        todo, queued = [], set()
         for clip in clips:
-            if clip.sha256 not in found and clip.sha256 not in {t.sha256 for t in todo}:
+            if clip.sha256 not in found and clip.sha256 not in queued:
                 todo.append(clip)
+                queued.add(clip.sha256)
         if todo:
-            vectors = self.embed_audio([load_audio(c.path, sample_rate=SAMPLE_RATE) for c in todo])
+            waves = prefetch_audio([c.path for c in todo], sample_rate=SAMPLE_RATE, workers=decode_workers(self.options))
+            vectors = self.embed_audio(waves)
             for clip, vector in zip(todo, vectors):
                 found[clip.sha256] = vector
             if self.store is not None:
@@ -127,3 +190,8 @@ class ClapJudge(JudgeAdapter):
             score = float(np.mean(list(detail.values()))) if detail else None
             out.append({ALIGNMENT: score, "cosine": detail})
         return out
+
+    def warm(self) -> None:
+        """Load the model and run one window and one text through it (kernels, allocator, autotuning)."""
+        self.embed_audio([np.zeros(SAMPLE_RATE, dtype=np.float32)])
+        self.embed_text(["warm up"])

@@ -180,11 +180,10 @@ def test_export_action_downloads_a_zip_that_reimports_from_the_page(admin_client
     assert copied.condition == pair.condition and copied.judgments.get().rationale == "steady groove"
 
 
-from tests.browser import CHROMIUM, launch  # noqa: E402
+from tests.browser import launch  # noqa: E402
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")
 def test_admin_uploads_in_a_real_browser_and_sees_errors_by_line(live_server, transactional_db, tmp_path):
     """Set AUDITORIUM_SCREENSHOT_DIR to keep the screenshots."""
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

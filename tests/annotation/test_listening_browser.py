@@ -17,13 +17,10 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
-from tests.browser import CHROMIUM, launch  # noqa: E402
+from tests.browser import launch  # noqa: E402
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyFactory, SystemFactory, UserFactory
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
-]
+pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1280, "height": 800}
 
 

@@ -52,11 +52,14 @@ def test_check_deployment_names_missing_judge_weights(capsys):
 
 
 def _run_manage(*args, env_extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "ARENA_"))}
     env.update(env_extra)
     env["DJANGO_SETTINGS_MODULE"] = "auditorium.settings"
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
+
+# Development settings with a key of their own, so no test writes the development key under var/.
+DEVELOPMENT = {"DJANGO_DEBUG": "true", "DJANGO_SECRET_KEY": "test-only-development-key-7c3e9a51d2f4b806"}
 
 PRODUCTION = {
     "DJANGO_DEBUG": "false",
@@ -77,9 +80,15 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "DJANGO_SECRET_KEY" in result.stderr
 
 
+def test_debug_is_off_unless_asked_for():
+    result = _run_manage("check", env_extra={})
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr and "DJANGO_DEBUG=true" in result.stderr
+
+
 @pytest.mark.parametrize("name, value", [("DJANGO_DEBUG", "maybe"), ("CELERY_TASK_TIME_LIMIT", "ten"), ("DATABASE_URL", "mysql://x@y/z"), ("LOG_LEVEL", "LOUD")])
 def test_bad_environment_values_fail_loudly(name, value):
-    result = _run_manage("check", env_extra={name: value})
+    result = _run_manage("check", env_extra={**DEVELOPMENT, name: value})
     assert result.returncode != 0
     assert name in result.stderr
 
@@ -99,7 +108,7 @@ def test_logs_are_json_lines():
 def _database_settings(env_extra):
     code = "import json, django; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; print(json.dumps([d['CONN_MAX_AGE'], d.get('OPTIONS', {}).get('pool')]))"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DB_", "DATABASE_"))}
-    env.update(env_extra, DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
+    env.update(DEVELOPMENT, **env_extra, DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -135,7 +144,9 @@ def test_cache_instances_share_one_redis_pool_per_process():
         "print(json.dumps([same, created]))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DB_", "DATABASE_"))}
-    env.update(REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
+    env.update(
+        DEVELOPMENT, REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     same, created = json.loads(result.stdout.strip().splitlines()[-1])

@@ -73,3 +73,23 @@ def _fresh_model_cache():
     cache_clear()
     yield
     cache_clear()
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """This machine as a CPU-only one, also where the suite runs on a GPU machine."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.fixture
+def batched(monkeypatch, tmp_path):
+    from scoring.judges import audiollm
+
+    from .scripted import BatchedScript
+
+    holder = {"backend": BatchedScript()}
+    monkeypatch.setitem(audiollm.BACKENDS, "batched", lambda path, options: holder["backend"])
+    (tmp_path / "weights").mkdir()
+    return holder, str(tmp_path / "weights")

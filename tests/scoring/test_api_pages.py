@@ -157,7 +157,7 @@ def test_web_code_never_imports_torch_or_transformers():
         "bad = [m for m in ('torch', 'transformers', 'audiobox_aesthetics') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{ROOT / 'platform'}", "DJANGO_SETTINGS_MODULE": "auditorium.settings", "HOME": "/tmp"}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{ROOT / 'platform'}", "DJANGO_SETTINGS_MODULE": "auditorium.test_settings", "HOME": "/tmp"}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
 

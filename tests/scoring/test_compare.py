@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from scoring import compare, services
 from scoring.models import ExternalResultRow, ExternalResultSet
-
-TUNEJURY = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
+from tests.fixtures import TUNEJURY, needs_tunejury
 
 
 def test_mos_correlations_drop_missing_values_and_need_two_rows():
@@ -29,9 +27,6 @@ def test_subset_of_follows_the_evaluator_rules():
     assert compare.subset_of("PAM (music)") == "PAM"
     assert compare.subset_of("SongEval") == "MusicEval"
     assert compare.subset_of("cmi-arena-annotation-v2") is None
-
-
-needs_tunejury = pytest.mark.skipif(not TUNEJURY.is_file(), reason="shared/data/external/tunejury_muqeval_a1_summary.json is absent")
 
 
 @needs_tunejury

@@ -141,42 +141,6 @@ def test_llm_pairwise_with_a_real_model_records_unparseable_answers_as_failures(
     assert isinstance(outcome.details["raw"]["ab"], str) and outcome.details["error"]
 
 
-def test_aesthetics_loads_offline_through_from_pretrained(tmp_path, no_network, monkeypatch):
-    aes = pytest.importorskip("audiobox_aesthetics.model.aes", reason="audiobox-aesthetics not installed (pip install --no-deps audiobox-aesthetics)")
-    import torch
-
-    from scoring.judges.aesthetics import AestheticsJudge
-
-    tiny = aes.WavLMConfig(
-        {
-            **aes.DEFAULT_AUDIO_CFG.__dict__,
-            "encoder_layers": 2,
-            "encoder_embed_dim": 16,
-            "encoder_ffn_embed_dim": 32,
-            "encoder_attention_heads": 2,
-            "conv_feature_layers": "[(16,10,5)] + [(16,3,2)] * 4 + [(16,2,2)] * 2",
-            "conv_pos": 16,
-            "conv_pos_groups": 4,
-            "num_buckets": 16,
-            "max_distance": 32,
-        }
-    )
-    # The encoder size is a module constant, not a constructor argument: swap it for save and load alike.
-    monkeypatch.setattr(aes, "DEFAULT_AUDIO_CFG", tiny)
-    torch.manual_seed(0)
-    model = aes.AesMultiOutput(nth_layer=3, target_transform={a: {"mean": 5.0, "std": 2.0} for a in ("CE", "CU", "PC", "PQ")})
-    model.save_pretrained(tmp_path / "aes")
-    judge = adapter_for(JudgeConfig(key="aes", kind="aesthetics", weights=str(tmp_path / "aes")))
-    assert isinstance(judge, AestheticsJudge) and judge.availability().available
-    clips = [_wav(tmp_path / "a.wav", 1.5, sr=22050), _wav(tmp_path / "b.wav", 11.0, freq=700, sr=22050, seed=5)]
-    rows = judge.score_clips(clips, ConditionInput(prompt="x"))
-    again = judge.score_clips(clips, ConditionInput(prompt="x"))
-    for row, other in zip(rows, again):
-        assert set(row["axes"]) == {"CE", "CU", "PC", "PQ"}
-        assert all(np.isfinite(v) for v in row["axes"].values())
-        assert row["musicality"] == row["axes"]["CE"] == pytest.approx(other["axes"]["CE"], abs=1e-5)
-
-
 @pytest.mark.django_db
 def test_llm_run_stores_failed_verdicts_with_raw_text(tiny_qwen_dir, no_network):
     study = StudyFactory(name="llm-study")

@@ -22,20 +22,17 @@ import pytest
 from channels.testing import ChannelsLiveServerTestCase
 from django.utils import timezone
 
+from annotation.demo import DEMO_SYSTEMS
 from annotation.models import Judgment, Pair, System
 from scoring.models import Judge, ScoringRun, Verdict
-from tests.browser import CHROMIUM, launch  # noqa: E402
+from scoring.services import external_results_import
+from tests.browser import launch  # noqa: E402
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
+from tests.fixtures import TUNEJURY, needs_tunejury
 
-TUNEJURY = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed at /usr/bin/chromium")]
+pytestmark = [pytest.mark.browser, needs_tunejury]
 
-try:
-    from annotation.demo import DEMO_SYSTEMS
-
-    RANKS = {s.name: (s.alignment_rank, s.musicality_rank) for s in DEMO_SYSTEMS}
-except ImportError:
-    RANKS = {"aurora": (1, 1), "draggy": (6, 2), "hiss": (3, 3), "detune": (2, 4), "wobble": (4, 5), "clipper": (5, 6)}
+RANKS = {s.name: (s.alignment_rank, s.musicality_rank) for s in DEMO_SYSTEMS}
 
 PROMPTS = [
     "Upbeat synth-pop at 120 BPM with a bright lead and punchy drums",
@@ -139,10 +136,7 @@ def showcase_study(name: str = "showcase"):
                 Verdict(run=run, pair=pair, alignment_choice_id=picks["alignment"], musicality_choice_id=picks["musicality"], rationale="Clip 1 has the cleaner mix." if kind == Judge.Kind.LLM_PAIRWISE else "")
             )
         Verdict.objects.bulk_create(verdicts)
-    if TUNEJURY.is_file():
-        from scoring.services import external_results_import
-
-        external_results_import(path=TUNEJURY, name="muqeval-a1 (TuneJury)", judge_name="MuQ-Eval-A1")
+    external_results_import(path=TUNEJURY, name="muqeval-a1 (TuneJury)", judge_name="MuQ-Eval-A1")
     return study, [p for p, _, _ in pairs], annotators
 
 

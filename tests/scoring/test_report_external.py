@@ -7,21 +7,19 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
 from django.test import TestCase, override_settings
 
 from scoring import report
 from scoring.services import external_results_import
 from tests.factories import AnnotatorFactory, ClipFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
-
-TUNEJURY = Path(__file__).resolve().parents[3] / "shared" / "data" / "external" / "tunejury_muqeval_a1_summary.json"
+from tests.fixtures import TUNEJURY, needs_tunejury
 
 
 def figure(summary: dict, subset: str, dimension: str, metric: str, score: str = "MI") -> dict:
     return next(f for f in summary["figures"] if (f["subset"], f["dimension"], f["metric"], f["score"]) == (subset, dimension, metric, score))
 
 
-@pytest.mark.skipif(not TUNEJURY.is_file(), reason="TuneJury fixture not present in ../shared/data/external/")
+@needs_tunejury
 @override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "report-tests-tunejury"}})
 class TuneJuryTests(TestCase):
     @classmethod

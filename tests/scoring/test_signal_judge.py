@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.models import Clip, Pair, System
-from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
+from annotation import demo
+from annotation.models import Clip, Pair
 from scoring import services
 from scoring.judges.signal import clipping_ratio, signal_features, technical_score, true_peak_dbtp
 from scoring.models import Judge, Verdict
 from scoring.tasks import run_start
-from tests.factories import StudyFactory
 
 SR = 48000
 
@@ -65,31 +64,14 @@ def test_a_clip_shorter_than_one_gating_block_still_scores():
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_signal_judge_prefers_aurora_over_every_degraded_demo_clip_in_every_pair():
-    demo = pytest.importorskip("annotation.demo", reason="annotation/demo.py is not there yet")
+    # The demo pairs themselves: every pair in which aurora meets a degraded system.
+    demo.seed_demo()
     pair_ids, aurora_clips = [], set()
-    if hasattr(demo, "seed_demo"):
-        # The demo pairs themselves: every pair in which aurora meets a degraded system.
-        demo.seed_demo()
-        for pair in Pair.objects.select_related("clip_a__system", "clip_b__system"):
-            names = {pair.clip_a.system.name if pair.clip_a.system else None, pair.clip_b.system.name if pair.clip_b.system else None}
-            if demo.CLEAN_SYSTEM in names and len(names) == 2:
-                pair_ids.append(pair.pk)
-                aurora_clips.add(pair.clip_a_id if pair.clip_a.system.name == demo.CLEAN_SYSTEM else pair.clip_b_id)
-    else:
-        study = StudyFactory(name="demo-signal")
-        systems = {name: System.objects.get_or_create(name=name)[0] for name in demo.SYSTEM_NAMES}
-        for index, spec in enumerate(demo.DEMO_CONDITIONS):
-            condition, _ = condition_get_or_create(prompt=spec.prompt, lyrics=spec.lyrics)
-            clips = {
-                name: clip_ingest_array(audio=demo.render(name, prompt=spec.prompt, lyrics=spec.lyrics, seed=index), sample_rate=22050, system=systems[name], fmt="WAV")[0]
-                for name in demo.SYSTEM_NAMES
-            }
-            aurora_clips.add(clips[demo.CLEAN_SYSTEM].pk)
-            for name in demo.SYSTEM_NAMES:
-                if name != demo.CLEAN_SYSTEM:
-                    # Aurora on side B for every other condition, so a side bias could not pass.
-                    a, b = (clips[demo.CLEAN_SYSTEM], clips[name]) if index % 2 == 0 else (clips[name], clips[demo.CLEAN_SYSTEM])
-                    pair_ids.append(pair_get_or_create(study=study, condition=condition, clip_a=a, clip_b=b)[0].pk)
+    for pair in Pair.objects.select_related("clip_a__system", "clip_b__system"):
+        names = {pair.clip_a.system.name if pair.clip_a.system else None, pair.clip_b.system.name if pair.clip_b.system else None}
+        if demo.CLEAN_SYSTEM in names and len(names) == 2:
+            pair_ids.append(pair.pk)
+            aurora_clips.add(pair.clip_a_id if pair.clip_a.system.name == demo.CLEAN_SYSTEM else pair.clip_b_id)
     assert pair_ids, "no demo pair contains aurora"
     judge = Judge.objects.create(key="signal-demo", kind=Judge.Kind.SIGNAL)
     run = services.run_create(judge=judge, pair_ids=sorted(set(pair_ids)))

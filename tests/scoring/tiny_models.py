@@ -1,6 +1,6 @@
 """Tiny random models saved to disk, so each learned judge is exercised through its real loader offline.
 
-Sizes follow docs/reference/judges.md: a few ten-thousand parameters, built from configs, tokenizers
+Sizes follow docs/judges.md: a few ten-thousand parameters, built from configs, tokenizers
 trained locally on a handful of words. Nothing here touches the network.
 """
 
@@ -34,18 +34,22 @@ def _train_bpe(special: list[str], *, vocab_size: int = 400):
     return model["vocab"], merges
 
 
-def build_tiny_clap(directory: Path) -> Path:
-    """A 38 k-parameter ClapModel + ClapProcessor saved with save_pretrained."""
-    import torch
-    from transformers import ClapConfig, ClapFeatureExtractor, ClapModel, ClapProcessor, RobertaTokenizer
+def clap_processor():
+    """ClapProcessor as laion/clap-htsat-unfused configures it (rand_trunc, 50 Hz-14 kHz), with a locally trained tokenizer."""
+    from transformers import ClapFeatureExtractor, ClapProcessor, RobertaTokenizer
 
-    torch.manual_seed(0)
     vocab, merges = _train_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     tokenizer = RobertaTokenizer(vocab=vocab, merges=merges)
     extractor = ClapFeatureExtractor(truncation="rand_trunc", frequency_min=50)
-    config = ClapConfig(
+    return ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer)
+
+
+def tiny_clap_config(vocab_size: int):
+    from transformers import ClapConfig
+
+    return ClapConfig(
         text_config={
-            "vocab_size": len(vocab),
+            "vocab_size": vocab_size,
             "hidden_size": 32,
             "num_hidden_layers": 2,
             "num_attention_heads": 2,
@@ -67,10 +71,19 @@ def build_tiny_clap(directory: Path) -> Path:
         },
         projection_dim=16,
     )
-    model = ClapModel(config).eval()
+
+
+def build_tiny_clap(directory: Path) -> Path:
+    """A 38 k-parameter ClapModel + ClapProcessor saved with save_pretrained."""
+    import torch
+    from transformers import ClapModel
+
+    torch.manual_seed(0)
+    processor = clap_processor()
+    model = ClapModel(tiny_clap_config(len(processor.tokenizer))).eval()
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
-    ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(directory)
+    processor.save_pretrained(directory)
     return directory
 
 
@@ -89,18 +102,10 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tiny_qwen2_audio(directory: Path) -> Path:
-    """A tiny Qwen2AudioForConditionalGeneration with a locally trained Qwen2Tokenizer and chat template."""
-    import torch
-    from transformers import (
-        Qwen2AudioConfig,
-        Qwen2AudioForConditionalGeneration,
-        Qwen2AudioProcessor,
-        Qwen2Tokenizer,
-        WhisperFeatureExtractor,
-    )
+def qwen2_audio_processor(*, feature_size: int = 80, chunk_length: int = 1):
+    """Qwen2AudioProcessor with a locally trained Qwen2Tokenizer (Yes and No single tokens) and a chat template."""
+    from transformers import Qwen2AudioProcessor, Qwen2Tokenizer, WhisperFeatureExtractor
 
-    torch.manual_seed(0)
     vocab, merges = _train_bpe(QWEN_SPECIALS)
     for word in ("Yes", "No"):
         # The AQA score needs Yes and No to be single tokens.
@@ -115,9 +120,15 @@ def build_tiny_qwen2_audio(directory: Path) -> Path:
         extra_special_tokens={},
     )
     tokenizer.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS[1:]})
-    audio_id = tokenizer.convert_tokens_to_ids("<|AUDIO|>")
-    extractor = WhisperFeatureExtractor(feature_size=80, chunk_length=1)
-    config = Qwen2AudioConfig(
+    extractor = WhisperFeatureExtractor(feature_size=feature_size, chunk_length=chunk_length)
+    return Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
+
+
+def tiny_qwen2_audio_config(processor):
+    from transformers import Qwen2AudioConfig
+
+    tokenizer = processor.tokenizer
+    return Qwen2AudioConfig(
         audio_config={
             "num_mel_bins": 80,
             "encoder_layers": 1,
@@ -136,11 +147,19 @@ def build_tiny_qwen2_audio(directory: Path) -> Path:
             "num_key_value_heads": 2,
             "max_position_embeddings": 1024,
         },
-        audio_token_index=audio_id,
+        audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
     )
-    model = Qwen2AudioForConditionalGeneration(config).eval()
+
+
+def build_tiny_qwen2_audio(directory: Path) -> Path:
+    """A tiny Qwen2AudioForConditionalGeneration with a locally trained Qwen2Tokenizer and chat template."""
+    import torch
+    from transformers import Qwen2AudioForConditionalGeneration
+
+    torch.manual_seed(0)
+    processor = qwen2_audio_processor()
+    model = Qwen2AudioForConditionalGeneration(tiny_qwen2_audio_config(processor)).eval()
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
-    processor = Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
     processor.save_pretrained(directory)
     return directory

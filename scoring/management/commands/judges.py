@@ -10,10 +10,10 @@ from scoring import selectors, services
 
 
 class Command(BaseCommand):
-    help = "List judges with what they measure and their availability; --ensure-defaults adds the weight-free signal judge."
+    help = "List judges with what they measure and their availability; --ensure-defaults adds the default judges."
 
     def add_arguments(self, parser):
-        parser.add_argument("--ensure-defaults", action="store_true", help="Create the default judges that need no weights.")
+        parser.add_argument("--ensure-defaults", action="store_true", help="Create the default judges (signal; MuQ-MuLan, SongEval, CMI-RM, audiobox-aesthetics from AUDITORIUM_MODEL_DIR).")
         parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
 
     def handle(self, *args, **options):

@@ -1,0 +1,38 @@
+"""The arena's Celery task names, and queueing those tasks by name.
+
+Services queue work through here and tasks.py registers its tasks under these names, so
+services never import tasks and imports run one way: tasks -> services -> jobs. ArenaConfig
+imports tasks.py at start-up, so every process (web, worker, eager tests) knows the names.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from auditorium.celery import app
+from auditorium.debounce import debounced_apply
+
+GENERATE_SIDE = "arena.tasks.battle_generate_side"
+LEADERBOARD_REFRESH = "arena.tasks.leaderboard_refresh_task"
+SYSTEMS_HEALTH_CHECK = "arena.tasks.systems_health_check"
+
+# Set while a leaderboard refit is queued; the refit clears it before it fits.
+LEADERBOARD_PENDING_KEY = "arena:leaderboard:pending"
+
+
+def task(name: str):
+    """The registered task; a name nobody registered is a programming error, not a message to drop."""
+    try:
+        return app.tasks[name]
+    except KeyError:
+        raise LookupError(f"Celery task {name!r} is not registered (arena.apps imports arena.tasks at start-up).") from None
+
+
+def generate_side_on_commit(*, battle_id: int, side: str, queue: str) -> None:
+    """Queue one side's generation once the battle row is committed, on the adapter's queue."""
+    transaction.on_commit(lambda: task(GENERATE_SIDE).apply_async(args=[battle_id, side], queue=queue))
+
+
+def leaderboard_refresh_debounced(*, delay: int) -> bool:
+    """One refit per window however many votes arrive in it; True if this call queued it."""
+    return debounced_apply(task(LEADERBOARD_REFRESH), key=LEADERBOARD_PENDING_KEY, delay=delay)

@@ -1,0 +1,361 @@
+"""MuQ-MuLan, SongEval, CMI-RM and audiobox-aesthetics through their production loaders, on tiny
+random models saved in their authors' layouts, with the network blocked."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scoring.judges import ADAPTERS, ClipAudio, ConditionInput, JudgeConfig, adapter_for
+from scoring.judges.base import JudgeUnavailable
+from tests.audio import write_tone
+
+pytestmark = pytest.mark.slow
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from .tiny_cmi import build_all
+
+    return build_all(tmp_path_factory.mktemp("tiny-cmi"))
+
+
+def _clip(path, seconds, *, freq=440.0, sr=22050, name=None):
+    write_tone(path, seconds, freq=freq, sr=sr)
+    return ClipAudio(path=str(path), sha256=name or path.stem)
+
+
+def _judge(kind, directory, **options):
+    return adapter_for(JudgeConfig(key=kind.replace("_", "-"), kind=kind, weights=str(directory), options=options))
+
+
+class MemoryStore:
+    def __init__(self):
+        self.rows: dict[tuple[str, str], dict] = {}
+
+    def get_many(self, shas, context):
+        return {sha: self.rows[(sha, context)] for sha in shas if (sha, context) in self.rows}
+
+    def put_many(self, scores, context):
+        for sha, value in scores.items():
+            self.rows[(sha, context)] = value
+
+
+# --- front end -------------------------------------------------------------------------------
+
+
+def test_mel_front_end_matches_an_independent_htk_mel_reference():
+    # transformers' NumPy spectrogram + HTK filter bank (no filter normalisation), the same
+    # definition torchaudio's MelSpectrogram + AmplitudeToDB use, at MuQ's settings.
+    from transformers.audio_utils import mel_filter_bank, spectrogram, window_function
+
+    from scoring.judges.nets.muq import MelFrontEnd
+
+    rng = np.random.default_rng(0)
+    wave = (0.3 * np.sin(2 * np.pi * 440 * np.arange(24000) / 24000) + 0.05 * rng.standard_normal(24000)).astype(np.float32)
+    filters = mel_filter_bank(
+        num_frequency_bins=1025, num_mel_filters=128, min_frequency=0.0, max_frequency=12000.0, sampling_rate=24000, norm=None, mel_scale="htk"
+    )
+    power = spectrogram(wave, window_function(2048, "hann"), frame_length=2048, hop_length=240, power=2.0, center=True, pad_mode="reflect", mel_filters=filters)
+    expected = 10 * np.log10(np.maximum(power, 1e-10))
+    ours = MelFrontEnd()(torch.from_numpy(wave).unsqueeze(0))[0].numpy()
+    assert ours.shape == expected.shape == (128, 101)
+    assert np.abs(ours - expected).max() < 0.01  # dB
+
+
+# --- MuQ-MuLan -------------------------------------------------------------------------------
+
+
+def test_muq_mulan_scores_are_bounded_deterministic_and_reuse_cached_embeddings(tiny_root, no_network, tmp_path):
+    judge = _judge("muq_mulan", tiny_root / "MuQ-MuLan-large")
+    assert judge.availability().available
+    judge.store = MemoryStore()
+    # 5 s with 2 s clips: two whole clips and a wrapped tail; 1.5 s: one clip shorter than 2 s.
+    clips = [_clip(tmp_path / "a.wav", 5.0, freq=330), _clip(tmp_path / "b.wav", 1.5, freq=880, sr=16000)]
+    calls = type(judge).encode_calls
+    first = judge.score_clips(clips, ConditionInput(prompt="calm piano"))
+    second = judge.score_clips(clips, ConditionInput(prompt="happy rock song"))
+    assert type(judge).encode_calls - calls == 2  # audio embedded once, reused for the second prompt
+    again = judge.score_clips(clips, ConditionInput(prompt="calm piano"))
+    assert [r["alignment"] for r in first] == pytest.approx([r["alignment"] for r in again], abs=1e-6)
+    assert [r["alignment"] for r in first] != [r["alignment"] for r in second]
+    for row in first + second:
+        assert set(row) == {"alignment", "similarity"} and set(row["similarity"]) == {"text"}
+        assert -1.0 <= row["alignment"] <= 1.0
+    stored = judge.store.get_many(["a", "b"], "")
+    assert {len(v["embedding"]) for v in stored.values()} == {16}
+
+
+def test_muq_mulan_audio_embedding_is_the_mean_of_unit_clip_embeddings(tiny_root, no_network):
+    from scoring.judges.nets.mulan import load_muq_mulan
+
+    model = load_muq_mulan(tiny_root / "MuQ-MuLan-large")
+    wave = torch.randn(24000 * 5) * 0.1
+    clips = model.clips(wave)
+    assert [c.shape[-1] for c in clips] == [48000, 48000, 48000]
+    assert torch.equal(clips[-1], torch.cat([wave[96000:], wave[:24000]]))  # the tail wraps to the start
+    with torch.inference_mode():
+        unit = model.embed_clips(torch.stack(clips))
+    assert torch.allclose(unit.norm(dim=-1), torch.ones(3), atol=1e-5)
+
+
+def test_muq_mulan_with_a_reference_averages_text_and_reference_similarity(tiny_root, no_network, tmp_path):
+    judge = _judge("muq_mulan", tiny_root / "MuQ-MuLan-large", use_lyrics=True)
+    clip, reference = _clip(tmp_path / "a.wav", 2.0), _clip(tmp_path / "r.wav", 2.0, freq=220)
+    row = judge.score_clips([clip], ConditionInput(prompt="rock", lyrics="love me", reference=reference))[0]
+    assert set(row["similarity"]) == {"text", "reference"}
+    assert row["alignment"] == pytest.approx(np.mean(list(row["similarity"].values())))
+    same = judge.score_clips([reference], ConditionInput(prompt="rock", reference=reference))[0]
+    assert same["similarity"]["reference"] == pytest.approx(1.0, abs=1e-4)  # a single-clip song against itself
+
+
+def test_muq_mulan_checkpoint_keys_are_checked(tiny_root, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from scoring.judges.nets.common import WeightsMismatch
+    from scoring.judges.nets.mulan import load_muq_mulan
+
+    for name in ("MuQ-large-msd-iter", "xlm-roberta-base"):
+        shutil.copytree(tiny_root / name, tmp_path / name)
+    broken = tmp_path / "MuQ-MuLan-large"
+    shutil.copytree(tiny_root / "MuQ-MuLan-large", broken)
+    state = load_file(str(broken / "model.safetensors"))
+    state.pop("mulan.text_to_latents.weight")
+    state["mulan.extra_head.weight"] = torch.zeros(2)
+    save_file(state, str(broken / "model.safetensors"))
+    with pytest.raises(WeightsMismatch, match=r"missing mulan\.text_to_latents\.weight; unexpected mulan\.extra_head\.weight"):
+        load_muq_mulan(broken)
+
+
+# --- SongEval --------------------------------------------------------------------------------
+
+
+def test_songeval_gives_five_ratings_in_range_and_musicality_from_them(tiny_root, no_network, tmp_path):
+    judge = _judge("songeval", tiny_root / "SongEval")
+    assert judge.availability().available and judge.context_key(ConditionInput(prompt="x")) == ""
+    clips = [_clip(tmp_path / "a.wav", 2.0, freq=330), _clip(tmp_path / "b.wav", 3.3, freq=550, sr=44100)]
+    rows = judge.score_clips(clips, ConditionInput(prompt="ignored"))
+    again = judge.score_clips(clips, ConditionInput(prompt="also ignored", lyrics="la"))
+    for row, other in zip(rows, again):
+        assert list(row["axes"]) == ["Coherence", "Musicality", "Memorability", "Clarity", "Naturalness"]
+        assert all(1.0 < v < 5.0 for v in row["axes"].values())
+        assert row["musicality"] == pytest.approx(np.mean(list(row["axes"].values())))
+        assert row["axes"] == pytest.approx(other["axes"], abs=1e-5)
+    assert rows[0]["axes"] != rows[1]["axes"]
+    one = _judge("songeval", tiny_root / "SongEval", musicality_axis="Clarity").score_clips(clips[:1], ConditionInput())[0]
+    assert one["musicality"] == pytest.approx(rows[0]["axes"]["Clarity"], abs=1e-5)
+    with pytest.raises(ValueError, match="musicality_axis"):
+        _judge("songeval", tiny_root / "SongEval", musicality_axis="Groove").score_clips(clips[:1], ConditionInput())
+
+
+def test_songeval_reads_muq_layer_six(tiny_root, no_network):
+    from scoring.judges.nets.songeval import load_songeval
+
+    model = load_songeval(tiny_root / "SongEval")
+    wave = torch.randn(1, 24000) * 0.1
+    with torch.inference_mode():
+        states = model.muq(wave)
+        assert len(states) == 7 and states[0].shape == (1, 25, 32)  # input + 6 layers, 25 frames/s
+        assert torch.allclose(model(wave), model.head(states[6]).float())
+
+
+# --- CMI-RM ----------------------------------------------------------------------------------
+
+MODALITIES = {
+    "text": ("lofi beat", "", False),
+    "text+lyrics": ("lofi beat", "la la love you", False),
+    "text+ref": ("lofi beat", "", True),
+    "text+lyrics+ref": ("lofi beat", "la la love you", True),
+}
+
+
+@pytest.mark.parametrize("variant", ["CMI-RM", "CMI-RM-CA"])
+def test_cmirm_scores_both_dimensions_in_all_four_modalities(tiny_root, no_network, tmp_path, variant):
+    judge = _judge("cmi_rm", tiny_root / variant)
+    assert judge.availability().available
+    clips = [_clip(tmp_path / "a.wav", 2.0, freq=330), _clip(tmp_path / "b.wav", 3.1, freq=660, sr=16000)]
+    reference = _clip(tmp_path / "r.wav", 1.7, freq=220, name="ref")
+    results = {}
+    for modality, (prompt, lyrics, with_ref) in MODALITIES.items():
+        rows = judge.score_clips(clips, ConditionInput(prompt=prompt, lyrics=lyrics, reference=reference if with_ref else None))
+        for row in rows:
+            assert set(judge.dimensions) <= set(row) and all(np.isfinite(row[d]) for d in judge.dimensions)
+        results[modality] = [(r["alignment"], r["musicality"]) for r in rows]
+    assert [r["frames"] for r in rows] == [50, 78]  # 25 frames/s
+    # Lyrics and reference both reach the prompt: each modality scores differently.
+    assert len({tuple(np.round(np.ravel(v), 5)) for v in results.values()}) == 4
+    again = judge.score_clips(clips, ConditionInput(prompt="lofi beat", lyrics="la la love you", reference=reference))
+    assert np.allclose([(r["alignment"], r["musicality"]) for r in again], results["text+lyrics+ref"], atol=1e-5)
+
+
+def test_cmirm_splits_long_audio_into_30_second_chunks_and_batches_like_alone(tiny_root, no_network, tmp_path):
+    judge = _judge("cmi_rm", tiny_root / "CMI-RM", max_seconds=40)
+    long, short = _clip(tmp_path / "long.wav", 45.0, freq=330, sr=8000), _clip(tmp_path / "short.wav", 2.0, freq=500)
+    condition = ConditionInput(prompt="piano", lyrics="")
+    both = judge.score_clips([long, short], condition)
+    assert [r["frames"] for r in both] == [750 + 250, 50]  # capped at 40 s: a 30 s chunk and a 10 s one
+    alone = judge.score_clips([short], condition)[0]
+    assert (alone["alignment"], alone["musicality"]) == pytest.approx((both[1]["alignment"], both[1]["musicality"]), abs=1e-4)
+
+
+def test_cmirm_refuses_checkpoints_that_do_not_fit(tiny_root, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    for name in ("MuQ-large-msd-iter", "xlm-roberta-base", "MuQ-MuLan-large", "CMI-RM"):
+        shutil.copytree(tiny_root / name, tmp_path / name)
+    path = tmp_path / "CMI-RM" / "model.safetensors"
+    state = load_file(str(path))
+    state["value_head.weight"] = torch.zeros(3)
+    save_file(state, str(path))
+    judge = _judge("cmi_rm", tmp_path / "CMI-RM")
+    with pytest.raises(JudgeUnavailable, match="value_head.weight"):
+        judge.score_clips([_clip(tmp_path / "a.wav", 1.0)], ConditionInput(prompt="x"))
+    state.pop("value_head.weight")
+    state.pop("score_projector.3.weight")
+    save_file(state, str(path))
+    with pytest.raises(JudgeUnavailable, match=r"missing score_projector\.3\.weight"):
+        _judge("cmi_rm", tmp_path / "CMI-RM").score_clips([_clip(tmp_path / "a.wav", 1.0)], ConditionInput(prompt="x"))
+
+
+# --- audiobox-aesthetics ---------------------------------------------------------------------
+
+
+def test_audiobox_aesthetics_loads_its_published_layout_and_scores_offline(tiny_root, no_network, tmp_path):
+    judge = _judge("aesthetics", tiny_root / "audiobox-aesthetics")
+    assert judge.availability().available
+    clips = [_clip(tmp_path / "a.wav", 1.5, sr=22050), _clip(tmp_path / "b.wav", 11.0, freq=700, sr=22050)]
+    rows = judge.score_clips(clips, ConditionInput(prompt="x"))
+    again = judge.score_clips(clips[::-1], ConditionInput(prompt="y"))[::-1]
+    for row, other in zip(rows, again):
+        assert set(row["axes"]) == {"CE", "CU", "PC", "PQ"} and all(np.isfinite(v) for v in row["axes"].values())
+        assert row["musicality"] == row["axes"]["CE"]
+        assert row["axes"] == pytest.approx(other["axes"], abs=1e-4)  # padding is masked, so batch-mates do not matter
+    assert rows[0]["axes"] != rows[1]["axes"]
+    alone = judge.score_clips(clips[:1], ConditionInput())[0]
+    assert alone["axes"] == pytest.approx(rows[0]["axes"], abs=1e-4)
+
+
+def test_audiobox_checkpoint_uses_the_published_key_names(tiny_root):
+    from safetensors.torch import load_file
+
+    keys = set(load_file(str(tiny_root / "audiobox-aesthetics" / "model.safetensors")))
+    published = {
+        "wavlm_model.mask_emb",
+        "wavlm_model.feature_extractor.conv_layers.0.0.weight",
+        "wavlm_model.feature_extractor.conv_layers.0.2.weight",
+        "wavlm_model.feature_extractor.conv_layers.6.0.weight",
+        "wavlm_model.layer_norm.weight",
+        "wavlm_model.encoder.pos_conv.0.weight_g",
+        "wavlm_model.encoder.pos_conv.0.weight_v",
+        "wavlm_model.encoder.pos_conv.0.bias",
+        "wavlm_model.encoder.layers.0.self_attn.relative_attention_bias.weight",
+        "wavlm_model.encoder.layers.1.self_attn.grep_linear.weight",
+        "wavlm_model.encoder.layers.1.self_attn.grep_a",
+        "wavlm_model.encoder.layers.1.self_attn.q_proj.bias",
+        "wavlm_model.encoder.layers.1.final_layer_norm.bias",
+        "wavlm_model.encoder.layer_norm.weight",
+        "proj_layer.PQ.0.weight",
+        "layer_weights.CE",
+    }
+    assert published <= keys
+    assert not any("relative_attention_bias" in k for k in keys if ".layers.1." in k)
+    assert not any(k.startswith("wavlm_model.feature_extractor.conv_layers.0.0.bias") for k in keys)
+
+
+# --- shared ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,directory", [("muq_mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi_rm", "CMI-RM"), ("aesthetics", "audiobox-aesthetics")])
+def test_bf16_scores_agree_with_fp32(tiny_root, no_network, tmp_path, kind, directory):
+    clips = [_clip(tmp_path / "a.wav", 2.0, freq=330)]
+    condition = ConditionInput(prompt="calm piano", lyrics="la")
+    fp32 = _judge(kind, tiny_root / directory, dtype="fp32").score_clips(clips, condition)[0]
+    bf16 = _judge(kind, tiny_root / directory, dtype="bf16").score_clips(clips, condition)[0]
+    judge = ADAPTERS[kind]
+    for dim in judge.dimensions:
+        # bf16 keeps ~3 significant digits; 5% of the score's scale is far above that and far
+        # below what a wrong cast or a lost mask would do.
+        assert bf16[dim] == pytest.approx(fp32[dim], abs=0.05 * max(1.0, abs(fp32[dim])))
+
+
+@pytest.mark.parametrize(
+    "kind,weights,expected",
+    [
+        ("muq_mulan", "MuQ-MuLan-large", "OpenMuQ/MuQ-MuLan-large layout"),
+        ("songeval", "SongEval", "ASLP-lab/SongEval checkout layout"),
+        ("cmi_rm", "CMI-RM", "HaiwenXia/CMI-RM layout"),
+        ("aesthetics", "audiobox-aesthetics", "facebook/audiobox-aesthetics layout"),
+    ],
+)
+def test_missing_weights_are_reported_with_the_expected_layout(settings, tmp_path, kind, weights, expected):
+    settings.AUDITORIUM_MODEL_DIR = tmp_path
+    state = _judge(kind, weights).availability()
+    assert not state.available
+    assert f"weights not found: {tmp_path / weights}" in state.reason and expected in state.reason
+    (tmp_path / weights).mkdir()
+    state = _judge(kind, weights).availability()
+    assert not state.available and expected in state.reason
+
+
+def test_incomplete_neighbours_are_named(tiny_root, tmp_path):
+    import shutil
+
+    shutil.copytree(tiny_root / "MuQ-MuLan-large", tmp_path / "MuQ-MuLan-large")
+    shutil.copytree(tiny_root / "CMI-RM", tmp_path / "CMI-RM")
+    shutil.copytree(tiny_root / "SongEval", tmp_path / "SongEval")
+    state = _judge("muq_mulan", tmp_path / "MuQ-MuLan-large").availability()
+    assert not state.available and "'OpenMuQ/MuQ-large-msd-iter'" in state.reason
+    state = _judge("cmi_rm", tmp_path / "CMI-RM").availability()
+    assert not state.available and "MuQ-large-msd-iter" in state.reason
+    state = _judge("songeval", tmp_path / "SongEval").availability()
+    assert not state.available and "MuQ model 'OpenMuQ/MuQ-large-msd-iter' not found" in state.reason
+    shutil.copytree(tiny_root / "MuQ-large-msd-iter", tmp_path / "MuQ-large-msd-iter")
+    assert _judge("songeval", tmp_path / "SongEval").availability().available
+    config = json.loads((tmp_path / "MuQ-MuLan-large" / "config.json").read_text())
+    assert config["text_model"]["name"] == "xlm-roberta-base"
+    assert "'xlm-roberta-base'" in _judge("muq_mulan", tmp_path / "MuQ-MuLan-large").availability().reason
+
+
+@pytest.mark.django_db
+def test_judges_command_lists_the_cmi_family_with_reasons(settings, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.AUDITORIUM_MODEL_DIR = tmp_path
+    out = StringIO()
+    call_command("judges", "--ensure-defaults", stdout=out)
+    lines = {line.split()[0]: line for line in out.getvalue().splitlines()}
+    for key, layout in (("muq-mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi-rm", "CMI-RM"), ("audiobox-aesthetics", "audiobox-aesthetics")):
+        assert f"UNAVAILABLE: weights not found: {tmp_path / layout}" in lines[key]
+    assert "dims=alignment,musicality" in lines["cmi-rm"]
+
+
+def test_audiobox_port_reproduces_a_checkpoint_written_by_the_reference_package(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from scoring.judges.nets.audiobox import load_aesthetics
+
+    fixture = Path(__file__).parent / "fixtures" / "audiobox_reference"
+    expected = json.loads((fixture / "expected.json").read_text())
+    shutil.copy(fixture / "model.safetensors", tmp_path / "model.safetensors")
+    config = json.loads((fixture / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "encoder": expected["encoder"]}))
+    model = load_aesthetics(tmp_path)  # every key of Meta's file checked, weight_g/weight_v included
+    rng = np.random.default_rng(expected["seed"])
+    wave = torch.from_numpy((0.1 * rng.standard_normal((3, 160000))).astype(np.float32))
+    valid = torch.arange(160000)[None, :] < torch.tensor(expected["valid_samples"])[:, None]
+    wave[~valid] = 0
+    with torch.inference_mode():
+        out = model(wave, valid)
+    for axis, values in expected["predictions"].items():
+        assert out[axis].numpy() == pytest.approx(values, abs=1e-6)
