@@ -340,12 +340,23 @@ class Judgment(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")
     assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment")
+    class Tie(models.TextChoices):
+        # CMI-RewardBench labels that name no single clip; its evaluator scores either as 0.5.
+        BOTH = "both", "Both"
+        NEITHER = "neither", "Neither"
+
     a_clip = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+", help_text="The clip that was shown as A.")
-    alignment_choice = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
+    # Per dimension: the preferred clip, or (imported votes only) a tie label and no clip.
+    alignment_choice = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    alignment_tie = models.CharField(max_length=7, choices=Tie.choices, blank=True, help_text="both / neither when no single clip was preferred.")
     alignment_confidence = models.DecimalField(max_digits=2, decimal_places=1, validators=CONFIDENCE_VALIDATORS)
-    musicality_choice = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
+    musicality_choice = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    musicality_tie = models.CharField(max_length=7, choices=Tie.choices, blank=True, help_text="both / neither when no single clip was preferred.")
     musicality_confidence = models.DecimalField(max_digits=2, decimal_places=1, validators=CONFIDENCE_VALIDATORS)
     rationale = models.TextField(blank=True)
+    # Imported votes: the row's prompt / lyrics exactly as the file gave them, where they differ
+    # from the (whitespace-deduplicated) condition's, so an export gives back the same bytes.
+    source_text = models.JSONField(default=dict, blank=True)
     # {"A": {"plays", "seconds", "seeks", "loops"}, "B": {...}, "switches": n}; sides as shown, see a_clip.
     listening_log = models.JSONField(default=dict, blank=True)
     time_on_page_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -366,6 +377,13 @@ class Judgment(models.Model):
                 condition=Q(musicality_confidence__gte=Decimal("1.0"), musicality_confidence__lte=Decimal("5.0")),
                 name="judgment_musicality_confidence_range",
             ),
+            *(
+                models.CheckConstraint(
+                    condition=Q(**{f"{dim}_choice__isnull": False, f"{dim}_tie": ""}) | Q(**{f"{dim}_choice__isnull": True, f"{dim}_tie__in": ["both", "neither"]}),
+                    name=f"judgment_{dim}_clip_or_tie",
+                )
+                for dim in ("alignment", "musicality")
+            ),
         ]
         indexes = [models.Index(fields=["pair", "created_at"])]
 
@@ -374,9 +392,12 @@ class Judgment(models.Model):
 
     def clean(self) -> None:
         allowed = {self.pair.clip_a_id, self.pair.clip_b_id}
-        for field in ("a_clip_id", "alignment_choice_id", "musicality_choice_id"):
-            if getattr(self, field) not in allowed:
-                raise ValidationError("Choices must be one of the pair's two clips.")
+        if self.a_clip_id not in allowed:
+            raise ValidationError("The clip shown as A must be one of the pair's two clips.")
+        for dim in ("alignment", "musicality"):
+            choice, tie = getattr(self, f"{dim}_choice_id"), getattr(self, f"{dim}_tie")
+            if (choice is None) == (not tie) or (choice is not None and choice not in allowed):
+                raise ValidationError("Each choice must be one of the pair's two clips, or (imported votes) both / neither.")
         for value in (self.alignment_confidence, self.musicality_confidence):
             if value is not None and (value * 2) % 1 != 0:
                 raise ValidationError("Confidence moves in half steps (1.0, 1.5, ... 5.0).")

@@ -221,3 +221,138 @@ def boards_compute(
             counts, rounds=rounds, seed=seed, anchor=board_anchor, anchor_rating=anchor_rating, min_votes=min_votes, hidden=hidden
         )
     return result
+
+
+# --- Music Arena's method ---------------------------------------------------------------------
+#
+# Reproduces the board gclef-cmu/music-arena publishes (components/leaderboard/ma_leaderboard,
+# read at 799dcd7, March 2026), so a lab can put its board next to theirs:
+# - both_bad votes are dropped; a tie is half a win each way;
+# - ratings are an L2-penalised logistic regression without intercept, penalty C = 1 on the
+#   summed per-vote log-loss (scikit-learn's objective 0.5·|w|² + C·Σ loss), mean-centred at 1000
+#   on the 400/ln 10 scale; when every vote has the same side-label (all A, or all B, no tie)
+#   every system is at 1000, as their code returns;
+# - the interval is the point rating ± 1.96 standard deviations of the bootstrap ratings
+#   (battles resampled with replacement; a system absent from a resample keeps its point rating);
+# - the rank is the position by rating among the listed systems;
+# - boards split by battle flag and by system capability: a battle between two vocal-capable
+#   systems is never on the instrumental board, and only such battles are on the vocal one;
+# - a board with fewer than 30 battles is empty; systems under 30 votes are not listed.
+
+AUDITORIUM, MUSIC_ARENA = "auditorium", "music-arena"
+METHODS = (AUDITORIUM, MUSIC_ARENA)
+MA_PENALTY_C = 1.0
+MA_MIN_VOTES = 30
+MA_MIN_BATTLES = 30
+MA_Z = 1.96
+
+
+def ma_board_rows(rows: Iterable[VoteRow], board: str, vocal: Iterable[str]) -> list[VoteRow]:
+    """The battles on one of Music Arena's boards (both_bad still in; the fit drops it)."""
+    vocal = set(vocal)
+    want_instrumental = board == "instrumental"
+    out = []
+    for r in rows:
+        both_vocal = r.system_a in vocal and r.system_b in vocal
+        if r.is_instrumental == want_instrumental and both_vocal != want_instrumental:
+            out.append(r)
+    return out
+
+
+def _ma_cells(rows: list[VoteRow]):
+    """Votes folded into ordered cells (system shown as A, system shown as B, a / b / tie) with counts."""
+    names = sorted({r.system_a for r in rows} | {r.system_b for r in rows})
+    index = {name: k for k, name in enumerate(names)}
+    try:
+        codes = np.fromiter((VOTE_CODES[r.vote] for r in rows), dtype=np.int64, count=len(rows))
+    except KeyError as exc:
+        raise ValueError(f"unknown vote {exc.args[0]!r}; expected one of {', '.join(VOTES)}") from None
+    a = np.fromiter((index[r.system_a] for r in rows), dtype=np.int64, count=len(rows))
+    b = np.fromiter((index[r.system_b] for r in rows), dtype=np.int64, count=len(rows))
+    keep = (codes != VOTE_CODES["both_bad"]) & (a != b)
+    a, b, codes = a[keep], b[keep], codes[keep]
+    used = np.unique(np.concatenate([a, b]))
+    remap = np.full(len(names), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    a, b, n = remap[a], remap[b], len(used)
+    cell_codes, counts = np.unique((a * n + b) * 3 + codes, return_counts=True)
+    return [names[k] for k in used], cell_codes // 3 // n, cell_codes // 3 % n, cell_codes % 3, counts.astype(np.float64)
+
+
+def _ma_ratings(counts: np.ndarray, cell_a, cell_b, outcome, n: int, rating0: float) -> np.ndarray:
+    """Ratings for a batch of cell-count vectors (batch, cells); NaN for a system absent from a vector."""
+    counts = np.atleast_2d(counts)
+    low, high = np.minimum(cell_a, cell_b), np.maximum(cell_a, cell_b)
+    pair_codes, pair_of_cell = np.unique(low * n + high, return_inverse=True)
+    # Share of each cell's vote that is a win for the pair's lower-indexed system.
+    low_wins = np.where(outcome == VOTE_CODES["tie"], 0.5, ((outcome == VOTE_CODES["a"]) == (cell_a == low)).astype(np.float64))
+    to_pair = np.zeros((len(outcome), len(pair_codes)))
+    to_pair[np.arange(len(outcome)), pair_of_cell] = 1.0
+    wins, games = (counts * low_wins) @ to_pair, counts @ to_pair
+    theta = bt_fit(wins, games, pair_codes // n, pair_codes % n, n, ridge=1.0 / MA_PENALTY_C)
+    played = np.zeros((counts.shape[0], n))
+    np.add.at(played.T, cell_a, counts.T)
+    np.add.at(played.T, cell_b, counts.T)
+    present = played > 0
+    # The penalised optimum already sums to zero over the systems present, so centring over
+    # them (as their code does) changes nothing; absent systems sit at zero.
+    ratings = rating0 + ELO_PER_NAT * theta
+    # Their regression sees two classes only if some vote is a tie or both sides won somewhere.
+    a_side = counts[:, outcome != VOTE_CODES["b"]].sum(axis=1)
+    b_side = counts[:, outcome != VOTE_CODES["a"]].sum(axis=1)
+    one_class = (a_side == 0) | (b_side == 0)
+    ratings[one_class] = rating0
+    return np.where(present, ratings, np.nan)
+
+
+def ma_board_compute(rows: list[VoteRow], *, rounds: int = 1000, seed: int = 0, min_votes: int = MA_MIN_VOTES, hidden: Iterable[str] = ()) -> dict:
+    """One board by Music Arena's rules (see the comment above); rows are that board's battles."""
+    names, cell_a, cell_b, outcome, counts = _ma_cells(rows)
+    total, n = int(counts.sum()), len(names)
+    meta = {"votes": total, "rounds": rounds, "seed": seed, "min_votes": min_votes, "penalty_c": MA_PENALTY_C, "interval": "rating ± 1.96 sd of bootstrap"}
+    if total < MA_MIN_BATTLES or n < 2:
+        return {**meta, "rows": []}
+    point = _ma_ratings(counts[None], cell_a, cell_b, outcome, n, 1000.0)[0]
+    if rounds > 0:
+        rng = np.random.default_rng(seed)
+        boot = _ma_ratings(rng.multinomial(total, counts / total, size=rounds).astype(np.float64), cell_a, cell_b, outcome, n, 1000.0)
+        boot = np.where(np.isnan(boot), point, boot)
+        margin = MA_Z * boot.std(axis=0)
+    else:
+        margin = np.zeros(n)
+    per_system = np.zeros(n, dtype=np.int64)
+    np.add.at(per_system, cell_a, counts.astype(np.int64))
+    np.add.at(per_system, cell_b, counts.astype(np.int64))
+    hidden = set(hidden)
+    shown = sorted((k for k in range(n) if names[k] not in hidden and per_system[k] >= min_votes), key=lambda k: (-point[k], names[k]))
+    out = [
+        {
+            "system": names[k],
+            "rating": round(float(point[k]), 2),
+            "lower": round(float(point[k] - margin[k]), 2),
+            "upper": round(float(point[k] + margin[k]), 2),
+            "rank": position,
+            "votes": int(per_system[k]),
+        }
+        for position, k in enumerate(shown, start=1)
+    ]
+    return {**meta, "rows": out}
+
+
+def ma_boards_compute(rows: Iterable[VoteRow], *, vocal: Iterable[str], rounds: int = 1000, seed: int = 0, min_votes: int = MA_MIN_VOTES, hidden: Iterable[str] = ()) -> dict:
+    """Music Arena's instrumental and vocal boards; `vocal` names the vocal-capable systems."""
+    rows, vocal, hidden = list(rows), set(vocal), set(hidden)
+    return {
+        "method": MUSIC_ARENA,
+        "both_bad": "exclude",
+        "boards": {board: ma_board_compute(ma_board_rows(rows, board, vocal), rounds=rounds, seed=seed, min_votes=min_votes, hidden=hidden) for board in BOARDS},
+    }
+
+
+def boards_for_method(rows: Iterable[VoteRow], *, method: str = AUDITORIUM, vocal: Iterable[str] = (), **options) -> dict:
+    """Both boards by the named method; options are that method's (see boards_compute, ma_boards_compute)."""
+    if method == MUSIC_ARENA:
+        return ma_boards_compute(rows, vocal=vocal, **options)
+    if method != AUDITORIUM:
+        raise ValueError(f"unknown leaderboard method {method!r}; use one of {', '.join(METHODS)}")
+    return {"method": AUDITORIUM, **boards_compute(rows, **options)}

@@ -100,6 +100,11 @@ def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
     return rows, hidden
 
 
+def vocal_systems() -> set[str]:
+    """Names of the systems that can sing lyrics (Music Arena's boards are split by this capability)."""
+    return set(ArenaSystem.objects.filter(supports_vocals=True).values_list("system__name", flat=True))
+
+
 def leaderboard_latest() -> dict | None:
     snapshot = LeaderboardSnapshot.objects.order_by("-id").first()
     return None if snapshot is None else snapshot.payload

@@ -24,10 +24,10 @@ from auditorium.errors import ServiceError
 
 from . import conf, jobs, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
-from .leaderboard import boards_compute
+from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
 from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .selectors import board_intervals, listen_seconds, systems_eligible, vote_rows
+from .selectors import board_intervals, listen_seconds, systems_eligible, vocal_systems, vote_rows
 
 log = logging.getLogger(__name__)
 
@@ -399,10 +399,18 @@ def system_health_check(*, arena_system: ArenaSystem) -> bool:
 # --- Leaderboard -------------------------------------------------------------------------
 
 
-def leaderboard_options() -> dict:
+def leaderboard_options(method: str | None = None) -> dict:
+    """The board options from the settings, for `method` (default ARENA_LEADERBOARD_METHOD).
+
+    Music Arena's method has its own fixed rules (both_bad dropped, no anchor, 30-vote threshold);
+    only the bootstrap rounds and seed carry over to it.
+    """
+    method = method or conf.get("ARENA_LEADERBOARD_METHOD")
+    options = {"method": method, "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")), "seed": int(conf.get("ARENA_LEADERBOARD_SEED"))}
+    if method == MUSIC_ARENA:
+        return {**options, "min_votes": MA_MIN_VOTES}
     return {
-        "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")),
-        "seed": int(conf.get("ARENA_LEADERBOARD_SEED")),
+        **options,
         "both_bad": conf.get("ARENA_LEADERBOARD_BOTH_BAD"),
         "anchor": conf.get("ARENA_LEADERBOARD_ANCHOR"),
         "anchor_rating": float(conf.get("ARENA_LEADERBOARD_ANCHOR_RATING")),
@@ -413,7 +421,8 @@ def leaderboard_options() -> dict:
 def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     """Refit both boards from every stored vote and keep the result as the latest snapshot."""
     rows, hidden = vote_rows()
-    payload = boards_compute(rows, hidden=hidden, **{**leaderboard_options(), **overrides})
+    options = {**leaderboard_options(overrides.get("method")), **overrides}
+    payload = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
     payload["computed_at"] = timezone.now().isoformat()
     snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
     # Keep a short history only; the board can always be rebuilt from the votes.

@@ -7,6 +7,11 @@ stored clip_a won, whichever side each annotator happened to see it on.
 Withdrawn annotators never enter the frame; researcher-excluded annotators
 enter it marked `excluded` so the annotator table can still show them, but
 every statistic below is computed on the included votes only.
+
+Imported votes may name no single clip on a dimension (CMI-RewardBench's both /
+neither, `<dim>_tie`); their `<dim>_choice` is -1 and `tie_any` marks them. The
+statistics here are over two values (clip_a, clip_b), so the report passes them
+the votes without a tie; judge accuracy scores ties as the evaluator does.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ VOTE_COLUMNS = [
     "a_clip",
     "alignment_choice",
     "musicality_choice",
+    "alignment_tie",
+    "musicality_tie",
     "alignment_confidence",
     "musicality_confidence",
     "time_on_page_ms",
@@ -130,6 +137,8 @@ def votes_frame(*, study: Study) -> pd.DataFrame:
             "a_clip_id",
             "alignment_choice_id",
             "musicality_choice_id",
+            "alignment_tie",
+            "musicality_tie",
             "alignment_confidence",
             "musicality_confidence",
             "time_on_page_ms",
@@ -166,6 +175,12 @@ def votes_frame_prepare(frame: pd.DataFrame) -> pd.DataFrame:
         if name not in frame:
             frame[name] = default
     frame["rationale_length"] = frame["rationale_length"].fillna(0).astype(int)
+    for dim in DIMENSIONS:
+        name = f"{dim}_tie"
+        frame[name] = (frame[name] if name in frame else pd.Series("", index=frame.index)).fillna("").astype(object)
+        # A tie names no clip: -1 never equals a clip id.
+        frame[f"{dim}_choice"] = frame[f"{dim}_choice"].where(frame[name] == "", -1)
+    frame["tie_any"] = (frame["alignment_tie"] != "") | (frame["musicality_tie"] != "")
     for name in ("judgment_id", "pair_id", "annotator_id", "clip_a", "clip_b", "a_clip", "alignment_choice", "musicality_choice"):
         frame[name] = frame[name].astype(np.int64)
     for dim in DIMENSIONS:

@@ -14,7 +14,7 @@ Rules (docs/formats.md; CMI-RewardBench `evaluate_results.py` and `_pair_pref_la
 - Breakdowns: modality (given, or inferred from non-empty lyrics / ref), no_ref / ref,
   instrumental / vocal, confidence buckets <3 / =3 / >3 (over all units, and crossed with
   no_ref / ref); "w/o audio" and "w/ audio" are the unweighted means of their two modality
-  accuracies; the headline is the mean of the dimensions' accuracies.
+  accuracies, over the modalities that have units (None only when neither has); the headline is the mean of the dimensions' accuracies.
 
 Two views, always chosen explicitly (`evaluate(rows, view=...)`):
 
@@ -216,6 +216,11 @@ def mean_or_none(values: list, digits: int | None = None) -> float | None:
     return mean if digits is None else num(mean, digits)
 
 
+def mean_of_present(values: list, digits: int | None = None) -> float | None:
+    """The mean of the values that exist, None when none does (the evaluator's `_safe_mean`); rounded to `digits` when given."""
+    return mean_or_none([v for v in values if v is not None], digits)
+
+
 def breakdown(scores, modality, confidence, *, rounds: int | None = None, seed: int = 0, digits: int | None = None) -> dict:
     """Accuracy over scored units (votes or pairs) with every CMI-Pref breakdown.
 
@@ -247,8 +252,9 @@ def breakdown(scores, modality, confidence, *, rounds: int | None = None, seed: 
     out["by_modality"] = {m: acc(codes == i) for i, m in enumerate(MODALITIES)}
     for name, names in _GROUPS.items():
         out[name] = acc(among(names))
-    out["w/o audio"] = mean_or_none([out["by_modality"][m]["accuracy"] for m in NO_REF], digits)
-    out["w/ audio"] = mean_or_none([out["by_modality"][m]["accuracy"] for m in REF], digits)
+    # A modality without units is left out of its mean, as CMI-RewardBench's evaluator does.
+    out["w/o audio"] = mean_of_present([out["by_modality"][m]["accuracy"] for m in NO_REF], digits)
+    out["w/ audio"] = mean_of_present([out["by_modality"][m]["accuracy"] for m in REF], digits)
     out["by_confidence"] = {
         scope: {b: acc((buckets == b) & within) for b in BUCKETS}
         for scope, within in (("all", everything), ("no_ref", among(NO_REF)), ("ref", among(REF)))

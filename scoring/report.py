@@ -22,6 +22,7 @@ from django.db.models import Count, Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.dataset.keys import export_path_names
 from annotation.models import AnnotatorProfile, Judgment, Pair, Study
 
 from . import compare
@@ -35,7 +36,7 @@ from .agreement import (
     thresholds_parse,
     votes_frame,
 )
-from .evaluation import BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, match_scores, mean_or_none, pair_majority, prefers_a
+from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .stats import num
 
@@ -139,13 +140,18 @@ def external_linked_frame(*, study: Study) -> tuple[pd.DataFrame, list[dict]]:
     stored in the other order than the pair still predicts the right clip.
     """
     rows = ExternalResultRow.objects.filter(pair__study=study).select_related("pair__clip_a", "pair__clip_b", "result_set")
+
+    def names(clip, path: str) -> bool:
+        # The path the clip was imported under, or the one an export gives it.
+        by_import = bool(clip.original_name) and clip.original_name.endswith(path)
+        return by_import or export_path_names(path, sha256=clip.sha256, extension=clip.extension)
+
     records, sets = [], {}
     for row in rows:
         pair = row.pair
-        names = (pair.clip_a.original_name, pair.clip_b.original_name)
-        if row.audio_a and names[0] and names[0].endswith(row.audio_a):
+        if row.audio_a and names(pair.clip_a, row.audio_a):
             flipped = False
-        elif row.audio_a and names[1] and names[1].endswith(row.audio_a):
+        elif row.audio_a and names(pair.clip_b, row.audio_a):
             flipped = True
         else:
             continue
@@ -169,15 +175,17 @@ def external_linked_frame(*, study: Study) -> tuple[pd.DataFrame, list[dict]]:
 
 
 def human_majority(votes: pd.DataFrame, dim: str) -> pd.DataFrame:
-    """Per pair (included votes only): votes n, votes for clip_a k, majority (1 = clip_a, 0 = clip_b, NaN = tie),
-    mean confidence of the majority side, and the majority's share of the votes (evaluation.pair_majority)."""
+    """Per pair (included votes only): votes for one of the clips n, for clip_a k, majority (1 = clip_a,
+    0 = clip_b, 0.5 = both / neither, NaN = no majority), mean confidence of the majority side, and the
+    majority's share of all labelled votes (evaluation.pair_majority)."""
     votes = votes[~votes["excluded"]]
-    # Clip terms: voting for the stored clip_a is voting MODEL_A.
-    labels = np.where(votes[f"pref_{dim}"].to_numpy() == 1, CODE[MODEL_A], CODE[MODEL_B])
+    # Clip terms: voting for the stored clip_a is voting MODEL_A; an imported both / neither is BOTH.
+    labels = np.where(votes[f"{dim}_tie"].to_numpy() != "", CODE[BOTH], np.where(votes[f"pref_{dim}"].to_numpy() == 1, CODE[MODEL_A], CODE[MODEL_B]))
     table = pair_majority(votes["pair_id"].to_numpy(), labels, votes[f"{dim}_confidence"].to_numpy(float))
-    majority = np.select([table["majority"] == CODE[MODEL_A], table["majority"] == CODE[MODEL_B]], [1.0, 0.0], np.nan)
+    majority = np.select([table["majority"] == CODE[MODEL_A], table["majority"] == CODE[MODEL_B], table["majority"] == CODE[BOTH]], [1.0, 0.0, 0.5], np.nan)
+    counts = table["counts"]
     return pd.DataFrame(
-        {"n": table["n"], "k": table["counts"][:, CODE[MODEL_A]], "majority": majority, "confidence": table["confidence"], "share": table["share"]},
+        {"n": counts[:, CODE[MODEL_A]] + counts[:, CODE[MODEL_B]], "k": counts[:, CODE[MODEL_A]], "majority": majority, "confidence": table["confidence"], "share": table["share"]},
         index=pd.Index(table["pair_id"], name="pair_id"),
     )
 
@@ -198,9 +206,9 @@ def judge_prefs(verdicts: pd.DataFrame, pairs: pd.DataFrame, dim: str) -> pd.Ser
 
 
 def _label_codes(prefs: pd.Series) -> np.ndarray:
-    """1 / 0 / NaN (prefers clip_a / clip_b / nothing) as evaluation label codes."""
+    """1 / 0 / 0.5 / NaN (prefers clip_a / clip_b / both / nothing) as evaluation label codes."""
     values = prefs.to_numpy(float)
-    return np.select([values == 1, values == 0], [CODE[MODEL_A], CODE[MODEL_B]], NO_LABEL)
+    return np.select([values == 1, values == 0, values == 0.5], [CODE[MODEL_A], CODE[MODEL_B], CODE[BOTH]], NO_LABEL)
 
 
 def accuracy_breakdown(scored: pd.DataFrame, *, rounds: int, seed: int) -> dict:
@@ -412,11 +420,14 @@ def report_compute(
 ) -> tuple[dict, dict[int, pd.DataFrame]]:
     """Everything that is arithmetic on frames (no database): what the benchmark times."""
     judges, disagreements = judges_report(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed)
+    # Agreement, position and annotator statistics are over two values (clip_a, clip_b): votes that
+    # name neither clip (imported both / neither) are left out of them; judge accuracy keeps them.
+    two_valued = votes[~votes["tie_any"]]
     report = {
-        "agreement": agreement_report(votes, rounds=options.rounds, seed=options.seed),
-        "confidence": confidence_report(votes),
-        "position_bias": position_bias(votes),
-        "annotators": annotator_table(votes, thresholds=options.thresholds),
+        "agreement": agreement_report(two_valued, rounds=options.rounds, seed=options.seed),
+        "confidence": confidence_report(two_valued),
+        "position_bias": position_bias(two_valued),
+        "annotators": annotator_table(two_valued, thresholds=options.thresholds),
         "judges": judges,
     }
     return report, disagreements
@@ -468,6 +479,7 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
             "annotators": int(included["annotator_id"].nunique()),
             "excluded_annotators": int(votes.loc[votes["excluded"], "annotator_id"].nunique()),
             "excluded_votes": int(votes["excluded"].sum()),
+            "both_or_neither_votes": int(included["tie_any"].sum()),
         },
         "generated_at": timezone.now().isoformat(),
         "options": options.as_dict(),
@@ -522,7 +534,7 @@ def triage_details(picked: list[dict], *, sources: list[dict]) -> list[dict]:
             humans.append(
                 {
                     "pseudonym": judgment.annotator.annotator_profile.pseudonym,
-                    "prefers": "clip_a" if choice == pair.clip_a_id else "clip_b",
+                    "prefers": getattr(judgment, f"{dim}_tie") or ("clip_a" if choice == pair.clip_a_id else "clip_b"),
                     "confidence": float(getattr(judgment, f"{dim}_confidence")),
                     "saw_clip_a_as": "A" if judgment.a_clip_id == pair.clip_a_id else "B",
                     "rationale": judgment.rationale,

@@ -135,10 +135,12 @@ def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
     judgments = (
         Judgment.objects.filter(pair_id__in=verdicts.keys())
         .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
-        .values_list("pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_confidence", "musicality_confidence")
+        .values_list(
+            "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence", "musicality_confidence"
+        )
     )
     rows = []
-    for pair_id, annotator_id, align_choice, music_choice, align_conf, music_conf in judgments:
+    for pair_id, annotator_id, align_choice, music_choice, align_tie, music_tie, align_conf, music_conf in judgments:
         verdict = verdicts[pair_id]
         pair = verdict.pair
         labels = (verdict.details or {}).get("labels", {}) if verdict.status == Verdict.Status.OK else {}
@@ -149,8 +151,9 @@ def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
                 "modality": pair.condition.modality,
                 "pred_alignment": labels.get(ALIGNMENT),
                 "pred_musicality": labels.get(MUSICALITY),
-                "label_alignment": _label_for(pair.clip_a_id, pair.clip_b_id, align_choice),
-                "label_musicality": _label_for(pair.clip_a_id, pair.clip_b_id, music_choice),
+                # An imported both / neither stays as given; evaluation reads either as BOTH.
+                "label_alignment": align_tie or _label_for(pair.clip_a_id, pair.clip_b_id, align_choice),
+                "label_musicality": music_tie or _label_for(pair.clip_a_id, pair.clip_b_id, music_choice),
                 "confidence_alignment": float(align_conf),
                 "confidence_musicality": float(music_conf),
                 "status": verdict.status,

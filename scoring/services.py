@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
+from django.db.models.functions import Substr
 from django.utils import timezone
 
+from annotation.dataset.keys import export_hash_stem, export_path_names
 from annotation.models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
 from auditorium.errors import ServiceError
@@ -494,8 +496,25 @@ def external_results_import(*, path: str | Path, name: str = "", judge_name: str
     return result_set, True
 
 
+def _clips_by_export_name(names: set[str]) -> dict[str, int]:
+    """Clips named by the paths an export gives them (`gen-audio/<hash><ext>`); a prefix naming two clips links neither."""
+    stems = {name: stem for name in names if (stem := export_hash_stem(name))}
+    if not stems:
+        return {}
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    query = Clip.objects.annotate(prefix=Substr("sha256", 1, 16)).filter(prefix__in={s[:16] for s in stems.values()})
+    for pk, sha, extension in query.values_list("pk", "sha256", "extension"):
+        found.setdefault(sha[:16], []).append((pk, sha, extension))
+    out = {}
+    for name, stem in stems.items():
+        matches = [pk for pk, sha, extension in found.get(stem[:16], []) if export_path_names(name, sha256=sha, extension=extension)]
+        if len(matches) == 1:
+            out[name] = matches[0]
+    return out
+
+
 def _external_link_pairs(result_set: ExternalResultSet) -> int:
-    """Link rows whose two audio paths are the original names of the clips of a stored pair."""
+    """Link rows whose two audio paths name the clips of a stored pair: by their import names, or as an export names them."""
     rows = list(result_set.rows.exclude(audio_b=""))
     names = {r.audio_a for r in rows} | {r.audio_b for r in rows}
     clip_by_name: dict[str, int] = {}
@@ -503,6 +522,8 @@ def _external_link_pairs(result_set: ExternalResultSet) -> int:
     for start in range(0, len(names_list), 500):
         for pk, original in Clip.objects.filter(original_name__in=names_list[start : start + 500]).values_list("pk", "original_name"):
             clip_by_name.setdefault(original, pk)
+    for name, pk in _clips_by_export_name(names - clip_by_name.keys()).items():
+        clip_by_name[name] = pk
     if not clip_by_name:
         return 0
     keys = {}

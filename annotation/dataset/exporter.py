@@ -200,19 +200,19 @@ def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, b
         pair, condition = j.pair, j.pair.condition
         a = pair.clip_a if j.a_clip_id == pair.clip_a_id else pair.clip_b
         b = pair.clip_b if a is pair.clip_a else pair.clip_a
-        side = lambda clip_id: "model_a" if clip_id == a.pk else "model_b"  # noqa: E731
+        label = lambda dim: getattr(j, f"{dim}_tie") or ("model_a" if getattr(j, f"{dim}_choice_id") == a.pk else "model_b")  # noqa: E731
         row = {
             "audio-path": names[a.pk],
             "audio2": names[b.pk],
             "ref-audio-path": names[condition.reference_id] if condition.reference_id else "",
-            "prompt": condition.prompt,
-            "lyrics": condition.lyrics,
+            "prompt": j.source_text.get("prompt", condition.prompt),
+            "lyrics": j.source_text.get("lyrics", condition.lyrics),
             "model_a": a.system.name if a.system else "",
             "model_b": b.system.name if b.system else "",
             "prompt id": prompt_id_for(condition),
             "user id": j.annotator.annotator_profile.pseudonym,
-            "preference-musicality": side(j.musicality_choice_id),
-            "preference-alignment": side(j.alignment_choice_id),
+            "preference-musicality": label("musicality"),
+            "preference-alignment": label("alignment"),
             "confidence_preference-musicality": _confidence_text(j.musicality_confidence),
             "confidence_preference-alignment": _confidence_text(j.alignment_confidence),
             "feedback": j.rationale,

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 
 from ..models import AnnotatorProfile, ChosenBy, Clip, Condition, Judgment, Pair, Study, System
 from ..services import clip_ingest, condition_get_or_create, pair_get_or_create, planner_stats_refresh, profile_ensure
-from .keys import DEFAULT_STUDY, DatasetError
+from .keys import DEFAULT_STUDY, TIE_LABELS, DatasetError
 from .rows import AudioFile, ImportReport, Row, RowError, RowInvalid, read_rows
 
 # --- Checks across rows and against the database ---------------------------------------
@@ -64,11 +64,13 @@ class _Stored:
 
 
 def _judgment_signature(j: Judgment) -> tuple:
-    return (j.a_clip.sha256, j.alignment_choice.sha256, j.musicality_choice.sha256, j.alignment_confidence, j.musicality_confidence, j.rationale)
+    # A tie label stands where a clip's hash would: the same shape as Row.vote_signature.
+    choice = lambda dim: getattr(j, f"{dim}_tie") or getattr(j, f"{dim}_choice").sha256  # noqa: E731
+    return (j.a_clip.sha256, choice("alignment"), choice("musicality"), j.alignment_confidence, j.musicality_confidence, j.rationale)
 
 
 def _describe(sig: tuple, a_sha: str) -> str:
-    side = lambda sha: "A" if sha == a_sha else "B"  # noqa: E731
+    side = lambda sha: sha if sha in TIE_LABELS else "A" if sha == a_sha else "B"  # noqa: E731
     return f"alignment {side(sig[1])} ({sig[3]}), musicality {side(sig[2])} ({sig[4]}), feedback {sig[5][:40]!r}"
 
 
@@ -233,16 +235,22 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
             continue
         v = r.vote
         pick = {"a": clips[r.a.sha256], "b": clips[r.b.sha256]}
+        condition = conditions[r.condition_key]
         new.append(
             Judgment(
                 annotator_id=annotators[v.user_id],
                 pair=pairs[r.pair_key],
                 a_clip=pick["a"],
-                alignment_choice=pick[v.alignment],
+                alignment_choice=pick.get(v.alignment),
+                alignment_tie=v.alignment if v.alignment in TIE_LABELS else "",
                 alignment_confidence=v.alignment_confidence,
-                musicality_choice=pick[v.musicality],
+                musicality_choice=pick.get(v.musicality),
+                musicality_tie=v.musicality if v.musicality in TIE_LABELS else "",
                 musicality_confidence=v.musicality_confidence,
                 rationale=v.feedback,
+                # The condition keeps one text per content (surrounding whitespace aside); the
+                # row's own bytes ride with the vote where they differ, for an exact export.
+                source_text={key: text for key, text in (("prompt", r.prompt), ("lyrics", r.lyrics)) if text != getattr(condition, key)},
                 source=Judgment.Source.IMPORT,
                 selection=ChosenBy.IMPORT,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from auditorium.errors import ServiceError
 
@@ -35,11 +36,29 @@ VOTE_KEYS = (
     "confidence_preference-musicality",
     "confidence_preference-alignment",
 )
-PREFERENCE_LABELS = {"model_a": "a", "a": "a", "model_b": "b", "b": "b"}
+# both / neither name no single clip (CMI-RewardBench's evaluator scores either as 0.5); kept as given.
+PREFERENCE_LABELS = {"model_a": "a", "a": "a", "model_b": "b", "b": "b", "both": "both", "neither": "neither"}
+TIE_LABELS = ("both", "neither")
 GENERATED_DIR = "gen-audio"
 REFERENCE_DIR = "ref-audio"
 # A Windows drive prefix ("C:"): an absolute path, whatever the separators.
 WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+# Exported clip names: a 16-hex prefix of the content hash, or all 64 where prefixes would clash.
+EXPORT_STEM = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{64})$")
+
+
+def export_hash_stem(path: str) -> str | None:
+    """The hash (or hash prefix) an exported path names its clip by (`<any folder>/gen-audio/<hash><ext>`), else None."""
+    name = PurePosixPath(path)
+    if name.parent.name in (GENERATED_DIR, REFERENCE_DIR) and EXPORT_STEM.match(name.stem):
+        return name.stem
+    return None
+
+
+def export_path_names(path: str, *, sha256: str, extension: str) -> bool:
+    """Whether `path` is how an export names the clip with this content hash and extension."""
+    stem = export_hash_stem(path)
+    return stem is not None and sha256.startswith(stem) and PurePosixPath(path).suffix == extension
 
 
 class DatasetError(ServiceError):

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from ..models import Modality, Pair, modality_for
 from ..services import AudioError, AudioInfo, audio_probe, condition_content_key, file_sha256
-from .keys import PREFERENCE_LABELS, REQUIRED_KEYS, VOTE_KEYS, WINDOWS_DRIVE
+from .keys import PREFERENCE_LABELS, REQUIRED_KEYS, TIE_LABELS, VOTE_KEYS, WINDOWS_DRIVE
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class AudioFile:
 @dataclass(frozen=True)
 class _Vote:
     user_id: str
-    alignment: str  # "a" or "b": the side as shown, a = audio-path
+    alignment: str  # "a" or "b" (the side as shown, a = audio-path), or "both" / "neither"
     musicality: str
     alignment_confidence: Decimal
     musicality_confidence: Decimal
@@ -104,16 +104,19 @@ class Row:
 
     def vote_signature(self) -> tuple:
         v = self.vote
-        winner = {"a": self.a.sha256, "b": self.b.sha256}
+        winner = {"a": self.a.sha256, "b": self.b.sha256, **{label: label for label in TIE_LABELS}}
         return (self.a.sha256, winner[v.alignment], winner[v.musicality], v.alignment_confidence, v.musicality_confidence, v.feedback)
 
-def _text(obj: dict, key: str, *, max_length: int | None = None) -> str:
+def _text(obj: dict, key: str, *, max_length: int | None = None, exact: bool = False) -> str:
+    """A text field; ids and labels lose surrounding whitespace, `exact` texts (prompt, lyrics, feedback) keep every byte."""
     value = obj.get(key)
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise RowInvalid(f"{key} must be a string, not {type(value).__name__}")
-    text = str(value).strip()
+    text = str(value) if exact else str(value).strip()
+    if "\x00" in text:
+        raise RowInvalid(f"{key} contains a NUL character, which a database text field cannot hold")
     if max_length is not None and len(text) > max_length:
         raise RowInvalid(f"{key} is longer than {max_length} characters")
     return text
@@ -158,7 +161,7 @@ def _preference(obj: dict, key: str) -> str:
         raise RowInvalid(f"missing {key} (a vote needs both preferences and both confidences)")
     label = PREFERENCE_LABELS.get(str(value).strip().lower()) if isinstance(value, str) else None
     if label is None:
-        raise RowInvalid(f"{key} has unknown label {value!r}; use model_a or model_b (a / b also accepted)")
+        raise RowInvalid(f"{key} has unknown label {value!r}; use model_a or model_b (a / b, both / neither also accepted)")
     return label
 
 
@@ -193,7 +196,7 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
         raise RowInvalid(f"split {obj.get('split')!r} is not train or test")
     model_a = _text(obj, "model_a", max_length=120)
     model_b = _text(obj, "model_b", max_length=120)
-    prompt, lyrics = _text(obj, "prompt"), _text(obj, "lyrics")
+    prompt, lyrics = _text(obj, "prompt", exact=True), _text(obj, "lyrics", exact=True)
     prompt_id = _text(obj, "prompt id", max_length=200)
 
     rel_a, path_a = _relative_path(root, obj["audio-path"], "audio-path")
@@ -212,12 +215,12 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
     ref = audio.get(ref_rel, ref_path, "ref-audio-path") if ref_path else None
     if ref is not None and ref.sha256 in (a.sha256, b.sha256):
         raise RowInvalid("ref-audio-path has the same content as one of the clips being compared")
-    if not (prompt or lyrics or ref):
+    if not (prompt.strip() or lyrics.strip() or ref):
         raise RowInvalid("the row has no prompt, lyrics or reference audio; a condition needs at least one")
 
     modality = _text(obj, "modality")
     if modality:
-        inferred = modality_for(has_lyrics=bool(lyrics), has_reference=ref is not None)
+        inferred = modality_for(has_lyrics=bool(lyrics.strip()), has_reference=ref is not None)
         if modality not in Modality.values:
             raise RowInvalid(f"modality {modality!r} is unknown; use one of {', '.join(Modality.values)}")
         if modality != inferred:
@@ -234,7 +237,7 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
             alignment=_preference(obj, "preference-alignment"),
             musicality_confidence=_confidence(obj, "confidence_preference-musicality"),
             alignment_confidence=_confidence(obj, "confidence_preference-alignment"),
-            feedback=obj["feedback"] if isinstance(obj.get("feedback"), str) else _text(obj, "feedback"),
+            feedback=_text(obj, "feedback", exact=True),
         )
     return Row(source, line, a, b, ref, model_a, model_b, prompt, lyrics, prompt_id, split, vote)
 

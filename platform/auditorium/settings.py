@@ -381,6 +381,8 @@ ARENA_TRUST_X_FORWARDED_FOR = env_bool("ARENA_TRUST_X_FORWARDED_FOR", False)
 # arena/sampling.py), mixed with the weighted draw at ARENA_SAMPLING_FLOOR.
 ARENA_SAMPLING = env_choice("ARENA_SAMPLING", "weighted", ("weighted", "informative"))
 ARENA_SAMPLING_FLOOR = env_float("ARENA_SAMPLING_FLOOR", 0.25, minimum=0.0)
+# "auditorium" (ours) or "music-arena" (Music Arena's published method), see arena/leaderboard.py.
+ARENA_LEADERBOARD_METHOD = env_choice("ARENA_LEADERBOARD_METHOD", "auditorium", ("auditorium", "music-arena"))
 ARENA_LEADERBOARD_ROUNDS = env_int("ARENA_LEADERBOARD_ROUNDS", 1000, minimum=0)
 ARENA_LEADERBOARD_SEED = env_int("ARENA_LEADERBOARD_SEED", 0)
 ARENA_LEADERBOARD_MIN_VOTES = env_int("ARENA_LEADERBOARD_MIN_VOTES", 20, minimum=0)

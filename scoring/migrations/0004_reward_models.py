@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0006_active_selection'),
+        ('annotation', '0007_active_selection'),
         ('scoring', '0003_judge_kinds_cmi_family'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

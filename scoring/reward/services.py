@@ -105,12 +105,12 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
         "gold or catch pair": base.filter(counted).exclude(pair__kind=Pair.Kind.REGULAR).count(),
     }
     fields = (
-        "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_confidence", "musicality_confidence",
-        "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256", "pair__condition__content_key", "pair__split",
-        "pair__condition__modality",
+        "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
+        "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality",
     )  # fmt: skip
     rows = []
-    for pair_id, annotator, align, music, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
+    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
         base.filter(counted, pair__kind=Pair.Kind.REGULAR).order_by("pk").values_list(*fields)
     ):
         side = {clip_a_id: MODEL_A, clip_b_id: MODEL_B}
@@ -123,9 +123,9 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
                 "clip_b": sha_b,
                 "split": split,
                 "modality": modality,
-                # A vote naming no clip of the pair has no label here (data.targets leaves it out).
-                "label_alignment": side.get(align),
-                "label_musicality": side.get(music),
+                # Imported both / neither votes keep their label: a 0.5 target, as the evaluation scores them.
+                "label_alignment": side.get(align) or tie_a or None,
+                "label_musicality": side.get(music) or tie_m or None,
                 "confidence_alignment": float(conf_a),
                 "confidence_musicality": float(conf_m),
             }
@@ -315,7 +315,7 @@ def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurize
                 "conditions": len({r["condition"] for r in rows}),
                 "annotators": len({r["annotator"] for r in rows}),
                 "left_out_votes": left_out,
-                "labels": "human choices in clip terms (side-corrected); ties/both would be a 0.5 target",
+                "labels": "human choices in clip terms (side-corrected); both / neither votes are a 0.5 target",
                 "confidence_weight": options["train"]["confidence_weight"],
             },
             "split": {**split.info, "seen_conditions": seen, "test_conditions": sorted(split.conditions(rows, "test"))},

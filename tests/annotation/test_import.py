@@ -206,7 +206,7 @@ BAD_ROWS = {
     "malformed json": (lambda r: '{"audio-path": "gen/a.wav", "audio2": ', "malformed JSON"),
     "not an object": (lambda r: '["gen/a.wav", "gen/b.wav"]', "each line must be a JSON object"),
     "missing key": (lambda r: row(audio2=DROP, split=DROP), "missing required key 'audio2', 'split'"),
-    "unknown preference": (lambda r: row(**{"preference-musicality": "both"}), "preference-musicality has unknown label 'both'"),
+    "unknown preference": (lambda r: row(**{"preference-musicality": "tie"}), "preference-musicality has unknown label 'tie'"),
     "confidence out of range": (lambda r: row(**{"confidence_preference-alignment": "5.5"}), "'5.5' is out of range"),
     "confidence below range": (lambda r: row(**{"confidence_preference-alignment": 0.5}), "0.5 is out of range"),
     "confidence not a half step": (lambda r: row(**{"confidence_preference-musicality": "2.3"}), "'2.3' is not a half step"),

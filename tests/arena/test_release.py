@@ -6,6 +6,7 @@ import io
 import json
 import random
 from datetime import timedelta
+from datetime import timezone as dt_timezone
 
 import pyarrow.parquet as pq
 import pytest
@@ -56,14 +57,22 @@ def test_release_has_the_documented_keys_and_audio(db, tmp_path):
     lines = (tmp_path / "battles.jsonl").read_text().splitlines()
     row = json.loads(lines[0])
     assert list(row)[: len(FORMAT_KEYS)] == FORMAT_KEYS
-    assert row["timestamp"].endswith("Z") and row["vote"] in {"a", "b", "tie", "both_bad"}
+    vote = Vote.objects.get(battle__public_id=row["battle_id"])
+    assert row["timestamp"] == vote.created_at.timestamp() and row["date"] == vote.created_at.astimezone(dt_timezone.utc).isoformat().replace("+00:00", "Z")
+    assert row["vote"] in {"a", "b", "tie", "both_bad"} and row["preference"] == row["vote"].upper()
     assert row["user_id"] == Visitor.objects.get(battles__public_id=row["battle_id"]).pseudonym
     assert row["listen_events_a"][0]["event"] == "play" and row["listen_events_b"] == []
+    assert json.loads(row["listen_data_a"]) == [{"action": "PLAY", "time": ListenEvent.objects.get(battle=vote.battle).server_time.timestamp()}]
+    assert row["listen_data_b"] is None and row["total_listening_time_a"] == row["listen_seconds_a"] == 6.0
+    assert row["gateway_time_b"] == row["generation_seconds_b"] and row["battle_uuid"] == row["battle_id"] and row["user_pseudonym"] == row["user_id"]
     assert (tmp_path / row["audio_a"]).is_file() and row["audio_a"] == f"audio/{row['battle_id']}-a{Battle.objects.get(public_id=row['battle_id']).clip_a.extension}"
     assert "system" not in row["audio_a"] and row["system_a"] not in row["audio_a"]
     table = pq.read_table(tmp_path / "battles.parquet")
     assert table.column_names == FIELDS and table.num_rows == 10
     assert table.to_pylist()[0] == row
+    # Every column is documented in the release's own datasheet.
+    readme = (tmp_path / "README.md").read_text()
+    assert all(f"| `{name}` |" in readme for name in FIELDS)
 
 
 @pytest.mark.parametrize("filename", ["battles.jsonl", "battles.parquet"])

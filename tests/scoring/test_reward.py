@@ -183,6 +183,22 @@ class RewardModelTests(TestCase):
         self.assertEqual(run.judge_id, self.model.pk)
         self.assertEqual(json.loads((MODEL_DIR / "reward" / self.model.key / CARD_FILE).read_text())["data"]["left_out_votes"], left_out)
 
+    def test_both_votes_are_half_targets(self):
+        from decimal import Decimal
+
+        from annotation.models import Judgment
+        from scoring.reward.data import targets
+        from tests.factories import AnnotatorFactory
+
+        pair = Pair.objects.filter(study=self.study).order_by("pk").first()
+        person = AnnotatorFactory(username="tie-voter")
+        Judgment.objects.create(annotator=person, pair=pair, a_clip=pair.clip_a, alignment_choice=None, alignment_tie="both", musicality_choice=pair.clip_b,
+                                alignment_confidence=Decimal("3.0"), musicality_confidence=Decimal("3.0"), source=Judgment.Source.IMPORT)  # fmt: skip
+        rows, _ = reward.study_vote_rows(study=self.study)
+        index = next(i for i, r in enumerate(rows) if r["annotator"] == person.pk)
+        assert (rows[index]["label_alignment"], rows[index]["label_musicality"]) == ("both", "model_b")
+        assert targets(rows)[index].tolist() == [0.5, 0.0]
+
     # --- progress --------------------------------------------------------------------------------------
     def test_progress_is_pushed_through_every_stage(self):
         pushed = []

@@ -2,10 +2,13 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.leaderboard import BOARDS, boards_compute
+from arena.leaderboard import BOARDS, METHODS, MUSIC_ARENA, boards_for_method
 from arena.release import boards_from_release
-from arena.selectors import vote_rows
+from arena.selectors import vocal_systems, vote_rows
 from arena.services import leaderboard_options
+
+# Options only our method has: Music Arena's fixes them (both_bad dropped, mean centred at 1000).
+AUDITORIUM_ONLY = ("both_bad", "anchor", "anchor_rating")
 
 
 class Command(BaseCommand):
@@ -15,16 +18,27 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print JSON (system, rating, lower, upper, rank, votes per board)")
         parser.add_argument("--from-release", metavar="FILE", help="battles.jsonl or battles.parquet of a release")
         parser.add_argument("--board", choices=BOARDS, help="only this board")
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            help="auditorium (ours: Bradley-Terry, percentile intervals, rank by interval overlap) or music-arena "
+            "(Music Arena's: logistic regression with C=1, interval ± 1.96 sd, rank by rating, boards split by capability); "
+            "default ARENA_LEADERBOARD_METHOD",
+        )
         parser.add_argument("--rounds", type=int, help="bootstrap rounds (default ARENA_LEADERBOARD_ROUNDS)")
         parser.add_argument("--seed", type=int, help="bootstrap seed (default ARENA_LEADERBOARD_SEED)")
-        parser.add_argument("--both-bad", choices=["exclude", "tie"], help="how both_bad votes count")
-        parser.add_argument("--anchor", help="system held at --anchor-rating instead of centring the mean at 1000")
+        parser.add_argument("--both-bad", choices=["exclude", "tie"], help="how both_bad votes count (auditorium method)")
+        parser.add_argument("--anchor", help="system held at --anchor-rating instead of centring the mean at 1000 (auditorium method)")
         parser.add_argument("--anchor-rating", type=float)
-        parser.add_argument("--min-votes", type=int, help="hide systems with fewer votes")
+        parser.add_argument("--min-votes", type=int, help="hide systems with fewer votes (music-arena default 30)")
         parser.add_argument("--refresh", action="store_true", help="also store the result as the live board and push it to open pages")
 
     def handle(self, *args, **opts):
-        options = leaderboard_options()
+        options = leaderboard_options(opts["method"])
+        if options["method"] == MUSIC_ARENA:
+            given = [f"--{key.replace('_', '-')}" for key in AUDITORIUM_ONLY if opts.get(key) is not None]
+            if given:
+                raise CommandError(f"{', '.join(given)} do not apply to --method music-arena: it drops both_bad votes and centres the mean at 1000.")
         for key in ("rounds", "seed", "both_bad", "anchor", "anchor_rating", "min_votes"):
             if opts.get(key) is not None:
                 options[key] = opts[key]
@@ -35,7 +49,7 @@ class Command(BaseCommand):
                 result = boards_from_release(opts["from_release"], **options)
             else:
                 rows, hidden = vote_rows()
-                result = boards_compute(rows, hidden=hidden, **options)
+                result = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
         except (OSError, ValueError, KeyError) as exc:
             raise CommandError(str(exc)) from None
         if opts["refresh"]:
@@ -51,7 +65,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result, indent=2, sort_keys=True))
             return
         for name, board in result["boards"].items():
-            self.stdout.write(f"{name} board: {board['votes']} votes, {board['rounds']} bootstrap rounds")
+            self.stdout.write(f"{name} board ({result['method']}): {board['votes']} votes, {board['rounds']} bootstrap rounds")
             if not board["rows"]:
                 self.stdout.write("  (no system has enough votes yet)")
             for row in board["rows"]:

@@ -18,7 +18,7 @@ def record_how_chosen(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0005_pair_study_order_index'),
+        ('annotation', '0006_judgment_tie_and_source_text'),
     ]
 
     operations = [
