@@ -78,11 +78,6 @@ def judge_adapter(judge: Judge, *, template: str = ""):
     adapter = adapter_for(judge, template=template)
     if use_cache:
         adapter.store = ClipStore(judge, adapter.cache_version())
-        if adapter.kind == Judge.Kind.REWARD:
-            # A reward model reads its feature judge's clip cache, under the version it was trained on.
-            source = Judge.objects.filter(key=adapter.feature_config().key).first()
-            if source is not None:
-                adapter.feature_store = ClipStore(source, adapter.feature_cache_version())
     return adapter
 
 
@@ -368,8 +363,7 @@ def run_progress_update(*, run_id: int) -> dict:
         run_compare(run=run)
         if run.group:
             group_spread_update(group=run.group)
-        if run.study_id:
-            # A study that serves pairs where judges disagree re-ranks once a judge has answered.
+        if run.study_id:  # a study served where judges disagree re-ranks once a judge has answered
             transaction.on_commit(lambda: queueing.task(queueing.SELECTION_REFRESH).delay(run.study_id, "run"), robust=True)
     return progress
 

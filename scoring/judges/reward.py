@@ -3,7 +3,7 @@
 A Judge row of kind "reward" is one trained model: its weights and model card lie under
 AUDITORIUM_MODEL_DIR/<Judge.weights>, and Judge.options["features"] is the feature judge's
 configuration as it was at training time. The clip features come from that judge's clip cache
-(services attach it as `feature_store`), so a clip is measured once for training and scoring.
+(found through the cache attached to this judge), so a clip is measured once for training and scoring.
 
 A condition the model was trained or validated on is refused (a failed verdict that says so):
 accuracy on those would measure memory, not judgment.
@@ -62,7 +62,19 @@ class RewardJudge(JudgeAdapter):
         cls = self.registry.get(config.kind)
         if cls is None:
             raise JudgeUnavailable(f"unknown feature judge kind {config.kind!r}")
-        return cls(config, store=self.feature_store)
+        return cls(config, store=self.feature_store or self._feature_store(config.key))
+
+    def _feature_store(self, key: str):
+        """The feature judge's clip cache under the version this model was trained on, built like this judge's own.
+
+        The store attached by the scoring services (a ClipStore: its judge row and version) is asked for
+        its sibling by key, so this module needs neither the ORM nor the services.
+        """
+        store = self.store
+        if store is None or not hasattr(store, "judge"):
+            return None
+        source = type(store.judge).objects.filter(key=key).first()
+        return None if source is None else type(store)(source, self.feature_cache_version())
 
     def feature_cache_version(self) -> str:
         return str((self.options.get("features") or {}).get("cache_version", ""))

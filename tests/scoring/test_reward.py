@@ -117,6 +117,19 @@ class RewardModelTests(TestCase):
         self.assertEqual(entry["judge_kind"], "reward")
         self.assertAlmostEqual(entry["dimensions"]["alignment"]["accuracy"], self.result["heldout_majority"]["alignment"]["accuracy"], places=4)
 
+    def test_scoring_reads_clip_features_from_the_feature_judges_cache(self):
+        from scoring.judges.signal import SignalJudge
+
+        card = self.card()
+        pairs = list(Pair.objects.filter(study=self.study, condition__content_key__in=card["split"]["test_conditions"]).values_list("pk", flat=True)[:3])
+        before = SignalJudge.encode_calls
+        with self.captureOnCommitCallbacks(execute=True):
+            run = services.run_create(judge=self.model, pair_ids=pairs)
+        run.refresh_from_db()
+        self.assertEqual((run.done, run.failed), (3, 0))
+        # Every clip was measured for training: scoring decodes none again.
+        self.assertEqual(SignalJudge.encode_calls, before)
+
     def test_conditions_seen_in_training_are_refused_when_scored(self):
         card = self.card()
         seen = set(card["split"]["seen_conditions"])
