@@ -135,8 +135,8 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(Judgment)
 class JudgmentAdmin(admin.ModelAdmin):
-    list_display = ("id", "annotator", "pair", "alignment_confidence", "musicality_confidence", "source", "created_at")
-    list_filter = ("source", "pair__study", "pair__kind", "pair__condition__modality")
+    list_display = ("id", "annotator", "pair", "alignment_confidence", "musicality_confidence", "source", "selection", "created_at")
+    list_filter = ("source", "selection", "pair__study", "pair__kind", "pair__condition__modality")
     search_fields = ("annotator__username", "rationale", "idempotency_key")
     raw_id_fields = ("pair", "assignment", "a_clip", "alignment_choice", "musicality_choice", "annotator")
 

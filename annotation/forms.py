@@ -40,6 +40,7 @@ class StudyForm(forms.ModelForm):
             "instructions": forms.Textarea(attrs={"rows": 6}),
             "overlap_share": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1"}),
             "gold_rate": forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1"}),
+            "active_share": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1"}),
             "min_listen_seconds": forms.NumberInput(attrs={"step": "0.5", "min": "0"}),
         }
         labels = {
@@ -50,6 +51,8 @@ class StudyForm(forms.ModelForm):
             "lock_ttl_seconds": "Lock time-to-live (s)",
             "gold_rate": "Gold/catch rate (0–1)",
             "annotator_target": "Pairs per annotator",
+            "selection": "Pair selection",
+            "active_share": "Share of actively chosen pairs (0–1)",
             "is_active": "Open for annotation",
         }
         error_messages = {
@@ -64,6 +67,8 @@ class StudyForm(forms.ModelForm):
             "lock_ttl_seconds": "How long a served pair stays reserved for its annotator.",
             "gold_rate": "Share of tasks drawn from gold and catch pairs while regular pairs remain.",
             "licence": "Licence of the released annotations; shown on the consent page.",
+            "selection": "Random, or serve first the pairs the reward model is least sure of / the judges disagree most on.",
+            "active_share": "Cap on actively chosen pairs: the other draws stay random so the votes keep an unbiased sample.",
         }
 
     def __init__(self, *args, **kwargs):

@@ -40,6 +40,24 @@ def modality_for(*, has_lyrics: bool, has_reference: bool) -> str:
     return Modality.TEXT
 
 
+class Selection(models.TextChoices):
+    """A study's order for regular pairs: the engine's seeded random order, or an active one."""
+
+    RANDOM = "random", "Random (seeded per annotator)"
+    UNCERTAINTY = "uncertainty", "Uncertainty: where the reward model is least sure"
+    DISAGREEMENT = "disagreement", "Disagreement: where the judges disagree most"
+
+
+class ChosenBy(models.TextChoices):
+    """How a pair came to an annotator, recorded on the assignment and copied to the judgment."""
+
+    RANDOM = "random", "Random order"
+    UNCERTAINTY = "uncertainty", "Active: reward-model uncertainty"
+    DISAGREEMENT = "disagreement", "Active: judge disagreement"
+    GOLD = "gold", "Gold/catch pool"
+    IMPORT = "import", "Imported (not chosen here)"
+
+
 class System(models.Model):
     """A generating system. Its name is never shown to annotators or to arena visitors before they vote."""
 
@@ -144,6 +162,13 @@ class Study(models.Model):
     lock_ttl_seconds = models.PositiveIntegerField(default=1800, validators=[MinValueValidator(10)])
     gold_rate = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     annotator_target = models.PositiveIntegerField(default=0, help_text="Pairs each annotator is asked to judge; 0 = as many as are available.")
+    selection = models.CharField(max_length=12, choices=Selection.choices, default=Selection.RANDOM)
+    # Draws outside the share stay in the random order, so the votes keep an unbiased sample.
+    active_share = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="With an active selection: share of regular draws served in its order; the rest stay random.",
+    )
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyAnnotator", related_name="studies", blank=True)
@@ -256,6 +281,27 @@ class Pair(models.Model):
         return self.clip_b_id if clip_id == self.clip_a_id else self.clip_a_id
 
 
+class PairPriority(models.Model):
+    """How much an active order wants a pair annotated next (higher first).
+
+    Written by whatever computes it (the scoring app: reward-model uncertainty, judge
+    disagreement); read by the assignment engine, which knows nothing about how it was made.
+    """
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="priorities")
+    mode = models.CharField(max_length=12, choices=[c for c in Selection.choices if c[0] != Selection.RANDOM])
+    value = models.FloatField()
+    source = models.CharField(max_length=200, blank=True, help_text="What computed it (a reward model's key, the judges compared).")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "mode"], name="one_priority_per_pair_mode")]
+        indexes = [models.Index(fields=["mode", "value"])]
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.value:.3f} for pair {self.pair_id}"
+
+
 class Assignment(models.Model):
     class State(models.TextChoices):
         ACTIVE = "active", "Locked to the annotator"
@@ -274,6 +320,7 @@ class Assignment(models.Model):
     # every events post, and the highest event number received (later ones must be higher).
     listening = models.JSONField(default=dict, blank=True)
     listening_seq = models.PositiveBigIntegerField(default=0)
+    selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -325,6 +372,7 @@ class Judgment(models.Model):
     time_on_page_ms = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.PLATFORM)
+    selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM, help_text="How the pair was chosen for the annotator.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

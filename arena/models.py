@@ -134,6 +134,9 @@ class Battle(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.GENERATING)
     error = models.CharField(max_length=500, blank=True, help_text="Operator-facing; never shown to the visitor (it could name a system).")
     moderation = models.JSONField(default=dict, blank=True)
+    # How the two systems were drawn (arena.sampling) and the probability of that pair, for unbiased refits.
+    sampling_policy = models.CharField(max_length=12, blank=True)
+    sampling_probability = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     ready_at = models.DateTimeField(null=True, blank=True)
     # The server's listening record so far (auditorium.listening.evidence), refreshed by every

@@ -69,6 +69,8 @@ COLUMNS = [
     ("supports_vocals_a", "bool", OURS, "System A can sing lyrics (`supports_lyrics` in registry.yaml): Music Arena's boards are split by this."),
     ("supports_vocals_b", "bool", OURS, "System B can sing lyrics."),
     ("created_at", "string", OURS, "When the battle was created, ISO 8601 in UTC."),
+    ("sampling_policy", "string", OURS, "How the two systems were drawn: weighted (by system weight) or informative (where the board's intervals overlap most; arena/sampling.py)."),
+    ("sampling_probability", "float64", OURS, "Probability of drawing this pair of systems; weight the vote by its inverse to refit the board without the sampling's bias."),
 ]
 FIELDS = [name for name, *_ in COLUMNS]
 
@@ -115,6 +117,9 @@ def release_rows(*, audio_prefix: str = "audio") -> list[dict]:
             "vote": vote.choice,
             "preference": PREFERENCE[vote.choice],
             "feedback": vote.feedback,
+            # The drawn pair's probability (arena.sampling): weight a vote by 1 / it to refit without the sampling's bias.
+            "sampling_policy": battle.sampling_policy,
+            "sampling_probability": battle.sampling_probability,
         }
         for side in ("a", "b"):
             system, clip = battle.system_for(side), battle.clip_for(side)

@@ -105,5 +105,12 @@ def leaderboard_latest() -> dict | None:
     return None if snapshot is None else snapshot.payload
 
 
+def board_intervals(*, board: str) -> dict[str, tuple[float, float]]:
+    """System name -> (lower, upper) rating interval on the latest snapshot's board; empty before the first fit."""
+    payload = leaderboard_latest() or {}
+    rows = ((payload.get("boards") or {}).get(board) or {}).get("rows") or []
+    return {r["system"]: (float(r["lower"]), float(r["upper"])) for r in rows if r.get("lower") is not None and r.get("upper") is not None}
+
+
 def votes_today(visitor) -> int:
     return Vote.objects.filter(visitor=visitor, created_at__gte=timezone.now() - timedelta(days=1)).count()

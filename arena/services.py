@@ -23,13 +23,13 @@ from annotation.services import clip_ingest_array
 from auditorium import listening
 from auditorium.errors import ServiceError
 
-from . import conf, jobs, ratelimit
+from . import conf, jobs, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .selectors import SIDES, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
+from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
 
 log = logging.getLogger(__name__)
 
@@ -110,11 +110,28 @@ def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
 
 def systems_sample(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
     """Two distinct systems by weight from the capable, active, healthy pool; A/B order random."""
+    return systems_pick(is_instrumental=is_instrumental, seconds=seconds, key=key, rng=rng)[:2]
+
+
+def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem, str, float]:
+    """(system A, system B, sampling policy, probability of that pair) under ARENA_SAMPLING (arena.sampling)."""
     pool = systems_eligible(is_instrumental=is_instrumental, seconds=seconds, key=key)
     if len([s for s in pool if s.weight > 0]) < 2:
         kind = "instrumental" if is_instrumental else "vocal"
         raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
-    return pair_draw(pool, rng=rng)
+    policy = conf.get("ARENA_SAMPLING")
+    weights = {s.pk: s.weight for s in pool}
+    if policy != sampling.INFORMATIVE:
+        a, b = pair_draw(pool, rng=rng)
+        return a, b, sampling.WEIGHTED, sampling.weighted_pairs(weights)[sampling.pair_key(a.pk, b.pk)]
+    rng = rng or random.SystemRandom()
+    board = board_intervals(board="instrumental" if is_instrumental else "vocal")
+    intervals = {s.pk: board.get(s.system.name) for s in pool}
+    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(conf.get("ARENA_SAMPLING_FLOOR")))
+    (i, j), probability = sampling.pair_pick(probabilities, rng=rng)
+    by_pk = {s.pk: s for s in pool}
+    first, second = (by_pk[i], by_pk[j]) if rng.random() < 0.5 else (by_pk[j], by_pk[i])
+    return first, second, policy, probability
 
 
 def pair_draw(pool: list[ArenaSystem], *, rng: random.Random | None = None) -> tuple[ArenaSystem, ArenaSystem]:
@@ -136,7 +153,7 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
     route = prompt_route(prompt=prompt, lyrics=lyrics)
     seconds = float(conf.get("ARENA_CLIP_SECONDS"))
     key = prompt_key(route.prompt, route.lyrics)
-    system_a, system_b = systems_sample(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
+    system_a, system_b, policy, probability = systems_pick(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
     with transaction.atomic():
         battle = Battle.objects.create(
             visitor=visitor,
@@ -150,6 +167,8 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
             system_a=system_a,
             system_b=system_b,
             moderation=route.moderation,
+            sampling_policy=policy,
+            sampling_probability=probability,
         )
         for side, system in (("a", system_a), ("b", system_b)):
             jobs.generate_side_on_commit(battle_id=battle.pk, side=side, queue=adapter_for(system).queue)

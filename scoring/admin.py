@@ -7,7 +7,7 @@ from auditorium.errors import ServiceError
 
 from . import services
 from .judges import adapter_for, templates_for
-from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
+from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, TrainingRun, Verdict
 from .tasks import run_start
 
 
@@ -119,3 +119,10 @@ class ExternalResultRowAdmin(admin.ModelAdmin):
     list_display = ("result_set", "row_index", "subset", "audio_a", "audio_b")
     list_filter = ("result_set", "subset")
     raw_id_fields = ("pair",)
+
+
+@admin.register(TrainingRun)
+class TrainingRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "study", "feature_judge", "seed", "state", "stage", "judge", "created_at")
+    list_filter = ("state", "feature_judge")
+    readonly_fields = ("options", "metrics", "error")

@@ -1,4 +1,4 @@
-"""Live pushes to open scoring pages over Channels: run progress and "report changed".
+"""Live pushes to open scoring pages over Channels: run and training progress, and "report changed".
 
 Called after commit by services and tasks; a push never fails its caller, because the change it
 announces is already stored and pages catch up on their next load.
@@ -28,6 +28,10 @@ def run_group(run_id: int) -> str:
     return f"scoring-run-{run_id}"
 
 
+def training_group(training_id: int) -> str:
+    return f"scoring-training-{training_id}"
+
+
 def report_group(study_id: int) -> str:
     return f"scoring-report-{study_id}"
 
@@ -45,6 +49,14 @@ def run_progress_broadcast(progress: dict) -> None:
         _group_send(run_group(progress["run"]), {"type": "run.progress", "progress": progress})
     except Exception:  # a lost progress push must never fail the scoring job
         logger.exception("progress push for run %s failed", progress["run"])
+
+
+def training_progress_broadcast(progress: dict) -> None:
+    """Push a reward-model training's progress (reward.services.training_progress) to its open pages."""
+    try:
+        _group_send(training_group(progress["training"]), {"type": "training.progress", "progress": progress})
+    except Exception:  # a lost progress push must never fail the training
+        logger.exception("progress push for training %s failed", progress["training"])
 
 
 def report_changed_broadcast(*, study_id: int, reason: str) -> None:

@@ -1,4 +1,4 @@
-"""Live pages: thin consumers that forward pushes (scoring.broadcast) to a run page or a study's report page.
+"""Live pages: thin consumers that forward pushes (scoring.broadcast) to a run, training or study report page.
 
 Researchers only. Close codes in the application range let a page tell "not allowed" from a
 dropped connection. The pages only listen; anything they send is ignored.
@@ -12,9 +12,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from annotation.models import Study
 from auditorium.roles import is_researcher
 
-from .broadcast import report_group, run_group
-from .models import ScoringRun
-from .selectors import run_progress
+from .broadcast import report_group, run_group, training_group
+from .models import ScoringRun, TrainingRun
+from .selectors import run_progress, training_progress
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -28,6 +28,14 @@ def _progress_for(user, run_id: int):
     if run is None:
         return None
     return run_progress(run)
+
+
+@database_sync_to_async
+def _training_progress_for(user, training_id: int):
+    if not is_researcher(user):
+        return "forbidden"
+    run = TrainingRun.objects.select_related("judge").filter(pk=training_id).first()
+    return None if run is None else training_progress(run)
 
 
 @database_sync_to_async
@@ -74,6 +82,19 @@ class ScoringRunConsumer(_GroupConsumer):
         await self.send_json({"type": "progress", "progress": found})
 
     async def run_progress(self, event):
+        await self.send_json({"type": "progress", "progress": event["progress"]})
+
+
+class TrainingConsumer(_GroupConsumer):
+    async def connect(self):
+        training_id = int(self.scope["url_route"]["kwargs"]["training_id"])
+        found = await _training_progress_for(self.scope.get("user"), training_id)
+        if await self.refuse(found):
+            return
+        await self.join(training_group(training_id))
+        await self.send_json({"type": "progress", "progress": found})
+
+    async def training_progress(self, event):
         await self.send_json({"type": "progress", "progress": event["progress"]})
 
 

@@ -20,6 +20,7 @@ class Judge(models.Model):
         AQA = "aqa", "AQAScore"
         RUBRIC = "rubric", "Rubric judge"
         EXTERNAL = "external", "Imported external results"
+        REWARD = "reward", "Reward model trained here"
 
     class Queue(models.TextChoices):
         CPU = "cpu", "cpu"
@@ -156,3 +157,36 @@ class ExternalResultRow(models.Model):
     class Meta:
         ordering = ["result_set", "row_index"]
         constraints = [models.UniqueConstraint(fields=["result_set", "row_index"], name="unique_external_row")]
+
+
+class TrainingRun(models.Model):
+    """Training of one reward model on a study's votes; the model it produced is a Judge (kind reward)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="training_runs")
+    feature_judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="+", help_text="Whose clip features the model reads.")
+    seed = models.BigIntegerField(default=0)
+    # Split mode and shares, text embedding, hyper-parameters (scoring.reward.services.TRAINING_OPTIONS).
+    options = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    stage = models.CharField(max_length=20, blank=True, help_text="features, training, evaluating")
+    step = models.PositiveIntegerField(default=0)
+    steps = models.PositiveIntegerField(default=0)
+    # Held-out figures and the split as in the model card.
+    metrics = models.JSONField(default=dict, blank=True)
+    judge = models.ForeignKey(Judge, null=True, blank=True, on_delete=models.SET_NULL, related_name="trainings", help_text="The trained model.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"training {self.pk} on {self.study_id}"

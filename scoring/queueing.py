@@ -16,6 +16,8 @@ CLIPS_PREWARM = "scoring.clips_prewarm"
 PAIR_SCORE = "scoring.pair_score"
 PAIRS_SCORE = "scoring.pairs_score"
 REPORT_CHANGED = "scoring.report_changed"
+REWARD_TRAIN = "scoring.reward_train"
+SELECTION_REFRESH = "scoring.selection_refresh"
 
 
 def task(name: str):

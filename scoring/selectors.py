@@ -8,7 +8,7 @@ from annotation.models import Judgment
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
 from .judges import adapter_for, templates_for
-from .models import ExternalResultSet, Judge, ScoringRun, Verdict
+from .models import ExternalResultSet, Judge, ScoringRun, TrainingRun, Verdict
 
 
 def judge_list() -> list[dict]:
@@ -56,6 +56,25 @@ def run_progress(run: ScoringRun) -> dict:
         "failed": run.failed,
         "remaining": max(run.total - run.done - run.failed, 0),
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def training_list(*, limit: int = 20):
+    return TrainingRun.objects.select_related("study", "feature_judge", "judge")[:limit]
+
+
+def training_progress(run: TrainingRun) -> dict:
+    """What a training page shows live (also pushed by broadcast.training_progress_broadcast)."""
+    heldout = (run.metrics or {}).get("heldout", {})
+    return {
+        "training": run.pk,
+        "state": run.state,
+        "stage": run.stage,
+        "step": run.step,
+        "steps": run.steps,
+        "judge": run.judge.key if run.judge_id else None,
+        "headline": heldout.get("headline"),
+        "error": run.error[:500],
     }
 
 

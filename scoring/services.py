@@ -363,6 +363,8 @@ def run_progress_update(*, run_id: int) -> dict:
         run_compare(run=run)
         if run.group:
             group_spread_update(group=run.group)
+        if run.study_id:  # a study served where judges disagree re-ranks once a judge has answered
+            transaction.on_commit(lambda: queueing.task(queueing.SELECTION_REFRESH).delay(run.study_id, "run"), robust=True)
     return progress
 
 

@@ -14,6 +14,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from . import broadcast, queueing, services
+from .reward import services as reward_services
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +75,15 @@ def pairs_score_task(self, run_id: int, pair_ids: list[int]) -> dict:
 @shared_task(name=queueing.REPORT_CHANGED, acks_late=True, time_limit=60, soft_time_limit=50, ignore_result=True)
 def report_changed_task(study_id: int, reason: str) -> None:
     broadcast.report_changed_push(study_id=study_id, reason=reason)
+
+
+@shared_task(name=queueing.REWARD_TRAIN, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3500, time_limit=3600)
+def reward_train_task(training_id: int) -> dict:
+    """Queued on `gpu` (training uses CUDA when the worker has it, else the CPU)."""
+    run = reward_services.training_execute(training_id=training_id)
+    return {"training": run.pk, "state": run.state, "judge": run.judge.key if run.judge_id else None}
+
+
+@shared_task(name=queueing.SELECTION_REFRESH, acks_late=True, time_limit=600, soft_time_limit=550, ignore_result=True)
+def selection_refresh_task(study_id: int, reason: str = "") -> dict:
+    return reward_services.selection_refresh_by_id(study_id=study_id, reason=reason)

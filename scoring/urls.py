@@ -6,6 +6,8 @@ app_name = "scoring"
 urlpatterns: list = [
     # Judges and scoring runs
     path("judges/", views.judge_list, name="judge-list"),
+    path("judges/reward/", views.reward_train, name="reward-train"),
+    path("training/<int:training_id>/", views.training_detail, name="training-detail"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     # Study reports

@@ -19,9 +19,11 @@ from auditorium.roles import is_researcher
 from . import selectors, services
 from .agreement import THRESHOLD_HELP
 from .evaluation import BUCKETS, DIMENSIONS, MODALITIES
-from .models import Judge, ScoringRun
+from .models import Judge, ScoringRun, TrainingRun
 from .report import ReportOptions, report_build, report_options_parse
 from .report_tables import TABLES
+from .reward import services as reward_services
+from .reward.features import FEATURE_KINDS
 
 
 def researcher_required(view):
@@ -35,10 +37,64 @@ def researcher_required(view):
     return wrapper
 
 
+TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split": "condition", "confidence_weight": ""}
+
+
+def _judges_page(request: HttpRequest, form: dict, *, status: int = 200) -> HttpResponse:
+    judges = selectors.judge_list()
+    context = {
+        "judges": judges,
+        "feature_judges": [j for j in judges if j["available"] and j["kind"] in FEATURE_KINDS],
+        "studies": Study.objects.order_by("name"),
+        "trainings": selectors.training_list(),
+        "form": form,
+    }
+    return render(request, "scoring/judges.html", context, status=status)
+
+
 @require_safe
 @researcher_required
 def judge_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "scoring/judges.html", {"judges": selectors.judge_list()})
+    return _judges_page(request, dict(TRAIN_FORM))
+
+
+@require_POST
+@researcher_required
+def reward_train(request: HttpRequest) -> HttpResponse:
+    """Start a reward-model training from the judges page; its page shows live progress."""
+    form = {k: request.POST.get(k, "").strip() for k in TRAIN_FORM}
+    study = Study.objects.filter(name=form["study"]).first()
+    judge = Judge.objects.filter(key=form["features"]).first()
+    if study is None or judge is None:
+        messages.error(request, "Choose a study and a feature judge.")
+        return _judges_page(request, form, status=400)
+    try:
+        seed = int(form["seed"] or 0)
+    except ValueError:
+        messages.error(request, "The seed is a whole number.")
+        return _judges_page(request, form, status=400)
+    options = {"split": form["split"] or "condition", "confidence_weight": form["confidence_weight"] == "on"}
+    try:
+        run = reward_services.training_create(study=study, feature_judge=judge, seed=seed, options=options, user=request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return _judges_page(request, form, status=400)
+    return redirect("scoring:training-detail", training_id=run.pk)
+
+
+@require_safe
+@researcher_required
+def training_detail(request: HttpRequest, training_id: int) -> HttpResponse:
+    run = get_object_or_404(TrainingRun.objects.select_related("study", "feature_judge", "judge"), pk=training_id)
+    metrics = run.metrics or {}
+    rows = []
+    for view, label in (("heldout", "held-out votes"), ("heldout_majority", "held-out pair majorities")):
+        block = metrics.get(view)
+        if block:
+            rows.append({"label": label, "cells": [{"dimension": d, "accuracy": block[d]["accuracy"], "n": block[d]["n"], "ci": _interval(block[d].get("ci"))} for d in DIMENSIONS]})
+    heldout = ScoringRun.objects.filter(judge=run.judge, label=reward_services.HELDOUT_LABEL).first() if run.judge_id else None
+    context = {"run": run, "progress": selectors.training_progress(run), "rows": rows, "metrics": metrics, "heldout": heldout, "ws_path": f"/ws/scoring/training/{run.pk}/"}
+    return render(request, "scoring/training.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -17,7 +17,7 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from ..models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study, System
+from ..models import AnnotatorProfile, ChosenBy, Clip, Condition, Judgment, Pair, Study, System
 from ..services import clip_ingest, condition_get_or_create, pair_get_or_create, planner_stats_refresh, profile_ensure
 from .keys import DEFAULT_STUDY, TIE_LABELS, DatasetError
 from .rows import AudioFile, ImportReport, Row, RowError, RowInvalid, read_rows
@@ -256,6 +256,7 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
                 # row's own bytes ride with the vote where they differ, for an exact export.
                 source_text={key: text for key, text in (("prompt", r.prompt), ("lyrics", r.lyrics)) if text != getattr(condition, key)},
                 source=Judgment.Source.IMPORT,
+                selection=ChosenBy.IMPORT,
             )
         )
     Judgment.objects.bulk_create(new, batch_size=500)

@@ -6,6 +6,7 @@
 - people.py: annotator profiles, study membership, consent
 - assignment.py: the assignment engine (next pair, locks, skips)
 - listening.py: the server's listening record (audio bytes sent, events received)
+- priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission, checked against that record
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
@@ -18,6 +19,7 @@ from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listenin
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
+from .priorities import pair_priorities_replace
 from .studies import STUDY_PARAMETERS, study_create, study_update
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "listening_log_clean",
     "pair_get_or_create",
     "pair_overlap_for",
+    "pair_priorities_replace",
     "planner_stats_refresh",
     "profile_ensure",
     "study_annotator_add",

@@ -22,7 +22,9 @@ from django.utils import timezone
 
 from auditorium.errors import ServiceError
 
-from ..models import ORDER_PRIME, AnnotatorProfile, Assignment, Judgment, Pair, Study, StudyAnnotator
+from ..active import draw_mode
+from ..models import ORDER_PRIME, AnnotatorProfile, Assignment, ChosenBy, Judgment, Pair, Study, StudyAnnotator
+from .priorities import active_candidates
 
 
 def planner_stats_refresh(*models) -> None:
@@ -81,10 +83,19 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
     draw = Assignment.objects.filter(annotator=annotator, pair__study=study).count()
     rng = random.Random(f"{membership.seed}:{draw}")
     # Gold and catch pairs come at the study's rate; either pool stands in when the other is empty.
-    pools = [Q(kind__in=special_kinds), ~Q(kind__in=special_kinds)]
+    special, regular = Q(kind__in=special_kinds), ~Q(kind__in=special_kinds)
+    pools = [special, regular]
     if not rng.random() < study.gold_rate:
         pools.reverse()
+    mode = draw_mode(selection=study.selection, seed=membership.seed, draw=draw, share=study.active_share)
     for pool in pools:
+        if pool is regular and mode != ChosenBy.RANDOM:
+            # An active draw: the study's ranking first; with nothing ranked left, the random order below.
+            for pair_id in active_candidates(study=study, annotator=annotator, mode=mode, now=now):
+                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=mode)
+                if assignment is not None:
+                    return assignment
+        chosen_by = ChosenBy.GOLD if pool is special else ChosenBy.RANDOM
         tried: set[int] = set()
         # A short list first; under contention every one of them may be taken, then look further.
         for limit in (8, 200):
@@ -92,7 +103,7 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
                 if pair_id in tried:
                     continue
                 tried.add(pair_id)
-                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now)
+                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=chosen_by)
                 if assignment is not None:
                     return assignment
             if len(tried) < limit:
@@ -160,7 +171,7 @@ def _lock_pair(pair_id: int) -> Pair | None:
     return query.first()
 
 
-def _try_lock(*, pair_id: int, annotator, study: Study, seed: int, now) -> Assignment | None:
+def _try_lock(*, pair_id: int, annotator, study: Study, seed: int, now, selection: str = ChosenBy.RANDOM) -> Assignment | None:
     with transaction.atomic():
         pair = _lock_pair(pair_id)
         if pair is None:
@@ -175,11 +186,11 @@ def _try_lock(*, pair_id: int, annotator, study: Study, seed: int, now) -> Assig
         expires = now + timedelta(seconds=study.lock_ttl_seconds)
         if existing is not None:
             existing.state, existing.served_at, existing.lock_expires_at, existing.a_clip_id = Assignment.State.ACTIVE, now, expires, a_clip_id
-            existing.skip_reason = ""
-            existing.save(update_fields=["state", "served_at", "lock_expires_at", "a_clip", "skip_reason"])
+            existing.skip_reason, existing.selection = "", selection
+            existing.save(update_fields=["state", "served_at", "lock_expires_at", "a_clip", "skip_reason", "selection"])
             return existing
         return Assignment.objects.create(
-            annotator=annotator, pair=pair, a_clip_id=a_clip_id, state=Assignment.State.ACTIVE, served_at=now, lock_expires_at=expires
+            annotator=annotator, pair=pair, a_clip_id=a_clip_id, state=Assignment.State.ACTIVE, served_at=now, lock_expires_at=expires, selection=selection
         )
 
 

@@ -158,6 +158,7 @@ def judgment_submit(
                 time_on_page_ms=time_on_page_ms,
                 idempotency_key=idempotency_key,
                 source=Judgment.Source.PLATFORM,
+                selection=assignment.selection,
             )
             assignment.state = Assignment.State.SUBMITTED
             assignment.save(update_fields=["state"])

@@ -25,6 +25,8 @@ STUDY_PARAMETERS = (
     "lock_ttl_seconds",
     "gold_rate",
     "annotator_target",
+    "selection",
+    "active_share",
     "licence",
     "is_active",
 )

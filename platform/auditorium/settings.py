@@ -377,6 +377,10 @@ ARENA_EVENT_RATE = env_rate("ARENA_EVENT_RATE", "600/60")
 ARENA_DAILY_VOTE_CAP = env_int("ARENA_DAILY_VOTE_CAP", 200, minimum=0)
 ARENA_MAX_EVENTS_PER_BATTLE = env_int("ARENA_MAX_EVENTS_PER_BATTLE", 3000, minimum=1)
 ARENA_TRUST_X_FORWARDED_FOR = env_bool("ARENA_TRUST_X_FORWARDED_FOR", False)
+# "weighted" (by system weight) or "informative" (pairs whose board intervals overlap most, see
+# arena/sampling.py), mixed with the weighted draw at ARENA_SAMPLING_FLOOR.
+ARENA_SAMPLING = env_choice("ARENA_SAMPLING", "weighted", ("weighted", "informative"))
+ARENA_SAMPLING_FLOOR = env_float("ARENA_SAMPLING_FLOOR", 0.25, minimum=0.0)
 # "auditorium" (ours) or "music-arena" (Music Arena's published method), see arena/leaderboard.py.
 ARENA_LEADERBOARD_METHOD = env_choice("ARENA_LEADERBOARD_METHOD", "auditorium", ("auditorium", "music-arena"))
 ARENA_LEADERBOARD_ROUNDS = env_int("ARENA_LEADERBOARD_ROUNDS", 1000, minimum=0)

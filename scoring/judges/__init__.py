@@ -29,6 +29,7 @@ from .base import (
 from .clap import ClapJudge
 from .cmirm import CMIRMJudge
 from .mulan import MuQMuLanJudge
+from .reward import RewardJudge
 from .signal import SignalJudge
 from .songeval import SongEvalJudge
 
@@ -57,8 +58,11 @@ ADAPTERS: dict[str, type[JudgeAdapter]] = {
         AQAJudge,
         RubricJudge,
         ExternalJudge,
+        RewardJudge,
     )
 }
+# A reward model reads another judge's clip features; it finds that judge's adapter here.
+RewardJudge.registry = ADAPTERS
 
 
 def judge_config(judge) -> JudgeConfig:

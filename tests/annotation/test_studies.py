@@ -23,6 +23,8 @@ PARAMETERS = {
     "lock_ttl_seconds": 300,
     "gold_rate": 0.1,
     "annotator_target": 25,
+    "selection": "uncertainty",
+    "active_share": 0.3,
     "licence": "CC BY 4.0",
     "is_active": False,
 }
@@ -68,6 +70,8 @@ def test_arguments_are_keyword_only():
         ("has spaces!", {}, "name", "letters, numbers, underscores or hyphens"),
         ("", {}, "name", "cannot be blank"),
         ("words", {"overlap_target": "many"}, "overlap_target", "must be an integer"),
+        ("order", {"selection": "greedy"}, "selection", "not a valid choice"),
+        ("cap", {"active_share": 1.2}, "active_share", "less than or equal to 1"),
     ],
 )
 def test_create_refuses_invalid_values_and_creates_nothing(name, parameters, field, message):

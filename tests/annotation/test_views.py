@@ -270,6 +270,8 @@ VALID_STUDY = {
     "lock_ttl_seconds": 900,
     "gold_rate": 0.05,
     "annotator_target": 40,
+    "selection": "disagreement",
+    "active_share": 0.4,
     "licence": "CC BY-NC-SA 4.0",
     "is_active": "on",
 }
@@ -292,6 +294,7 @@ class StudyCreateEditTests(TestCase):
             ("New study", 3, 0.25, 7.5, 20),
         )
         self.assertEqual((study.lock_ttl_seconds, study.gold_rate, study.annotator_target, study.licence), (900, 0.05, 40, "CC BY-NC-SA 4.0"))
+        self.assertEqual((study.selection, study.active_share), ("disagreement", 0.4))
         self.assertTrue(study.is_active)
 
     def test_bad_values_are_explained_and_nothing_is_created(self):

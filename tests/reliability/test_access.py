@@ -6,7 +6,7 @@ import pytest
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation.models import AnnotatorProfile
-from scoring.models import Judge, ScoringRun
+from scoring.models import Judge, ScoringRun, TrainingRun
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
 PUBLIC = {
@@ -24,10 +24,10 @@ RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
-    "study-annotators-add", "api-study-export",
+    "study-annotators-add", "api-study-export", "reward-train", "training-detail",
 }
 POST_ONLY = {
-    "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
+    "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add",
 }
 
@@ -60,9 +60,11 @@ def world(db):
     pair = PairFactory(study=study)
     member = StudyAnnotatorFactory(study=study).annotator
     judgment = JudgmentFactory(pair=pair, annotator=member)
-    run = ScoringRun.objects.create(judge=Judge.objects.create(key="signal-acl", kind=Judge.Kind.SIGNAL), study=study)
+    judge = Judge.objects.create(key="signal-acl", kind=Judge.Kind.SIGNAL)
+    run = ScoringRun.objects.create(judge=judge, study=study)
+    training = TrainingRun.objects.create(study=study, feature_judge=judge)
     pseudonym = AnnotatorProfile.objects.get(user=member).pseudonym
-    kwargs = {"name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1}
+    kwargs = {"name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk}
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 
 

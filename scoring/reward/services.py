@@ -1,0 +1,457 @@
+"""Writes for reward models: training runs, the registry (one Judge per model), held-out evaluation, priorities.
+
+A training run reads the study's counted votes (regular pairs; annotators who withdrew or were
+excluded left out), splits them by condition (data.split_rows), reads clip features from the
+feature judge's clip cache, trains (model.train), evaluates the held-out votes with the
+CMI-RewardBench rules (scoring.evaluation), and registers the model as a Judge of kind reward
+with its weights and model card under AUDITORIUM_MODEL_DIR/reward/<key>/. It then scores the
+held-out pairs as an ordinary scoring run, so the study report shows it next to every other judge.
+
+The key ends with the weight file's sha256: the same data, options and seed give the same key,
+and a second training of them finds the model already registered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+from django.utils.text import slugify
+
+from annotation.models import Clip, Condition, Judgment, Pair, Study
+from annotation.services import pair_priorities_replace
+from auditorium.errors import ServiceError
+from auditorium.runtime import pick_device
+
+from .. import broadcast, queueing
+from .. import services as scoring
+from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
+from ..judges import adapter_for
+from ..judges.base import AudioDecodeError, JudgeUnavailable
+from ..judges.reward import CARD_FILE
+from ..models import Judge, ScoringRun, TrainingRun, Verdict
+from ..selectors import training_progress
+from .data import SPLIT_MODES, split_rows, votes_from_rows
+from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
+from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError, train
+from .selection import disagreement, uncertainty
+
+logger = logging.getLogger(__name__)
+
+MIN_VOTES = 10
+FEATURE_BATCH = 32
+PUSH_SECONDS = 0.5
+HELDOUT_LABEL = "held-out test split"
+# Failures that are the data's or the set-up's, reported as the run's error; anything else is logged too.
+EXPECTED_ERRORS = (TrainingError, FeatureUnavailable, JudgeUnavailable, ServiceError, AudioDecodeError)
+
+
+# --- Options ----------------------------------------------------------------------------------------
+
+
+def training_options_clean(options: dict | None) -> dict:
+    """Split, text embedding, bootstrap rounds and hyper-parameters; a bad value is refused with what is allowed."""
+    options = dict(options or {})
+    split = options.pop("split", "condition")
+    if split not in SPLIT_MODES:
+        raise ServiceError(f"split must be one of {', '.join(SPLIT_MODES)}; got {split!r}.", code="bad_option")
+    text = options.pop("text", "auto")
+    if text not in TEXT_MODES:
+        raise ServiceError(f"text must be one of {', '.join(TEXT_MODES)}; got {text!r}.", code="bad_option")
+    shares = {}
+    for name, default in (("val_share", 0.15), ("test_share", 0.2)):
+        try:
+            shares[name] = float(options.pop(name, default))
+        except (TypeError, ValueError):
+            raise ServiceError(f"{name} must be a number between 0 and 1.", code="bad_option") from None
+        if not 0 < shares[name] < 0.5:
+            raise ServiceError(f"{name} must be above 0 and below 0.5; got {shares[name]}.", code="bad_option")
+    try:
+        rounds = int(options.pop("rounds", 1000))
+    except (TypeError, ValueError):
+        raise ServiceError("rounds must be a whole number of bootstrap rounds (0 for none).", code="bad_option") from None
+    if not 0 <= rounds <= 100_000:
+        raise ServiceError("rounds must be between 0 and 100000.", code="bad_option")
+    device = str(options.pop("device", "") or "")
+    try:
+        config = TrainConfig.parse(options)
+    except TrainingError as exc:
+        raise ServiceError(f"{exc}.", code="bad_option") from None
+    return {"split": split, "text": text, **shares, "rounds": rounds, "device": device, "train": config.as_dict()}
+
+
+# --- Votes ------------------------------------------------------------------------------------------
+
+
+def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
+    """One row per counted vote on a regular pair (data.py's shape), and what was left out and why."""
+    base = Judgment.objects.filter(pair__study=study)
+    counted = Q(
+        annotator__annotator_profile__isnull=False,
+        annotator__annotator_profile__withdrawn_at__isnull=True,
+        annotator__annotator_profile__excluded_at__isnull=True,
+    )
+    left_out = {
+        "annotator withdrew consent": base.filter(annotator__annotator_profile__withdrawn_at__isnull=False).count(),
+        "annotator excluded": base.filter(annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=False).count(),
+        "gold or catch pair": base.filter(counted).exclude(pair__kind=Pair.Kind.REGULAR).count(),
+    }
+    fields = (
+        "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
+        "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality",
+    )  # fmt: skip
+    rows = []
+    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
+        base.filter(counted, pair__kind=Pair.Kind.REGULAR).order_by("pk").values_list(*fields)
+    ):
+        side = {clip_a_id: MODEL_A, clip_b_id: MODEL_B}
+        rows.append(
+            {
+                "pair_id": pair_id,
+                "annotator": annotator,
+                "condition": condition,
+                "clip_a": sha_a,
+                "clip_b": sha_b,
+                "split": split,
+                "modality": modality,
+                # Imported both / neither votes keep their label: a 0.5 target, as the evaluation scores them.
+                "label_alignment": side.get(align) or tie_a or None,
+                "label_musicality": side.get(music) or tie_m or None,
+                "confidence_alignment": float(conf_a),
+                "confidence_musicality": float(conf_m),
+            }
+        )
+    return rows, {k: v for k, v in left_out.items() if v}
+
+
+def feature_table(*, featurizer: Featurizer, rows: list[dict], progress=None) -> tuple[FeatureTable, dict, dict]:
+    """Features of every clip, reference and condition the rows name: (table, clip sha -> row, condition key -> row)."""
+    conditions = {c.content_key: c for c in Condition.objects.filter(content_key__in={r["condition"] for r in rows}).select_related("reference")}
+    shas = list(dict.fromkeys([s for r in rows for s in (r["clip_a"], r["clip_b"])] + [c.reference.sha256 for c in conditions.values() if c.reference_id]))
+    clips = {c.sha256: c for c in Clip.objects.filter(sha256__in=shas)}
+    vectors = []
+    for start in range(0, len(shas), FEATURE_BATCH):
+        batch = shas[start : start + FEATURE_BATCH]
+        vectors.append(featurizer.clip_vectors([scoring.clip_audio(clips[s]) for s in batch]))
+        if progress is not None:
+            progress(min(start + FEATURE_BATCH, len(shas)), len(shas))
+    keys = sorted(conditions)
+    clip_index = {s: i for i, s in enumerate(shas)}
+    table = FeatureTable(
+        clips=np.concatenate(vectors, axis=0),
+        conditions=featurizer.condition_vectors([scoring.condition_input(conditions[k]) for k in keys]),
+        reference=[clip_index[conditions[k].reference.sha256] if conditions[k].reference_id else -1 for k in keys],
+    )
+    return table, clip_index, {k: i for i, k in enumerate(keys)}
+
+
+def heldout_rows(trained: RewardModel, table: FeatureTable, votes, rows: list[dict]) -> list[dict]:
+    """The held-out votes with the model's label per dimension (the tie rule of scoring.evaluation)."""
+    score_a = trained.scores(table, votes.clip_a, votes.condition)
+    score_b = trained.scores(table, votes.clip_b, votes.condition)
+    out = []
+    for i, row in enumerate(rows):
+        out.append({**row, **{f"pred_{dim}": prefer(score_a[i, j], score_b[i, j]) for j, dim in enumerate(DIMENSIONS)}})
+    return out
+
+
+# --- Training runs ------------------------------------------------------------------------------------
+
+
+def training_create(*, study: Study, feature_judge: Judge, seed: int = 0, options: dict | None = None, user=None, queue: bool = True) -> TrainingRun:
+    """A training run, queued on the gpu queue once committed (queue=False: the caller runs it)."""
+    if feature_judge.kind not in FEATURE_KINDS:
+        raise ServiceError(f"Judge {feature_judge.key} ({feature_judge.kind}) gives no clip features; choose a judge of kind {', '.join(FEATURE_KINDS)}.", code="bad_features")
+    if not feature_judge.enabled:
+        raise ServiceError(f"Judge {feature_judge.key} is disabled.", code="judge_disabled")
+    state = adapter_for(feature_judge).availability()
+    if not state.available:
+        raise ServiceError(f"Judge {feature_judge.key} is unavailable: {state.reason}", code="judge_unavailable", status=409)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise ServiceError("seed must be a whole number from 0 to 2147483647.", code="bad_seed")
+    cleaned = training_options_clean(options)
+    rows, _ = study_vote_rows(study=study)
+    if len(rows) < MIN_VOTES:
+        raise ServiceError(f"Study {study.name} has {len(rows)} counted vote(s) on regular pairs; a reward model needs at least {MIN_VOTES}.", code="too_few_votes")
+    with transaction.atomic():
+        run = TrainingRun.objects.create(
+            study=study, feature_judge=feature_judge, seed=seed, options=cleaned, created_by=user if getattr(user, "is_authenticated", False) else None
+        )
+        if queue:
+            transaction.on_commit(lambda: queueing.task(queueing.REWARD_TRAIN).apply_async((run.pk,), queue=Judge.Queue.GPU))
+    return run
+
+
+class _Progress:
+    """Saves a run's stage and step and pushes them, at most every PUSH_SECONDS (always on a stage change)."""
+
+    def __init__(self, run: TrainingRun):
+        self.run, self.last = run, 0.0
+
+    def __call__(self, *, stage: str, step: int, steps: int, force: bool = False) -> None:
+        changed = stage != self.run.stage
+        self.run.stage, self.run.step, self.run.steps = stage, step, steps
+        now = time.monotonic()
+        if not (force or changed or now - self.last >= PUSH_SECONDS):
+            return
+        self.last = now
+        TrainingRun.objects.filter(pk=self.run.pk).update(stage=stage, step=step, steps=steps, state=self.run.state)
+        broadcast.training_progress_broadcast(training_progress(self.run))
+
+
+def training_execute(*, training_id: int) -> TrainingRun:
+    """Train, evaluate and register. Idempotent: a finished run is returned as is; a rerun rebuilds the same model."""
+    run = TrainingRun.objects.select_related("study", "feature_judge", "judge").get(pk=training_id)
+    if run.state == TrainingRun.State.DONE:
+        return run
+    run.state, run.error = TrainingRun.State.RUNNING, ""
+    run.save(update_fields=["state", "error"])
+    progress = _Progress(run)
+    try:
+        summary = _train_and_register(run, progress)
+    except Exception as exc:
+        if not isinstance(exc, EXPECTED_ERRORS + (ValueError,)):
+            logger.exception("training %s failed", run.pk)
+        message = exc.message if isinstance(exc, ServiceError) else str(exc)
+        run.state, run.error, run.finished_at = TrainingRun.State.FAILED, f"{type(exc).__name__}: {message}"[:5000], timezone.now()
+        run.save(update_fields=["state", "error", "finished_at"])
+        progress(stage="failed", step=run.step, steps=run.steps, force=True)
+        return run
+    run.state, run.finished_at, run.metrics = TrainingRun.State.DONE, timezone.now(), summary
+    run.judge = Judge.objects.get(key=summary["key"])
+    run.save(update_fields=["state", "finished_at", "metrics", "judge"])
+    progress(stage="done", step=run.steps, steps=run.steps, force=True)
+    return run
+
+
+def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
+    options = run.options or training_options_clean({})
+    config = TrainConfig(**options["train"])
+    rows, left_out = study_vote_rows(study=run.study)
+    split = split_rows(rows, mode=options["split"], seed=run.seed, val_share=options["val_share"], test_share=options["test_share"])
+    if not split.test:
+        raise TrainingError("no held-out votes")
+    featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
+    table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
+    votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index)
+    device = pick_device(options.get("device") or None)
+    trained = train(
+        table,
+        votes.subset(split.train),
+        votes.subset(split.val),
+        config=config,
+        seed=run.seed,
+        device=device,
+        progress=lambda step, steps, *_: progress(stage="training", step=step, steps=steps),
+    )
+    progress(stage="evaluating", step=0, steps=1, force=True)
+    test_rows = [rows[i] for i in split.test]
+    scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)
+    metrics = {view: evaluate(scored, view=view, rounds=options["rounds"], seed=run.seed) for view in (VOTE, MAJORITY)}
+    card = model_card(run=run, rows=rows, left_out=left_out, split=split, featurizer=featurizer, trained=trained, metrics=metrics, options=options, device=device)
+    judge = model_register(run=run, featurizer=featurizer, trained=trained, card=card)
+    heldout_run(judge=judge, pair_ids=sorted({r["pair_id"] for r in test_rows}))
+    summary = {
+        "key": judge.key,
+        "heldout": _headline(metrics[VOTE]),
+        "heldout_majority": _headline(metrics[MAJORITY]),
+        "split": split.info,
+        "best_epoch": trained.best_epoch,
+        "epochs_run": _epochs_run(trained),
+    }
+    if run.study.selection == "uncertainty":
+        # The study serves pairs where its latest model is least sure: this model now.
+        summary["priorities"] = selection_refresh(study=run.study)
+    return summary
+
+
+def _epochs_run(trained: RewardModel) -> dict:
+    return {dim: sum(1 for h in trained.history if h["dimension"] == dim) for dim in DIMENSIONS}
+
+
+def _headline(figures: dict) -> dict:
+    out = {dim: {"accuracy": figures[dim]["all"]["accuracy"], "n": figures[dim]["all"]["n"], "ci": figures[dim]["all"].get("ci")} for dim in DIMENSIONS}
+    out["headline"] = figures["headline"]
+    return out
+
+
+# --- The registry -------------------------------------------------------------------------------------
+
+
+def _code_hash() -> str:
+    """Hash of the reward model's own source files: which code trained a model, without relying on git."""
+    folder = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("data.py", "features.py", "model.py"):
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurizer, trained: RewardModel, metrics: dict, options: dict, device: str) -> dict:
+    seen = sorted(split.conditions(rows, "train") | split.conditions(rows, "val"))
+    best = {h["dimension"]: h for h in trained.history if h["epoch"] == trained.best_epoch.get(h["dimension"])}
+    return scoring._jsonable(
+        {
+            "kind": "reward",
+            "study": run.study.name,
+            "data": {
+                "votes": len(rows),
+                "pairs": len({r["pair_id"] for r in rows}),
+                "conditions": len({r["condition"] for r in rows}),
+                "annotators": len({r["annotator"] for r in rows}),
+                "left_out_votes": left_out,
+                "labels": "human choices in clip terms (side-corrected); both / neither votes are a 0.5 target",
+                "confidence_weight": options["train"]["confidence_weight"],
+            },
+            "split": {**split.info, "seen_conditions": seen, "test_conditions": sorted(split.conditions(rows, "test"))},
+            "features": {**featurizer.describe(), "clip_dims": int(trained.mean.shape[0])},
+            "hyperparameters": options["train"],
+            "seed": run.seed,
+            "training": {"device": device, "best_epoch": trained.best_epoch, "epochs_run": _epochs_run(trained), "best": best},
+            "metrics": {"rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5", "rounds": options["rounds"], **metrics},
+            "code_version": {"reward": CODE_VERSION, "source_sha256": _code_hash(), "torch": _torch_version()},
+            "weights_sha256": trained.digest(),
+            "trained_at": timezone.now().isoformat(),
+            "training_run": run.pk,
+        }
+    )
+
+
+def model_key(*, study: Study, feature_judge: Judge, digest: str) -> str:
+    return f"reward-{slugify(study.name)[:40]}-{slugify(feature_judge.key)[:30]}-{digest[:12]}"
+
+
+def model_register(*, run: TrainingRun, featurizer: Featurizer, trained: RewardModel, card: dict) -> Judge:
+    """Weights and card under AUDITORIUM_MODEL_DIR/reward/<key>/, and the Judge row (found, if this model exists)."""
+    digest = trained.digest()
+    key = model_key(study=run.study, feature_judge=run.feature_judge, digest=digest)
+    card = {**card, "key": key}
+    directory = Path(settings.AUDITORIUM_MODEL_DIR) / "reward" / key
+    trained.save(directory)
+    (directory / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=True))
+    feature = run.feature_judge
+    judge, _ = Judge.objects.get_or_create(
+        key=key,
+        defaults={
+            "kind": Judge.Kind.REWARD,
+            "version": digest[:12],
+            "weights": f"reward/{key}",
+            "queue": feature.queue,
+            "options": {
+                "features": {
+                    "key": feature.key,
+                    "kind": feature.kind,
+                    "version": feature.version,
+                    "weights": feature.weights,
+                    "options": dict(feature.options or {}),
+                    "cache_version": featurizer.adapter.cache_version(),
+                },
+                "text": featurizer.text,
+                "study": run.study.name,
+            },
+        },
+    )
+    return judge
+
+
+def heldout_run(*, judge: Judge, pair_ids: list[int]) -> ScoringRun:
+    """The model's scoring run over the held-out pairs (once per model)."""
+    existing = ScoringRun.objects.filter(judge=judge, label=HELDOUT_LABEL).first()
+    if existing is not None:
+        return existing
+    return scoring.run_create(judge=judge, pair_ids=pair_ids, label=HELDOUT_LABEL)
+
+
+def latest_model(*, study: Study) -> Judge | None:
+    run = TrainingRun.objects.filter(study=study, state=TrainingRun.State.DONE, judge__isnull=False).select_related("judge").order_by("-finished_at", "-pk").first()
+    return run.judge if run is not None else None
+
+
+# --- Active selection ---------------------------------------------------------------------------------
+
+
+def _open_pairs(study: Study) -> list[Pair]:
+    """Regular pairs still short of their votes."""
+    return list(
+        Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR)
+        .annotate(votes=Count("judgments"))
+        .filter(votes__lt=F("overlap"))
+        .select_related("condition__reference", "clip_a", "clip_b")
+        .order_by("pk")
+    )
+
+
+def uncertainty_refresh(*, study: Study) -> dict:
+    """Rank the open pairs by how unsure the study's latest reward model is (selection.uncertainty)."""
+    judge = latest_model(study=study)
+    if judge is None:
+        return {"mode": "uncertainty", "pairs": 0, "reason": "no reward model has been trained on this study yet"}
+    pairs = _open_pairs(study)
+    if not pairs:
+        return {"mode": "uncertainty", "pairs": pair_priorities_replace(study=study, mode="uncertainty", values={}, source=judge.key)}
+    adapter = scoring.judge_adapter(judge)
+    conditions = [scoring.condition_input(p.condition) for p in pairs]
+    values = adapter.scores_for([scoring.clip_audio(p.clip_a) for p in pairs] + [scoring.clip_audio(p.clip_b) for p in pairs], conditions + conditions)
+    margin = values[: len(pairs)] - values[len(pairs) :]
+    priority = uncertainty(1.0 / (1.0 + np.exp(-margin)))
+    written = pair_priorities_replace(study=study, mode="uncertainty", values={p.pk: float(v) for p, v in zip(pairs, priority)}, source=judge.key)
+    return {"mode": "uncertainty", "pairs": written, "model": judge.key}
+
+
+_LABEL_VALUE = {MODEL_A: 1.0, MODEL_B: 0.0, "both": 0.5, "neither": 0.5}
+
+
+def disagreement_refresh(*, study: Study) -> dict:
+    """Rank regular pairs by how much the judges' latest finished runs on the study disagree (selection.disagreement)."""
+    latest: dict[int, int] = {}
+    for run_id, judge_id in ScoringRun.objects.filter(study=study, state=ScoringRun.State.DONE).order_by("-created_at", "-pk").values_list("pk", "judge_id"):
+        latest.setdefault(judge_id, run_id)
+    runs = sorted(latest.values())
+    if len(runs) < 2:
+        return {"mode": "disagreement", "pairs": 0, "reason": f"{len(runs)} judge(s) have finished a run on this study; disagreement needs two"}
+    pair_ids = list(Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR).order_by("pk").values_list("pk", flat=True))
+    row = {pid: i for i, pid in enumerate(pair_ids)}
+    column = {run_id: j for j, run_id in enumerate(runs)}
+    labels = np.full((len(pair_ids), len(runs), len(DIMENSIONS)), np.nan)
+    for run_id, pair_id, details in Verdict.objects.filter(run_id__in=runs, pair_id__in=pair_ids, status=Verdict.Status.OK).values_list("run_id", "pair_id", "details"):
+        given = (details or {}).get("labels", {})
+        for k, dim in enumerate((ALIGNMENT, MUSICALITY)):
+            if given.get(dim) in _LABEL_VALUE:
+                labels[row[pair_id], column[run_id], k] = _LABEL_VALUE[given[dim]]
+    values = disagreement(labels)
+    ranked = {pid: float(values[i]) for pid, i in row.items() if np.isfinite(values[i])}
+    written = pair_priorities_replace(study=study, mode="disagreement", values=ranked, source=",".join(sorted(Judge.objects.filter(runs__in=runs).values_list("key", flat=True))))
+    return {"mode": "disagreement", "pairs": written, "judges": len(runs)}
+
+
+def selection_refresh(*, study: Study, reason: str = "") -> dict:
+    """Recompute the priorities of the study's selection mode (nothing for random)."""
+    study.refresh_from_db(fields=["selection"])
+    if study.selection == "uncertainty":
+        return uncertainty_refresh(study=study)
+    if study.selection == "disagreement":
+        return disagreement_refresh(study=study)
+    return {"mode": study.selection, "pairs": 0}
+
+
+def selection_refresh_by_id(*, study_id: int, reason: str = "") -> dict:
+    """selection_refresh for a study id (the queued form); a deleted study or a random order is a no-op."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None or study.selection == "random":
+        return {"pairs": 0}
+    return selection_refresh(study=study, reason=reason)
