@@ -11,6 +11,7 @@ from annotation.active import RANDOM, UNCERTAINTY, active_draw, active_order, dr
 from annotation.models import Assignment, Judgment, Pair, PairPriority
 from auditorium.errors import ServiceError
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.listening import listen
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +31,7 @@ def take(study, user, key):
     assignment = services.assignment_next(study=study, annotator=user)
     if assignment is None:
         return None
+    listen(assignment, seconds=1.0)
     services.judgment_submit(
         assignment_id=assignment.pk, annotator=user, alignment="A", alignment_confidence=3, musicality="B", musicality_confidence=3,
         listening_log=LOG, idempotency_key=key, now=assignment.served_at + timedelta(seconds=5),

@@ -15,6 +15,7 @@ from django.db import close_old_connections, connection
 from annotation import services
 from annotation.models import Assignment, Judgment
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.listening import listen
 
 N_ANNOTATORS = 30
 N_PAIRS = 40
@@ -41,6 +42,7 @@ def test_active_order_under_thirty_threads_never_over_assigns():
                 a = services.assignment_next(study=study, annotator=user)
                 if a is None:
                     break
+                listen(a, seconds=1.0)
                 log = {"A": {"plays": 1, "seconds": 1.0}, "B": {"plays": 1, "seconds": 1.0}, "switches": 1}
                 services.judgment_submit(
                     assignment_id=a.pk, annotator=user, alignment="A", alignment_confidence=3, musicality="B", musicality_confidence=3,

@@ -31,6 +31,7 @@ from scoring.reward.data import split_rows
 from scoring.reward.features import Featurizer
 from scoring.reward.model import WEIGHTS_FILE
 from tests.factories import UserFactory
+from tests.listening import listen
 from tests.scoring.reward_study import AGREEMENT, add_contrarian, build_study
 
 MODEL_DIR = Path(tempfile.mkdtemp(prefix="auditorium-test-reward-"))
@@ -273,6 +274,7 @@ class RewardModelTests(TestCase):
         assignment = annotation_services.assignment_next(study=self.study, annotator=annotator)
         self.assertEqual(assignment.pair_id, max(values, key=lambda pid: (values[pid], -Pair.objects.get(pk=pid).order_key)))
         self.assertEqual(assignment.selection, "uncertainty")
+        listen(assignment, seconds=3.0)
         log = {"A": {"plays": 1, "seconds": 3.0}, "B": {"plays": 1, "seconds": 3.0}, "switches": 1}
         answer, _ = annotation_services.judgment_submit(
             assignment_id=assignment.pk, annotator=annotator, alignment="A", alignment_confidence=3, musicality="B", musicality_confidence=3,
