@@ -15,6 +15,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from auditorium.api_fields import MAX_ID
+
 from . import conf, services
 from .models import ArenaPrompt, Battle, ListenEvent
 from .selectors import battle_state, leaderboard_latest
@@ -122,7 +124,7 @@ class BattleDetailApi(ArenaApi):
 
 class ListenEventsApi(ArenaApi):
     class EventSerializer(serializers.Serializer):
-        seq = serializers.IntegerField(min_value=1, help_text="One higher for every event the page sends for this battle; a number already received is ignored.")
+        seq = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="One higher for every event the page sends for this battle; a number already received is ignored.")
         side = serializers.ChoiceField(choices=["a", "b"])
         kind = serializers.ChoiceField(choices=list(ListenEvent.Kind.values))
         client_time = serializers.FloatField(required=False, allow_null=True)

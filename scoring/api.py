@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import AnnotatorProfile, Study
+from auditorium.api_fields import id_list_field
 from auditorium.errors import ServiceError
 from auditorium.roles import IsResearcher
 
@@ -70,12 +71,12 @@ class RunListApi(APIView):
     permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     class InputSerializer(serializers.Serializer):
-        judge = serializers.CharField(help_text="Judge key.")
-        study = serializers.CharField(required=False, help_text="Study name: score all its pairs.")
-        pair_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="A batch of pair ids.")
-        external_set = serializers.CharField(required=False, help_text="Imported result set: score its linked pairs.")
-        template = serializers.CharField(required=False, allow_blank=True, default="")
-        templates = serializers.ListField(child=serializers.CharField(), required=False, help_text="Several templates: one run each, spread measured.")
+        judge = serializers.CharField(max_length=100, help_text="Judge key.")
+        study = serializers.CharField(max_length=200, required=False, help_text="Study name: score all its pairs.")
+        pair_ids = id_list_field(required=False, help_text="A batch of pair ids.")
+        external_set = serializers.CharField(max_length=200, required=False, help_text="Imported result set: score its linked pairs.")
+        template = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+        templates = serializers.ListField(child=serializers.CharField(max_length=200), max_length=50, required=False, help_text="Several templates: one run each, spread measured.")
         label = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
     @extend_schema(responses=RunSerializer(many=True))

@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
 
+from auditorium.parsers import JsonTooDeep, loads_bounded
+
 from ..models import Modality, Pair, modality_for
 from ..services import AudioError, AudioInfo, audio_probe, condition_content_key, file_sha256
 from .keys import PREFERENCE_LABELS, REQUIRED_KEYS, TIE_LABELS, VOTE_KEYS, WINDOWS_DRIVE
@@ -260,9 +262,15 @@ def read_rows(sources: list[tuple[str, Path]], *, root: Path, report: ImportRepo
                     continue
                 report.rows += 1
                 try:
-                    obj = json.loads(text)
+                    obj = loads_bounded(text)
                 except json.JSONDecodeError as exc:
                     report.errors.append(RowError(name, line_no, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+                    continue
+                except JsonTooDeep as exc:
+                    report.errors.append(RowError(name, line_no, f"{exc}; a row is one flat object"))
+                    continue
+                except ValueError as exc:  # e.g. an integer longer than Python's 4300-digit limit
+                    report.errors.append(RowError(name, line_no, f"malformed JSON: {exc}"))
                     continue
                 try:
                     rows.append(_parse_row(obj, root=root, audio=audio, source=name, line=line_no))

@@ -302,10 +302,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # --- DRF ------------------------------------------------------------------------
+# HTTP Basic is a second password check with no throttle and no form: off unless a deployment asks for it.
+AUDITORIUM_API_BASIC_AUTH = env_bool("AUDITORIUM_API_BASIC_AUTH", False)
+# JSON bodies nested deeper than this are refused with a 400 (auditorium/parsers.py).
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 32, minimum=2)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        *(["rest_framework.authentication.BasicAuthentication"] if AUDITORIUM_API_BASIC_AUTH else []),
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "auditorium.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "auditorium.schema.AutoSchema",
