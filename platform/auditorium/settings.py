@@ -167,6 +167,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication (staff may upload more), before anything reads the body.
+    "auditorium.limits.RequestBodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -296,10 +298,18 @@ STORAGES = {
     },
 }
 
-# Uploads (admin dataset import): refuse oversized bodies before they hit disk.
+# Request sizes (auditorium/limits.py): checked against the declared length before any body is read.
+# Only the upload paths (the admin dataset import, staff only) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
 AUDITORIUM_MAX_UPLOAD_BYTES = env_int("AUDITORIUM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, minimum=1024)
+AUDITORIUM_MAX_REQUEST_BYTES = env_int("AUDITORIUM_MAX_REQUEST_BYTES", 2 * DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=DATA_UPLOAD_MAX_MEMORY_SIZE)
+AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/"])
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "auditorium.limits.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # --- DRF ------------------------------------------------------------------------
 # HTTP Basic is a second password check with no throttle and no form: off unless a deployment asks for it.
