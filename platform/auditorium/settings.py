@@ -274,6 +274,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["auditorium.login_throttle.ThrottledModelBackend"]
+# Failed sign-ins allowed per window ("count/seconds"), per account and per salted client-address hash;
+# past either, every password check is refused (the right one too) until the window ends. 0/N turns one off.
+AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "10/900")
+AUDITORIUM_LOGIN_IP_RATE = env_rate("AUDITORIUM_LOGIN_IP_RATE", "50/900")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
