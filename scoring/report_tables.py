@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
+from auditorium.csvfile import csv_text
 
 from .evaluation import DIMENSIONS
 
@@ -132,12 +131,4 @@ def report_tables(report: dict) -> dict[str, list[dict]]:
 
 
 def table_csv(rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    if not rows:
-        return ""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    return buffer.getvalue()
+    return csv_text(rows)
