@@ -30,7 +30,8 @@ def csv_text(rows: Iterable[dict], *, columns: list[str] | None = None) -> str:
         return ""
     columns = columns or list(dict.fromkeys(key for row in rows for key in row))
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[csv_cell(c) for c in columns], lineterminator="\n")
+    # RFC 4180 line ends: the writer then quotes any cell holding \r or \n, which "\n" alone would leave bare.
+    writer = csv.DictWriter(buffer, fieldnames=[csv_cell(c) for c in columns], lineterminator="\r\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({csv_cell(k): csv_cell(v) for k, v in row.items()})

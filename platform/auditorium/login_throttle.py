@@ -114,8 +114,10 @@ class ThrottledModelBackend(ModelBackend):
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is None:
             failure_record(request, username or "")
-        else:
-            success_record(request, username or "")
+            # Stop here: the plain ModelBackend listed after this one (it keeps sessions signed in
+            # before this backend existed valid) must not check the same password a second time.
+            raise PermissionDenied("wrong username or password")
+        success_record(request, username or "")
         return user
 
 

@@ -274,7 +274,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-AUTHENTICATION_BACKENDS = ["auditorium.login_throttle.ThrottledModelBackend"]
+# The throttled backend checks every password; ModelBackend after it only restores users of sessions it signed in.
+AUTHENTICATION_BACKENDS = ["auditorium.login_throttle.ThrottledModelBackend", "django.contrib.auth.backends.ModelBackend"]
 # Failed sign-ins allowed per window ("count/seconds"), per account and per salted client-address hash;
 # past either, every password check is refused (the right one too) until the window ends. 0/N turns one off.
 AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "10/900")
