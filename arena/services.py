@@ -150,6 +150,7 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
     _limit(scope="battle-v", ident=str(visitor.pk), rate_setting="ARENA_BATTLE_RATE", message="You are starting battles very quickly.")
     if ip_hash:
         _limit(scope="battle-ip", ident=ip_hash, rate_setting="ARENA_IP_BATTLE_RATE", message="Too many battles from this network.")
+        _limit(scope="battle-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_BATTLE_RATE", message="This network has reached today's limit of battles.")
     route = prompt_route(prompt=prompt, lyrics=lyrics)
     seconds = float(conf.get("ARENA_CLIP_SECONDS"))
     key = prompt_key(route.prompt, route.lyrics)
@@ -333,6 +334,7 @@ def vote_submit(
         _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
         if ip_hash:
             _limit(scope="vote-ip", ident=ip_hash, rate_setting="ARENA_IP_VOTE_RATE", message="Too many votes from this network.")
+            _limit(scope="vote-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_VOTE_RATE", message="This network has reached today's limit of votes.")
         now = now or timezone.now()
         cap = conf.get("ARENA_DAILY_VOTE_CAP")
         since = now - timedelta(days=1)

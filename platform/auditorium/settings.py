@@ -400,6 +400,11 @@ ARENA_BATTLE_RATE = env_rate("ARENA_BATTLE_RATE", "10/60")
 ARENA_IP_BATTLE_RATE = env_rate("ARENA_IP_BATTLE_RATE", "30/60")
 ARENA_EVENT_RATE = env_rate("ARENA_EVENT_RATE", "600/60")
 ARENA_DAILY_VOTE_CAP = env_int("ARENA_DAILY_VOTE_CAP", 200, minimum=0)
+# Per salted IP hash and UTC day ("count/86400"): a new cookie starts a new visitor, so the per-visitor
+# limits alone leave a network ~43k battles a day; these bound it whatever cookies it sends.
+# Sized for a shared NAT (a lab or a campus): raise them there, 0/86400 turns one off.
+ARENA_IP_DAILY_BATTLE_RATE = env_rate("ARENA_IP_DAILY_BATTLE_RATE", "1000/86400")
+ARENA_IP_DAILY_VOTE_RATE = env_rate("ARENA_IP_DAILY_VOTE_RATE", "1000/86400")
 ARENA_MAX_EVENTS_PER_BATTLE = env_int("ARENA_MAX_EVENTS_PER_BATTLE", 3000, minimum=1)
 ARENA_TRUST_X_FORWARDED_FOR = env_bool("ARENA_TRUST_X_FORWARDED_FOR", False)
 # "weighted" (by system weight) or "informative" (pairs whose board intervals overlap most, see
