@@ -1,4 +1,9 @@
-"""Health endpoints: /healthz/ (process up), /readyz/ (database, cache, broker), /healthz/workers/ (Celery queues answer)."""
+"""Health endpoints: /healthz/ (process up), /readyz/ (database, cache, broker), /healthz/workers/ (Celery queues answer).
+
+The public gets the status only (200 or 503, {"ok": ...}): which database runs, which workers
+exist and what an exception said help an attacker more than a load balancer. Staff get the
+details here; operators get them from `manage.py check_deployment`.
+"""
 
 from __future__ import annotations
 
@@ -64,12 +69,22 @@ def healthz(request):
     return JsonResponse({"ok": True})
 
 
+def _may_see_details(request) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_staff)
+
+
+def _answer(request, ok: bool, details: dict) -> JsonResponse:
+    body = {"ok": ok, **details} if _may_see_details(request) else {"ok": ok}
+    return JsonResponse(body, status=200 if ok else 503)
+
+
 @never_cache
 @require_safe
 def readyz(request):
     checks = {"database": _timed(check_database), "cache": _timed(check_cache), "broker": _timed(check_broker)}
     ok = all(item["ok"] for item in checks.values())
-    return JsonResponse({"ok": ok, "checks": checks}, status=200 if ok else 503)
+    return _answer(request, ok, {"checks": checks})
 
 
 @never_cache
@@ -78,6 +93,5 @@ def workers(request):
     try:
         result = check_workers()
     except Exception as exc:
-        return JsonResponse({"ok": False, "detail": f"{type(exc).__name__}: {exc}"}, status=503)
-    ok = result["queues"].get("cpu", False)
-    return JsonResponse({"ok": ok, **result}, status=200 if ok else 503)
+        return _answer(request, False, {"detail": f"{type(exc).__name__}: {exc}"})
+    return _answer(request, result["queues"].get("cpu", False), result)

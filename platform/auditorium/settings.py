@@ -348,12 +348,16 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Security (tightened automatically outside debug) ----------------------------
+# X-Forwarded-Proto says "this came over HTTPS"; any client can send it, so it is believed only when a
+# proxy that sets it (and drops the client's) is named in front (platform/deploy/nginx.conf).
+AUDITORIUM_BEHIND_PROXY = env_bool("AUDITORIUM_BEHIND_PROXY", False)
+if AUDITORIUM_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # Only for plain-HTTP loopback set-ups (benchmarks): never turn off in front of users.
     SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

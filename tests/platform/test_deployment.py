@@ -12,26 +12,64 @@ from django.core.management import call_command
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def staff_client(client):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(username="operator", is_staff=True))
+    return client
+
+
 @pytest.mark.django_db
-def test_health_endpoints_answer(client):
-    assert client.get("/healthz/").json() == {"ok": True}
-    ready = client.get("/readyz/")
+def test_health_endpoints_answer(staff_client):
+    assert staff_client.get("/healthz/").json() == {"ok": True}
+    ready = staff_client.get("/readyz/")
     assert ready.status_code == 200
     body = ready.json()
     assert body["ok"] and body["checks"]["database"]["ok"] and body["checks"]["cache"]["ok"]
 
 
 @pytest.mark.django_db
-def test_readyz_reports_a_broken_dependency(client, monkeypatch):
+def test_the_public_gets_the_status_only(client, monkeypatch):
+    from auditorium import health
+
+    assert client.get("/readyz/").json() == {"ok": True}
+    assert client.get("/healthz/workers/").json() == {"ok": True}
+
+    def broken():
+        raise ConnectionError("connection refused by 10.0.0.5:6379")
+
+    monkeypatch.setattr(health, "check_cache", broken)
+    r = client.get("/readyz/")
+    assert r.status_code == 503 and r.json() == {"ok": False}
+    assert b"10.0.0.5" not in r.content and b"sqlite" not in r.content and b"postgresql" not in r.content
+
+
+@pytest.mark.django_db
+def test_readyz_reports_a_broken_dependency_to_staff(staff_client, monkeypatch):
     from auditorium import health
 
     def broken():
         raise ConnectionError("connection refused")
 
     monkeypatch.setattr(health, "check_cache", broken)
-    r = client.get("/readyz/")
+    r = staff_client.get("/readyz/")
     assert r.status_code == 503
     assert "connection refused" in r.json()["checks"]["cache"]["detail"]
+
+
+def _proxy_header(env_extra):
+    code = "import json, django; django.setup(); from django.conf import settings; print(json.dumps(settings.SECURE_PROXY_SSL_HEADER))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "AUDITORIUM_"))}
+    env.update(PRODUCTION, **env_extra, DJANGO_SETTINGS_MODULE="auditorium.settings", PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_x_forwarded_proto_is_trusted_only_behind_a_configured_proxy():
+    assert _proxy_header({}) is None
+    assert _proxy_header({"AUDITORIUM_BEHIND_PROXY": "true"}) == ["HTTP_X_FORWARDED_PROTO", "https"]
 
 
 @pytest.mark.django_db
