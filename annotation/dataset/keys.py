@@ -29,6 +29,25 @@ EXPORT_KEYS = (
     "split",
     "modality",
 )
+# Longest text each field may hold, in characters: a prompt is a sentence or a paragraph, lyrics a
+# song; the ids and labels fit their database columns. A longer value is a bad row, named by line.
+TEXT_LIMITS = {
+    "prompt": 5000,
+    "lyrics": 20000,
+    "feedback": 10000,
+    "model_a": 120,
+    "model_b": 120,
+    "prompt id": 200,
+    "user id": 100,
+    "split": 10,
+    "modality": 20,
+    "source": 200,
+    "audio-path": 500,
+    "audio2": 500,
+    "ref-audio-path": 500,
+}
+# A zip with more entries than this is refused before any is read (each costs a stat and a file).
+MAX_ZIP_ENTRIES = 50000
 REQUIRED_KEYS = ("audio-path", "audio2", "model_a", "model_b", "split")
 VOTE_KEYS = (
     "preference-musicality",

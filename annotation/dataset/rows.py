@@ -18,7 +18,7 @@ from auditorium.parsers import JsonTooDeep, loads_bounded
 
 from ..models import Modality, Pair, modality_for
 from ..services import AudioError, AudioInfo, audio_probe, condition_content_key, file_sha256
-from .keys import PREFERENCE_LABELS, REQUIRED_KEYS, TIE_LABELS, VOTE_KEYS, WINDOWS_DRIVE
+from .keys import PREFERENCE_LABELS, REQUIRED_KEYS, TEXT_LIMITS, TIE_LABELS, VOTE_KEYS, WINDOWS_DRIVE
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,7 @@ class Row:
 
 def _text(obj: dict, key: str, *, max_length: int | None = None, exact: bool = False) -> str:
     """A text field; ids and labels lose surrounding whitespace, `exact` texts (prompt, lyrics, feedback) keep every byte."""
+    max_length = max_length or TEXT_LIMITS.get(key)
     value = obj.get(key)
     if value is None:
         return ""
@@ -120,7 +121,7 @@ def _text(obj: dict, key: str, *, max_length: int | None = None, exact: bool = F
     if "\x00" in text:
         raise RowInvalid(f"{key} contains a NUL character, which a database text field cannot hold")
     if max_length is not None and len(text) > max_length:
-        raise RowInvalid(f"{key} is longer than {max_length} characters")
+        raise RowInvalid(f"{key} is {len(text):,} characters long; the limit is {max_length:,}")
     return text
 
 
@@ -129,6 +130,8 @@ def _relative_path(root: Path, raw, key: str) -> tuple[str, Path]:
         raise RowInvalid(f"{key} must be a path string, not {type(raw).__name__}")
     if not raw.strip():
         raise RowInvalid(f"{key} is empty")
+    if len(raw) > TEXT_LIMITS[key]:
+        raise RowInvalid(f"{key} is {len(raw):,} characters long; the limit is {TEXT_LIMITS[key]:,}")
     if raw.startswith(("/", "\\", "~")) or WINDOWS_DRIVE.match(raw):
         raise RowInvalid(f"{key} {raw!r} is an absolute path; give paths relative to the audio root")
     rel = PurePosixPath(raw)
@@ -220,6 +223,7 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
     if not (prompt.strip() or lyrics.strip() or ref):
         raise RowInvalid("the row has no prompt, lyrics or reference audio; a condition needs at least one")
 
+    _text(obj, "source")  # not stored, but held to its length like every text field
     modality = _text(obj, "modality")
     if modality:
         inferred = modality_for(has_lyrics=bool(lyrics.strip()), has_reference=ref is not None)

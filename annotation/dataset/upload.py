@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 
 from .importer import ImportReport, pairs_import
-from .keys import DEFAULT_STUDY, WINDOWS_DRIVE, DatasetError
+from .keys import DEFAULT_STUDY, MAX_ZIP_ENTRIES, WINDOWS_DRIVE, DatasetError
 
 
 def max_upload_bytes() -> int:
@@ -29,7 +29,7 @@ def _save_upload(upload, dest: Path, *, limit: int, what: str) -> Path:
 
 
 def zip_extract_safely(*, archive: Path, dest: Path, max_bytes: int) -> list[str]:
-    """Extract a zip only if every entry stays inside dest, none is a link, and the total fits max_bytes.
+    """Extract a zip only if it has at most MAX_ZIP_ENTRIES entries, every one stays inside dest, none is a link, and the total fits max_bytes.
 
     Every entry is checked before anything is written, so a bad archive leaves dest empty.
     Sizes are counted while copying too: a zip's header may understate what it expands to.
@@ -40,8 +40,13 @@ def zip_extract_safely(*, archive: Path, dest: Path, max_bytes: int) -> list[str
         raise DatasetError("The audio archive is not a valid zip file.", code="bad_zip") from None
     dest = dest.resolve()
     with handle:
+        listed = handle.infolist()
+        if len(listed) > MAX_ZIP_ENTRIES:
+            raise DatasetError(
+                f"The archive holds {len(listed):,} entries; the limit is {MAX_ZIP_ENTRIES:,}. Split the dataset into several imports.", code="zip_too_many_entries"
+            )
         entries, declared = [], 0
-        for info in handle.infolist():
+        for info in listed:
             name = info.filename.replace("\\", "/")
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise DatasetError(f"Archive entry {info.filename!r} is a symbolic link; links are not accepted.", code="zip_link")
