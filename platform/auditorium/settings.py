@@ -154,6 +154,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "annotation",
     "scoring",
@@ -162,6 +163,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Early, so refusals made by later middleware (413, CSRF 403) carry the headers too.
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "auditorium.security.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -170,7 +174,6 @@ MIDDLEWARE = [
     # After authentication (staff may upload more), before anything reads the body.
     "auditorium.limits.RequestBodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "auditorium.urls"
@@ -345,6 +348,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # A/B answers share one enum instead of one per question.
     "ENUM_NAME_OVERRIDES": {"ScreenSideEnum": ["A", "B"]},
+    # Swagger UI from the installed package, served by whitenoise: no CDN, nothing unpinned (auditorium.security).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Security (tightened automatically outside debug) ----------------------------
@@ -355,6 +362,23 @@ if AUDITORIUM_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Sent on every response (auditorium/security.py). Pages use only their own static scripts and styles;
+# audio comes from the access-checked views; the live pages open websockets to the same host.
+AUDITORIUM_CSP = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "media-src": ["'self'", "blob:"],
+    "connect-src": ["'self'"],
+    "font-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
 SESSION_COOKIE_HTTPONLY = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
@@ -364,7 +388,6 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_REFERRER_POLICY = "same-origin"
 
 # --- Logging: one JSON object per line, so log shippers need no parsing rules ----
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
