@@ -37,7 +37,9 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport=VIEWPORT)
+    # Playwright's wait_for_function runs its predicate through eval, which the pages' CSP forbids (as it should);
+    # tests/reliability/test_csp_browser.py loads these pages without the bypass and checks nothing is refused.
+    context = browser.new_context(viewport=VIEWPORT, bypass_csp=True)
     yield context.new_page()
     context.close()
 

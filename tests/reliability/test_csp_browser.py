@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import launch
-from tests.factories import StudyFactory, UserFactory
+from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,6 +23,8 @@ PAGES = [
     "/admin/annotation/study/import-pairs/",
     "/admin/auth/user/",
     "/no/such/page/",
+    "/studies/csp-study/annotate/",
+    "/scoring/studies/csp-study/report/",
 ]
 
 
@@ -45,8 +47,13 @@ def watched_page(browser):
 
 
 def test_pages_load_under_the_policy_without_refusals(live_server, browser):
-    StudyFactory(name="csp-study")
-    UserFactory(username="csp-admin", password="csp-pw", is_staff=True, is_superuser=True, roles=["annotator", "researcher"])
+    from annotation.services import consent_give
+
+    study = StudyFactory(name="csp-study")
+    PairFactory(study=study)
+    user = UserFactory(username="csp-admin", password="csp-pw", is_staff=True, is_superuser=True, roles=["annotator", "researcher"])
+    StudyAnnotatorFactory(study=study, annotator=user)
+    consent_give(user=user)
     page, refused = watched_page(browser)
     page.goto(live_server.url + "/accounts/login/")
     page.fill("#id_username", "csp-admin")
@@ -57,6 +64,7 @@ def test_pages_load_under_the_policy_without_refusals(live_server, browser):
     for path in PAGES:
         response = page.goto(live_server.url + path)
         page.wait_for_load_state("networkidle")
+        assert response.status in (200, 404), (path, response.status)
         assert "Content-Security-Policy" in {k.title(): v for k, v in response.all_headers().items()}, path
     assert not refused, refused
 

@@ -167,7 +167,9 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
         self.errors: list[str] = []
 
     def open_as(self, username: str, path: str):
-        context = self.browser.new_context(viewport={"width": 1360, "height": 900})
+        # Playwright's wait_for_function runs its predicate through eval, which the pages' CSP forbids (as it should);
+        # tests/reliability/test_csp_browser.py loads these pages without the bypass and checks nothing is refused.
+        context = self.browser.new_context(viewport={"width": 1360, "height": 900}, bypass_csp=True)
         page = context.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         page.goto(f"{self.live_server_url}/accounts/login/?next={path}")
