@@ -1,20 +1,58 @@
-"""Schemathesis over the served OpenAPI schema: no generated request may cause a 5xx."""
+"""Property-based fuzz of every JSON endpoint (schemathesis over the served OpenAPI schema): no request may cause a 5xx.
+
+Three passes, each through the whole WSGI stack (middleware, CSRF, authentication, parsers):
+1. per operation, schema-driven cases, called as every role that can reach it (annotator,
+   researcher/admin, arena visitor with its cookie), with real path ids half of the time so the
+   cases get past the 404s into the code behind them;
+2. per operation with a body, hostile bodies: nested thousands deep, huge and out-of-range
+   numbers, malformed JSON, invalid UTF-8, enormous strings, wrong types;
+3. stateful: schemathesis' state machine chains calls along links it infers from the responses
+   (a created run's id into its detail and verdicts, a study's name into next / report / export).
+The example counts keep each database's run well under a minute (AUDITORIUM_FUZZ_EXAMPLES raises them).
+"""
 
 from __future__ import annotations
 
-import base64
+import copy
+import os
+import uuid
 
 import pytest
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
+from django.middleware.csrf import _get_new_csrf_string
+from django.test import Client
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
 schemathesis = pytest.importorskip("schemathesis")
 
-EXAMPLES_PER_OPERATION = 25
+EXAMPLES_PER_OPERATION = int(os.environ.get("AUDITORIUM_FUZZ_EXAMPLES", "15"))
+STATEFUL_EXAMPLES = int(os.environ.get("AUDITORIUM_FUZZ_STATEFUL_EXAMPLES", "15"))
+
+HOSTILE_BODIES: list[bytes] = [
+    b"[" * 3000 + b"]" * 3000,
+    b'{"a":' * 3000 + b"1" + b"}" * 3000,
+    b"[" * 40 + b"]" * 40,
+    b'{"judge": "signal-technical", "pair_ids": [9223372036854775808]}',
+    b'{"judge": "signal-technical", "pair_ids": [-9223372036854775809, 0, 1e308]}',
+    b'{"events": [{"seq": 99999999999999999999999999, "side": "a", "kind": "play", "position": 1e999}]}',
+    b'{"events": [{"seq": 1, "side": "a", "kind": "play", "client_time": -1e308, "position": NaN}]}',
+    b'{"pair_ids": [' + b"9" * 5000 + b"]}",
+    b"{",
+    b'{"a": }',
+    b"\xff\xfe\x00garbage",
+    b'"' + b"x" * 200_000 + b'"',
+    b'{"prompt": "' + b"p" * 200_000 + b'", "lyrics": 7, "vote": ["a"], "feedback": {"x": 1}}',
+    b"null",
+    b"[]",
+    b"1e999",
+    b'{"idempotency_key": null, "alignment": "A", "alignment_confidence": "1e400", "musicality": "B", "musicality_confidence": -0.0, "listening_log": [[[]]]}',
+    b'{"reason": "\\u0000\\ud800", "excluded": "maybe", "version": {"$ne": 1}}',
+]
 
 
 @pytest.fixture
@@ -28,31 +66,151 @@ def keep_test_connection():
     request_finished.connect(close_old_connections)
 
 
-@pytest.mark.slow
-@pytest.mark.django_db
-def test_no_operation_answers_5xx_to_generated_input(keep_test_connection):
+@pytest.fixture
+def fuzz_settings(settings):
+    for name in ("ARENA_VOTE_RATE", "ARENA_IP_VOTE_RATE", "ARENA_BATTLE_RATE", "ARENA_IP_BATTLE_RATE", "ARENA_EVENT_RATE"):
+        setattr(settings, name, "100000/60")
+    settings.ARENA_IP_DAILY_BATTLE_RATE = settings.ARENA_IP_DAILY_VOTE_RATE = "100000/86400"
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"fuzz-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+    return settings
+
+
+def _signed_in(user, token: str) -> dict:
+    client = Client()
+    client.force_login(user)
+    return {"cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": token}, "headers": {"X-CSRFToken": token}}
+
+
+@pytest.fixture
+def world(db, fuzz_settings):
+    from annotation.services import assignment_next, consent_give
+    from arena.services import visitor_accept_terms
+    from scoring.models import Judge, ScoringRun
+    from scoring.services import judges_ensure_defaults
+    from tests.arena.conftest import arena_system, ready_battle
+
     study = StudyFactory(name="fuzz", min_listen_seconds=0.0)
     for _ in range(3):
         PairFactory(study=study)
-    user = UserFactory(username="fuzzer", roles=["annotator", "researcher"])
-    StudyAnnotatorFactory(study=study, annotator=user)
-    from annotation.services import consent_give
+    annotator = UserFactory(username="fuzz-annotator", roles=["annotator"])
+    StudyAnnotatorFactory(study=study, annotator=annotator)
+    consent_give(user=annotator)
+    researcher = UserFactory(username="fuzz-admin", roles=["annotator", "researcher"], is_staff=True, is_superuser=True)
+    StudyAnnotatorFactory(study=study, annotator=researcher)
+    consent_give(user=researcher)
+    assignment = assignment_next(study=study, annotator=annotator)
+    judges_ensure_defaults()
+    run = ScoringRun.objects.create(judge=Judge.objects.first(), study=study)
+    visitor, cookie = visitor_accept_terms(cookie=None, version=fuzz_settings.ARENA_TERMS_VERSION)
+    battle = ready_battle(visitor, arena_system("fuzz-a"), arena_system("fuzz-b"))
+    token = _get_new_csrf_string()
+    roles = {
+        "annotator": _signed_in(annotator, token),
+        "researcher": _signed_in(researcher, token),
+        "visitor": {"cookies": {fuzz_settings.ARENA_VISITOR_COOKIE: cookie, "csrftoken": token}, "headers": {"X-CSRFToken": token}},
+    }
+    known = {
+        "name": study.name,
+        "assignment_id": getattr(assignment, "pk", None) or getattr(assignment, "id", 1),
+        "run_id": run.pk,
+        "pseudonym": researcher.annotator_profile.pseudonym,
+        "public_id": str(battle.public_id),
+        "table": "annotators",
+    }
+    return {"roles": roles, "known": known}
 
-    consent_give(user=user)
-    auth = {"Authorization": "Basic " + base64.b64encode(b"fuzzer:pw").decode()}
 
+def roles_for(path: str) -> list[str]:
+    return ["visitor"] if path.startswith("/arena/") else ["annotator", "researcher"]
+
+
+def schema_and_operations():
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 15, [f"{o.method} {o.path}" for o in operations]
-    failures: list[str] = []
+    assert len(operations) >= 20, [f"{o.method} {o.path}" for o in operations]
+    return schema, operations
+
+
+class Tally:
+    """Failures (any 5xx) and, for the summary printed with -s, answers per status class."""
+
+    def __init__(self, name: str):
+        self.name, self.failures, self.statuses, self.operations = name, [], {}, set()
+
+    def record(self, *, role: str, method: str, template: str, detail: str, response) -> None:
+        status = response.status_code
+        self.operations.add(f"{method.upper()} {template}")
+        self.statuses[f"{status // 100}xx"] = self.statuses.get(f"{status // 100}xx", 0) + 1
+        if status >= 500:
+            text = getattr(response, "text", None) or getattr(response, "content", b"")[:300]
+            self.failures.append(f"[{role}] {method.upper()} {detail} -> {status}: {str(text)[:300]}")
+
+    def check(self) -> None:
+        print(f"\n{self.name}: {len(self.operations)} operations, {sum(self.statuses.values())} requests, by status {dict(sorted(self.statuses.items()))}")
+        assert not self.failures, "\n".join(self.failures[:10])
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_no_operation_answers_5xx_to_generated_input(keep_test_connection, world):
+    _, operations = schema_and_operations()
+    tally = Tally("generated")
     for operation in operations:
+        for role in roles_for(operation.path):
+            auth = world["roles"][role]
 
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-        @given(case=operation.as_strategy())
-        def check(case):
-            response = case.call(headers=auth)
-            if response.status_code >= 500:
-                failures.append(f"{case.method} {case.formatted_path} -> {response.status_code}: {case.body!r:.200}")
+            @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+            @given(case=operation.as_strategy(), real_ids=st.booleans())
+            def check(case, real_ids):
+                if real_ids and case.path_parameters:
+                    case.path_parameters = {k: world["known"].get(k, v) for k, v in case.path_parameters.items()}
+                response = case.call(headers=auth["headers"], cookies=auth["cookies"])
+                tally.record(role=role, method=case.method, template=operation.path, detail=f"{case.formatted_path} body={case.body!r:.200}", response=response)
 
-        check()
-    assert not failures, "\n".join(failures[:10])
+            check()
+    assert sum(tally.statuses.values()) >= len(operations) * EXAMPLES_PER_OPERATION
+    assert tally.statuses.get("2xx", 0) > 0  # the cases get past authentication and validation somewhere
+    tally.check()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_no_operation_answers_5xx_to_hostile_bodies(keep_test_connection, world):
+    _, operations = schema_and_operations()
+    with_body = [o for o in operations if o.method.upper() in ("POST", "PUT", "PATCH")]
+    assert len(with_body) >= 8
+    tally = Tally("hostile bodies")
+    for operation in with_body:
+        path = operation.path.format(**world["known"])
+        for role in roles_for(operation.path):
+            auth = world["roles"][role]
+            client = Client(enforce_csrf_checks=True, headers=auth["headers"])
+            for name, value in auth["cookies"].items():
+                client.cookies[name] = value
+            for body in HOSTILE_BODIES:
+                for content_type in ("application/json", "application/x-www-form-urlencoded"):
+                    response = client.generic(operation.method.upper(), path, body, content_type=content_type)
+                    tally.record(role=role, method=operation.method, template=operation.path, detail=f"{path} {content_type} body={body[:60]!r}", response=response)
+    assert tally.statuses.get("4xx", 0) > len(with_body) * len(HOSTILE_BODIES)  # refused, not waved through
+    tally.check()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_stateful_sequences_answer_no_5xx(keep_test_connection, world):
+    schema, _ = schema_and_operations()
+    auth = world["roles"]["researcher"]
+    tally = Tally("stateful")
+
+    class Workflow(schema.as_state_machine()):
+        def get_call_kwargs(self, case):
+            return {"headers": auth["headers"], "cookies": auth["cookies"]}
+
+        def validate_response(self, response, case, **kwargs):
+            tally.record(role="researcher", method=case.method, template=case.operation.path, detail=f"{case.formatted_path} body={case.body!r:.200}", response=response)
+
+    Workflow.run(settings=settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=6, deadline=None, database=None, suppress_health_check=list(HealthCheck)))
+    assert len(tally.operations) >= 3  # it chained calls, not one operation over and over
+    tally.check()
