@@ -141,3 +141,47 @@ def test_the_deploy_files_set_request_limits():
 @override_settings(AUDITORIUM_MAX_REQUEST_BYTES=5 * 1024 * 1024)
 def test_ordinary_requests_pass():
     assert Client().get("/healthz/").status_code == 200
+
+
+@pytest.mark.slow
+def test_the_production_server_refuses_a_huge_declared_body_from_its_headers(tmp_path):
+    """gunicorn's uvicorn workers (and the demo) in front of the app: 413 after the headers, the body never read."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditorium.test_settings", "PYTHONPATH": f"{root / 'platform'}:{root}", "SQLITE_PATH": str(tmp_path / "db.sqlite3")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "auditorium.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=1)
+                break
+            except OSError:
+                assert time.time() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.3)
+        with conn:
+            conn.settimeout(10)
+            started = time.monotonic()
+            conn.sendall(
+                f"POST {IMPORT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=x\r\n"
+                f"Content-Length: {HUGE}\r\nCookie: csrftoken=bogusbogusbogusbogusbogusbogus12\r\n\r\n".encode()
+            )
+            conn.sendall(b"x" * 65536)  # the first of 700 MB that never follow
+            status_line = conn.recv(200).split(b"\r\n")[0]
+            assert status_line == b"HTTP/1.1 413 Request Entity Too Large", status_line
+            assert time.monotonic() - started < 5
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
