@@ -36,12 +36,24 @@ def _rate(name: str) -> tuple[int, int]:
     return int(count), int(seconds or 60)
 
 
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, or behind the configured proxy (which sets X-Forwarded-For, see
+    platform/deploy/nginx.conf) the address that proxy appended last; otherwise every client would share the proxy's."""
+    if request is None:
+        return ""
+    if getattr(settings, "AUDITORIUM_BEHIND_PROXY", False):
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        if forwarded.strip():
+            return forwarded.split(",")[-1].strip()
+    return request.META.get("REMOTE_ADDR", "") or ""
+
+
 def _scopes(request, username: str) -> list[tuple[str, str, str]]:
     """(setting, cache key stem, what) for each limit that applies."""
     scopes = []
     if username:
         scopes.append(("AUDITORIUM_LOGIN_ACCOUNT_RATE", "acct:" + _hash("login-user", username.strip().lower()), "this account"))
-    ip = (request.META.get("REMOTE_ADDR", "") if request is not None else "") or ""
+    ip = client_address(request)
     if ip:
         scopes.append(("AUDITORIUM_LOGIN_IP_RATE", "ip:" + _hash("login-ip", ip), "this network"))
     return scopes

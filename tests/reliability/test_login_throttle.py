@@ -64,6 +64,21 @@ def test_one_address_guessing_many_accounts_is_locked_out(admin_user):
     assert "_auth_user_id" in other.session
 
 
+def test_behind_the_configured_proxy_each_client_address_counts_apart(admin_user, settings):
+    settings.AUDITORIUM_BEHIND_PROXY = True
+    UserFactory(username="victim", password="victim-pw")
+    for i in range(50):
+        sign_in(Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.77"), f"user{i}", "guess")
+    locked = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.77")
+    assert b"for this network" in sign_in(locked, "victim", "victim-pw").content
+    # Another client through the same proxy is not locked out; nor does a forged first entry help the guesser.
+    other = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.9")
+    sign_in(other, "victim", "victim-pw")
+    assert "_auth_user_id" in other.session
+    forged = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="10.9.9.9, 198.51.100.77")
+    assert b"for this network" in sign_in(forged, "victim", "victim-pw").content
+
+
 def test_a_few_mistakes_then_the_right_password_signs_in(admin_user):
     client = Client(REMOTE_ADDR="198.51.100.7")
     for _ in range(3):
