@@ -99,13 +99,32 @@ def build_fixtures(args):
     return users, visitors
 
 
+PROFILE: dict = {"dir": None, "workers": []}
+
+
+def profile_start(name: str, seconds: float):
+    """py-spy on one worker for the phase, if asked (--profile DIR) and py-spy is installed; a dev tool, not a requirement."""
+    if not PROFILE["dir"] or not PROFILE["workers"]:
+        return None
+    out = os.path.join(PROFILE["dir"], name.split()[0].strip("/").replace("/", "_") + ".txt")
+    py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return subprocess.Popen(
+        [py_spy, "record", "--pid", str(PROFILE["workers"][0]), "--duration", str(int(seconds)), "--format", "raw", "--nonblocking", "-o", out],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
 async def run_phase(name, clients, work, seconds):
+    profiler = profile_start(name, min(seconds, 20))
     latencies: list[float] = []
     failures = Counter()
     stop_at = time.perf_counter() + seconds
     start = time.perf_counter()
     done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
     wall = time.perf_counter() - start
+    if profiler is not None:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait(timeout=30)
     return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures}
 
 
@@ -240,7 +259,11 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--profile", metavar="DIR", help="record one worker with py-spy during each phase (raw stacks in DIR)")
     args = parser.parse_args()
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        PROFILE["dir"] = args.profile
 
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
     os.environ["REDIS_URL"] = redis_url
@@ -278,6 +301,7 @@ def main() -> None:
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_for(base_url)
+        PROFILE["workers"] = children_of(server.pid)
         baseline, submits, votes, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -303,6 +327,19 @@ def main() -> None:
 
 def settings_url(settings) -> str:
     return os.environ["DATABASE_URL"]
+
+
+def children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        children.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return sorted(children)
 
 
 def wait_for(base_url: str, timeout: float = 60.0) -> None:
