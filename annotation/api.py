@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -10,8 +9,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
-from .models import Assignment, Clip, Study
+from . import cached, selectors, services
+from .models import Assignment, Clip
 
 
 def _audio(clip: Clip | None) -> dict | None:
@@ -46,7 +45,8 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
             "next_seq": assignment.listening_seq + 1,
             "heard": {side: float((assignment.listening.get(side) or {}).get("seconds", 0.0)) for side in ("A", "B")},
         },
-        "progress": selectors.annotator_progress(study=study, annotator=annotator),
+        # The engine counts progress in the query that picks the pair; other callers count it here.
+        "progress": getattr(assignment, "progress", None) or selectors.annotator_progress(study=study, annotator=annotator),
     }
 
 
@@ -74,11 +74,14 @@ class AssignmentNextApi(APIView):
         responses=inline_serializer("NextPair", {"assignment": serializers.DictField(allow_null=True), "detail": serializers.CharField(required=False)}),
     )
     def post(self, request, name: str):
-        study = get_object_or_404(Study, name=name)
+        study = cached.study_by_name(name)
+        if study is None:
+            raise NotFound("No such study.")
         assignment = services.assignment_next(study=study, annotator=request.user)
         if assignment is None:
             return Response({"assignment": None, "detail": "No more pairs in this study."})
-        assignment = selectors.assignment_with_content(assignment_id=assignment.pk, study=study)
+        # The engine returns the pair with its content loaded; the study is the one in hand.
+        assignment.pair.study = study
         return Response({"assignment": assignment_payload(assignment, annotator=request.user)})
 
 

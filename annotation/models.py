@@ -190,6 +190,10 @@ class StudyAnnotator(models.Model):
     seed = models.BigIntegerField()
     is_active = models.BooleanField(default=True)
     joined_at = models.DateTimeField(auto_now_add=True)
+    # Bumped by a trigger (PostgreSQL) whenever a lock of this annotator in this study is
+    # taken: the next-pair lookup compares it with its own snapshot to know it read
+    # after the request it waited for (assignment.py).
+    lock_version = models.IntegerField(default=0, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["study", "annotator"], name="unique_study_annotator")]
@@ -250,11 +254,23 @@ class Pair(models.Model):
     # Uniform in [0, ORDER_PRIME): untouched pairs are drawn from a seeded point on
     # this circle; partly filled ones in an affine permutation of it per annotator.
     order_key = models.BigIntegerField(default=random_order_key, editable=False)
+    # Kept by database triggers (migration 0009) in the transaction of every write to
+    # judgments and assignments, whichever code path makes it: judgments stored, and
+    # assignments in the active state (a lock past its time still counts until the
+    # engine marks it expired). The next-pair lookup reads room from these, not from
+    # aggregates over judgments and assignments.
+    n_judgments = models.IntegerField(default=0, editable=False)
+    n_live = models.IntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["study", "kind"]), models.Index(fields=["study", "order_key"])]
+        indexes = [
+            models.Index(fields=["study", "kind"]),
+            models.Index(fields=["study", "order_key"]),
+            # Only the pairs with room: the next-pair lookup is a range scan over these.
+            models.Index(fields=["study", "order_key"], condition=Q(n_judgments__lt=F("overlap") - F("n_live")), name="pair_open_order"),
+        ]
         constraints = [
             models.CheckConstraint(condition=~Q(clip_a=F("clip_b")), name="pair_clips_distinct"),
             models.UniqueConstraint(fields=["study", "condition", "clip_key"], name="unique_pair_per_study"),
@@ -326,7 +342,12 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["annotator", "pair"], name="unique_assignment_per_annotator_pair")]
-        indexes = [models.Index(fields=["pair", "state", "lock_expires_at"]), models.Index(fields=["annotator", "state"])]
+        indexes = [
+            models.Index(fields=["pair", "state", "lock_expires_at"]),
+            models.Index(fields=["annotator", "state"]),
+            # The sweep that releases lapsed locks looks only at active ones.
+            models.Index(fields=["lock_expires_at"], condition=Q(state="active"), name="assignment_live_expiry"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.annotator} -> {self.pair} ({self.state})"

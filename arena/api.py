@@ -154,17 +154,24 @@ class VoteApi(ArenaApi):
 
     @extend_schema(request=VoteInput, responses=OpenApiTypes.OBJECT)
     def post(self, request, public_id):
-        battle = _own_battle(request, public_id)
+        if request.auth is None:
+            raise ArenaError("No such battle.", code="not_found", status=404)
         data = self.VoteInput(data=request.data)
         data.is_valid(raise_exception=True)
-        vote = services.vote_submit(
-            battle=battle,
-            visitor=self.visitor(request),
-            choice=data.validated_data["vote"],
-            feedback=data.validated_data["feedback"],
-            ip_hash=client_ip_hash(request),
-            idempotency_key=data.validated_data["idempotency_key"],
-        )
+        vote_input = {
+            "visitor": self.visitor(request),
+            "choice": data.validated_data["vote"],
+            "feedback": data.validated_data["feedback"],
+            "ip_hash": client_ip_hash(request),
+            "idempotency_key": data.validated_data["idempotency_key"],
+        }
+        cast = services.vote_fast(public_id=public_id, **vote_input)
+        if cast is not None:
+            vote, battle = cast
+            return Response(battle_state(battle, vote=vote), status=status.HTTP_201_CREATED)
+        # Not a plain vote (a retry, a re-vote, a battle not ready or not theirs): the full path says which.
+        battle = _own_battle(request, public_id)
+        vote = services.vote_submit(battle=battle, limits_counted=True, **vote_input)
         battle.refresh_from_db()
         replayed = getattr(vote, "replayed", False)
         return Response(battle_state(battle), status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED)

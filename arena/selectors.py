@@ -47,10 +47,14 @@ def battle_audio_url(battle: Battle, side: str) -> str:
     return reverse("arena:audio", kwargs={"public_id": battle.public_id, "side": side})
 
 
-def battle_state(battle: Battle, *, now=None) -> dict:
-    """What the visitor may see. Before the vote: no system name, no timing, opaque audio URLs; the same keys for every system."""
+def battle_state(battle: Battle, *, now=None, vote: Vote | None = None) -> dict:
+    """What the visitor may see. Before the vote: no system name, no timing, opaque audio URLs; the same keys for every system.
+
+    `vote`: the battle's vote when the caller has it in hand (the vote's own answer).
+    """
     ready = battle.status in (Battle.Status.READY, Battle.Status.VOTED)
-    vote = Vote.objects.filter(battle=battle).first() if battle.status == Battle.Status.VOTED else None
+    if vote is None and battle.status == Battle.Status.VOTED:
+        vote = Vote.objects.filter(battle=battle).first()
     state = {
         "id": str(battle.public_id),
         "status": battle.status,

@@ -16,6 +16,7 @@ from datetime import timedelta
 from math import gcd
 
 import numpy as np
+from django.core.cache import cache
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
@@ -23,7 +24,7 @@ from annotation.services import clip_ingest_array
 from auditorium import listening
 from auditorium.errors import ServiceError
 
-from . import conf, jobs, ratelimit, sampling
+from . import conf, jobs, ratelimit, sampling, voting
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
@@ -41,10 +42,28 @@ class ArenaError(ServiceError):
 # --- Visitors ------------------------------------------------------------------------
 
 
+VISITOR_CACHE_SECONDS = 300
+
+
+def _visitor_key(cookie_hash: str) -> str:
+    return f"arena:visitor:{cookie_hash}"
+
+
 def visitor_for_cookie(cookie: str | None) -> Visitor | None:
+    """The visitor of this cookie, from the cache (dropped on every save of the visitor: terms, ban)."""
     if not cookie:
         return None
-    return Visitor.objects.filter(cookie_hash=conf.salted_hash("cookie", cookie, length=64)).first()
+    cookie_hash = conf.salted_hash("cookie", cookie, length=64)
+    visitor = cache.get(_visitor_key(cookie_hash))
+    if visitor is None:
+        visitor = Visitor.objects.filter(cookie_hash=cookie_hash).first()
+        if visitor is not None:
+            cache.set(_visitor_key(cookie_hash), visitor, VISITOR_CACHE_SECONDS)
+    return visitor
+
+
+def visitor_forget(sender=None, instance=None, **kwargs) -> None:
+    cache.delete(_visitor_key(instance.cookie_hash))
 
 
 def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, str]:
@@ -315,8 +334,55 @@ def _vote_replay(*, battle: Battle, visitor: Visitor, idempotency_key: str) -> V
     return vote
 
 
+def _vote_refusal(code: str, **info) -> ArenaError:
+    """The refusals the fast path (voting.py) raises, worded as vote_submit words them."""
+    if code == "daily_cap":
+        oldest = Vote.objects.filter(visitor=info["visitor"], created_at__gte=info["since"]).order_by("created_at").values_list("created_at", flat=True).first() or info["now"]
+        retry = max(1, int((oldest + timedelta(days=1) - info["now"]).total_seconds()) + 1)
+        return ArenaError(f"You have reached today's limit of {info['cap']} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
+    need, short = info["need"], info["short"]
+    return ArenaError(
+        listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
+        code="listen_required",
+        status=403,
+        extra={"heard": info["heard"], "min_listen_seconds": need},
+    )
+
+
+def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None):
+    """A plain vote (own battle, ready, not voted) in one transaction of two statements; (vote, battle), or None for vote_submit's full path.
+
+    The same checks and refusals as vote_submit; the rate limits are counted here, so the
+    full path after a None is told not to count them again.
+    """
+    visitor = _require_terms(visitor)
+    idempotency_key = (idempotency_key or "").strip()[:100]
+    feedback = (feedback or "").strip()
+    try:
+        _vote_limits(visitor=visitor, ip_hash=ip_hash)
+        if choice not in Vote.Choice.values:
+            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
+        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
+            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        return voting.vote_cast(
+            public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
+            refusal=_vote_refusal, on_commit=leaderboard_queue_refresh, now=now,
+        )
+    except ArenaError as exc:
+        battle = Battle.objects.filter(public_id=public_id, visitor=visitor).first()
+        _reject(battle=battle, visitor=visitor, choice=choice, reason=exc.code, ip_hash=ip_hash)
+        raise
+
+
+def _vote_limits(*, visitor: Visitor, ip_hash: str) -> None:
+    _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
+    if ip_hash:
+        _limit(scope="vote-ip", ident=ip_hash, rate_setting="ARENA_IP_VOTE_RATE", message="Too many votes from this network.")
+        _limit(scope="vote-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_VOTE_RATE", message="This network has reached today's limit of votes.")
+
+
 def vote_submit(
-    *, battle: Battle, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None
+    *, battle: Battle, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None, limits_counted: bool = False
 ) -> Vote:
     """One blind vote per battle; refused (and logged) if repeated, too early, too fast or over the daily cap.
 
@@ -331,10 +397,8 @@ def vote_submit(
     if replay is not None:
         return replay
     try:
-        _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
-        if ip_hash:
-            _limit(scope="vote-ip", ident=ip_hash, rate_setting="ARENA_IP_VOTE_RATE", message="Too many votes from this network.")
-            _limit(scope="vote-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_VOTE_RATE", message="This network has reached today's limit of votes.")
+        if not limits_counted:
+            _vote_limits(visitor=visitor, ip_hash=ip_hash)
         now = now or timezone.now()
         cap = conf.get("ARENA_DAILY_VOTE_CAP")
         since = now - timedelta(days=1)

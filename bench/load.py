@@ -1,6 +1,7 @@
-"""Load test on loopback: judgment submits and arena votes per second, p50/p99 latency.
+"""Load test on loopback: judgment cycles and arena votes per second, p50/p99 latency, as ratios of a bare request.
 
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
+                                   [--open-share 0.5] [--open-seconds 20] [--profile DIR]
 
 Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
 Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
@@ -9,7 +10,13 @@ retries a failed request with the same idempotency key, and the run ends with
 the integrity figures: lost, duplicated, over-assigned.
 
 Baseline (same run, same server, same clients): GET /healthz/, a view that
-touches nothing, so the ratios show what the real work costs.
+touches nothing, so the ratios show what the real work costs. Every phase prints
+its rate, p50, p99 and `xR of baseline rate`. The closed-loop phases (each client
+back to back) measure capacity; the open-loop phases then offer a fixed Poisson
+arrival rate at --open-share of that capacity and measure latency from each
+arrival's scheduled time, which is what a user sees at that load. A judgment
+cycle is next + submit, timed together. --profile DIR records one worker with
+py-spy during each phase (a dev tool: pip install py-spy; not a requirement).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import secrets
 import signal
 import socket
@@ -51,7 +59,8 @@ def build_fixtures(args):
     User = get_user_model()
     study = Study.objects.create(name="load", overlap_target=1, overlap_share=0.0, min_listen_seconds=0.0, lock_ttl_seconds=3600)
     condition, _ = services.condition_get_or_create(prompt="load test prompt")
-    n_pairs = args.submits + args.clients  # room for everyone until the submit budget is spent
+    # Room for everyone until the submit budget is spent, twice: closed-loop, then open-loop.
+    n_pairs = 2 * args.submits + args.clients
     clips = Clip.objects.bulk_create(
         [Clip(sha256=f"{i:064d}", file=f"bench/{i}.wav", duration=5.0, sample_rate=16000, channels=1) for i in range(n_pairs + 1)]
     )
@@ -72,11 +81,22 @@ def build_fixtures(args):
         system = services.system_get_or_create(name=name)
         systems.append(ArenaSystem.objects.create(system=system))
     visitors = []
-    per_client = args.votes // args.clients + 1
+    per_client = 2 * args.votes // args.clients + 1
     ready_at = None
     from django.utils import timezone
 
     ready_at = timezone.now() - timedelta(minutes=5)
+    from auditorium import listening
+
+    record = listening.evidence(
+        events=[
+            listening.Event(seq=1 + 6 * n + k, side=side, kind=kind, at=ready_at + timedelta(seconds=1 + 12 * n + 2 * k))
+            for n, side in enumerate(("a", "b"))
+            for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause"))
+        ],
+        fetches=[listening.Fetch(side=side, first_byte=0, last_byte=999, total_bytes=1000, at=ready_at) for side in ("a", "b")],
+        durations={"a": 5.0, "b": 5.0},
+    )
     for i in range(args.clients):
         visitor, cookie = visitor_accept_terms(cookie=None, version="1")
         battles = Battle.objects.bulk_create(
@@ -94,31 +114,56 @@ def build_fixtures(args):
                 for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause")):
                     events.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 2 * k)))
         ListenEvent.objects.bulk_create(events)
+        # The server's running record of those events and of both clips sent whole, as the events API keeps it.
+        Battle.objects.filter(pk__in=[b.pk for b in battles]).update(listening=record, listen_seq=12)
         visitors.append((cookie, [str(b.public_id) for b in battles]))
     services.planner_stats_refresh(Pair, Clip, Battle, ListenEvent)  # as the importer does after a bulk load
     return users, visitors
 
 
+PROFILE: dict = {"dir": None, "workers": []}
+
+
+def profile_start(name: str, seconds: float):
+    """py-spy on one worker for the phase, if asked (--profile DIR) and py-spy is installed; a dev tool, not a requirement."""
+    if not PROFILE["dir"] or not PROFILE["workers"]:
+        return None
+    out = os.path.join(PROFILE["dir"], name.split()[0].strip("/").replace("/", "_") + ".txt")
+    py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return subprocess.Popen(
+        [py_spy, "record", "--pid", str(PROFILE["workers"][0]), "--duration", str(int(seconds)), "--format", "raw", "--nonblocking", "-o", out],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
 async def run_phase(name, clients, work, seconds):
+    profiler = profile_start(name, min(seconds, 20))
     latencies: list[float] = []
     failures = Counter()
     stop_at = time.perf_counter() + seconds
     start = time.perf_counter()
     done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
     wall = time.perf_counter() - start
+    if profiler is not None:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait(timeout=30)
     return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures}
 
 
-def report(result, baseline=None):
+def rate_of(result) -> float:
+    return result["count"] / result["wall"] if result["wall"] else 0.0
+
+
+def report(result, baseline):
     lat = result["lat"]
-    rate = result["count"] / result["wall"] if result["wall"] else 0.0
+    rate = rate_of(result)
     line = (
-        f"{result['name']:<22} {result['count']:>6} ok in {result['wall']:5.1f} s = {rate:7.1f}/s   "
+        f"{result['name']:<30} {result['count']:>6} ok in {result['wall']:5.1f} s = {rate:7.1f}/s   "
         f"p50 {statistics.median(lat) * 1000 if lat else float('nan'):6.1f} ms   p99 {percentile(lat, 99) * 1000:6.1f} ms"
+        f"   x{rate / rate_of(baseline):.2f} of baseline rate"
     )
-    if baseline:
-        base_rate = baseline["count"] / baseline["wall"]
-        line += f"   x{rate / base_rate:.2f} of baseline rate"
+    if "offered" in result:
+        line += f"   (offered {result['offered']:.1f}/s, {result['arrival']} arrivals)"
     if result["failures"]:
         line += f"   failures: {dict(result['failures'])}"
     print(line)
@@ -145,92 +190,142 @@ async def drive(args, base_url, users, visitors):
             sessions.append(session)
         del login
 
-    async def health_work(i, latencies, failures, stop_at):
-        n = 0
-        while n < args.submits // args.clients and time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            async with sessions[i].get(f"{base_url}/healthz/") as r:
-                await r.read()
-            latencies.append(time.perf_counter() - t0)
-            n += r.status == 200
-        return n
-
     submitted: list[tuple[str, int]] = []
-    budget = {"left": args.submits}
 
-    async def submit_work(i, latencies, failures, stop_at):
-        session, n = sessions[i], 0
-        while budget["left"] > 0 and time.perf_counter() < stop_at:
-            budget["left"] -= 1
-            async with session.post(f"{base_url}/api/studies/load/next/") as r:
-                body = await r.json()
-            assignment = body.get("assignment")
-            if not assignment:
-                failures[f"no_pair: {body.get('detail', '')[:60]}"] += 1
+    async def cycle(i, failures) -> bool | None:
+        """One judgment cycle of client i: next pair, then its submit (retried with the same key). None: no pair left."""
+        session = sessions[i]
+        async with session.post(f"{base_url}/api/studies/load/next/") as r:
+            body = await r.json()
+        assignment = body.get("assignment")
+        if not assignment:
+            failures[f"no_pair: {body.get('detail', '')[:60]}"] += 1
+            return None
+        payload = {
+            "idempotency_key": secrets.token_hex(12), "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,
+            "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": 0}, "B": {"plays": 1, "seconds": 0}, "switches": 0},
+        }
+        for attempt in range(3):  # a client retry re-sends the same idempotency key
+            try:
+                async with session.post(f"{base_url}/api/assignments/{assignment['id']}/judgment/", json=payload) as r:
+                    await r.read()
+                    status = r.status
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                failures["network"] += 1
+                continue
+            if status in (200, 201):
+                submitted.append((users[i], assignment["id"]))
+                return True
+            failures[f"http_{status}"] += 1
+            if status < 500:
                 break
-            key = secrets.token_hex(12)
-            payload = {
-                "idempotency_key": key, "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,
-                "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": 0}, "B": {"plays": 1, "seconds": 0}, "switches": 0},
-            }
-            for attempt in range(3):  # a client retry re-sends the same idempotency key
-                t0 = time.perf_counter()
-                try:
-                    async with session.post(f"{base_url}/api/assignments/{assignment['id']}/judgment/", json=payload) as r:
-                        await r.read()
-                        status = r.status
-                except (aiohttp.ClientError, asyncio.TimeoutError):
-                    failures["network"] += 1
-                    continue
-                latencies.append(time.perf_counter() - t0)
-                if status in (200, 201):
-                    submitted.append((users[i], assignment["id"]))
-                    n += 1
-                    break
-                failures[f"http_{status}"] += 1
-                if status < 500:
-                    break
-        return n
+        return False
 
     voted: list[str] = []
-    vote_budget = {"left": args.votes}
-
-    async def vote_work(i, latencies, failures, stop_at):
-        cookie, battles = visitors[i]
+    vote_sessions = []
+    for cookie, battles in visitors:
         jar = aiohttp.CookieJar(unsafe=True)
         jar.update_cookies({"csrftoken": csrf, "arena_visitor": cookie})
-        n = 0
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=jar, connector_owner=False, headers={"X-CSRFToken": csrf, "Referer": base_url}) as session:
-            for battle in battles:
-                if vote_budget["left"] <= 0 or time.perf_counter() >= stop_at:
-                    break
-                vote_budget["left"] -= 1  # taken before the request, so concurrent clients cannot overshoot
-                for attempt in range(3):
-                    t0 = time.perf_counter()
-                    try:
-                        async with session.post(f"{base_url}/arena/api/battles/{battle}/vote/", json={"vote": "a"}) as r:
-                            await r.read()
-                            status = r.status
-                    except (aiohttp.ClientError, asyncio.TimeoutError):
-                        failures["network"] += 1
-                        continue
-                    latencies.append(time.perf_counter() - t0)
-                    if status in (200, 201):
-                        voted.append(battle)
-                        n += 1
-                        break
-                    failures[f"http_{status}: {(await r.text())[:80] if False else ''}"] += 1
-                    if status < 500:
-                        break
-        return n
+        vote_sessions.append(
+            (aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=jar, connector_owner=False, headers={"X-CSRFToken": csrf, "Referer": base_url}), list(battles))
+        )
 
-    baseline = await run_phase("baseline GET /healthz/", args.clients, health_work, args.seconds)
-    submits = await run_phase("judgment next+submit", args.clients, submit_work, args.seconds)
-    votes = await run_phase("arena vote", args.clients, vote_work, args.seconds)
+    async def vote_once(i, failures) -> bool | None:
+        """Client i votes on its next battle (retried on network errors). None: no battle left."""
+        session, battles = vote_sessions[i]
+        if not battles:
+            return None
+        battle = battles.pop(0)
+        for attempt in range(3):
+            try:
+                async with session.post(f"{base_url}/arena/api/battles/{battle}/vote/", json={"vote": "a"}) as r:
+                    await r.read()
+                    status = r.status
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                failures["network"] += 1
+                continue
+            if status in (200, 201):
+                voted.append(battle)
+                return True
+            failures[f"http_{status}"] += 1
+            if status < 500:
+                break
+        return False
+
+    def closed_loop(operation, limit):
+        """Each client runs `operation` back to back; the budget is taken before each call, so clients cannot overshoot."""
+        budget = {"left": limit}
+
+        async def work(i, latencies, failures, stop_at):
+            n = 0
+            while budget["left"] > 0 and time.perf_counter() < stop_at:
+                budget["left"] -= 1
+                t0 = time.perf_counter()
+                ok = await operation(i, failures)
+                if ok is None:
+                    break
+                latencies.append(time.perf_counter() - t0)
+                n += bool(ok)
+            return n
+
+        return work
+
+    async def health(i, failures) -> bool:
+        async with sessions[i].get(f"{base_url}/healthz/") as r:
+            await r.read()
+        return r.status == 200
+
+    async def open_loop(name, operation, rate, seconds, limit):
+        """Arrivals at a fixed mean rate (Poisson), whatever the server's pace; latency counts from each arrival's
+        scheduled time, so time spent waiting for a free client is counted too (no coordinated omission)."""
+        rng = random.Random(14)
+        free: asyncio.Queue = asyncio.Queue()
+        for i in range(args.clients):
+            free.put_nowait(i)
+        latencies: list[float] = []
+        failures = Counter()
+        done = {"n": 0}
+        tasks = []
+
+        async def one(scheduled):
+            i = await free.get()
+            try:
+                ok = await operation(i, failures)
+            finally:
+                free.put_nowait(i)
+            if ok is None:
+                return
+            latencies.append(time.perf_counter() - scheduled)
+            done["n"] += bool(ok)
+
+        profiler = profile_start(name, min(seconds, 20))
+        start = time.perf_counter()
+        at = start
+        for _ in range(limit):
+            at += rng.expovariate(rate)
+            if at - start > seconds:
+                break
+            await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            tasks.append(asyncio.create_task(one(at)))
+        await asyncio.gather(*tasks)
+        wall = time.perf_counter() - start
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(timeout=30)
+        return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson"}
+
+    baseline = await run_phase("baseline GET /healthz/", args.clients, closed_loop(health, args.submits), args.seconds)
+    submits = await run_phase("judgment cycle (next+submit)", args.clients, closed_loop(cycle, args.submits), args.seconds)
+    votes = await run_phase("arena vote", args.clients, closed_loop(vote_once, args.votes), args.seconds)
+    half = args.open_share
+    open_submits = await open_loop("open-loop judgment cycle", cycle, max(1.0, half * rate_of(submits)), args.open_seconds, args.submits)
+    open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * rate_of(votes)), args.open_seconds, args.votes)
     for session in sessions:
         await session.close()
+    for session, _ in vote_sessions:
+        await session.close()
     await connector.close()
-    return baseline, submits, votes, submitted, voted
+    return [baseline, submits, votes, open_submits, open_votes], submitted, voted
 
 
 def main() -> None:
@@ -240,7 +335,13 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--open-share", type=float, default=0.5, help="open-loop phases offer this share of the closed-loop rate measured just before")
+    parser.add_argument("--open-seconds", type=float, default=20.0, help="length of each open-loop phase")
+    parser.add_argument("--profile", metavar="DIR", help="record one worker with py-spy during each phase (raw stacks in DIR)")
     args = parser.parse_args()
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        PROFILE["dir"] = args.profile
 
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
     os.environ["REDIS_URL"] = redis_url
@@ -278,7 +379,8 @@ def main() -> None:
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_for(base_url)
-        baseline, submits, votes, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
+        PROFILE["workers"] = children_of(server.pid)
+        results, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -287,9 +389,8 @@ def main() -> None:
     from arena.models import Vote
 
     print(f"server: gunicorn + {args.workers} uvicorn workers, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
-    report(baseline)
-    report(submits, baseline)
-    report(votes, baseline)
+    for result in results:
+        report(result, results[0])
     stored = Counter(Judgment.objects.filter(pair__study__name="load").values_list("assignment_id", flat=True))
     lost = sum(1 for _, assignment_id in submitted if assignment_id not in stored)
     duplicated = sum(n - 1 for n in stored.values() if n > 1)
@@ -303,6 +404,19 @@ def main() -> None:
 
 def settings_url(settings) -> str:
     return os.environ["DATABASE_URL"]
+
+
+def children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        children.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return sorted(children)
 
 
 def wait_for(base_url: str, timeout: float = 60.0) -> None:

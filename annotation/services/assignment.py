@@ -2,12 +2,15 @@
 
 The engine's invariant, for every pair:
 
-    judgments + live locks of annotators without a judgment  <=  pair.overlap
+    judgments + active locks  <=  pair.overlap
 
-holds because every write that can change either side locks the pair row
-first (SELECT ... FOR UPDATE on PostgreSQL; SQLite serialises writers through
-its IMMEDIATE transactions, see settings). Judgment submission (judgments.py)
-takes the same lock.
+holds on the pair's counters (n_judgments, n_live), which database triggers keep in
+the transaction of every judgment and assignment write. A new lock is taken only on a
+pair row this request holds (SELECT ... FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite
+serialises writers through its IMMEDIATE transactions, see settings) and whose
+counters, read from that locked row, leave room. A lock past its time keeps its slot
+until the engine marks it expired (when no pair with room is left), so a late submit on
+a lapsed but unreleased lock never over-fills its pair.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import random
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, CharField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Value
+from django.db.models import BigIntegerField, Case, CharField, Exists, F, Func, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
 from auditorium.errors import ServiceError
 
+from .. import cached
 from ..active import draw_mode
-from ..models import ORDER_PRIME, AnnotatorProfile, Assignment, ChosenBy, Judgment, Pair, Study, StudyAnnotator
+from ..models import ORDER_PRIME, Assignment, ChosenBy, Judgment, Pair, Study, StudyAnnotator
 from .priorities import active_candidates
 
 
@@ -39,159 +43,199 @@ def planner_stats_refresh(*models) -> None:
             cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
-def live_load(pair_ids, now) -> dict[int, int]:
-    """Judgments + live locks without a judgment, per pair."""
-    judged = dict(Judgment.objects.filter(pair_id__in=pair_ids).values_list("pair_id").annotate(n=Count("id")))
-    locked = dict(
-        Assignment.objects.filter(pair_id__in=pair_ids, state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
-        .values_list("pair_id")
-        .annotate(n=Count("id"))
+CONTENT = ("condition__reference", "clip_a", "clip_b")
+
+
+def _count(query) -> Subquery:
+    """COUNT(*) of `query` as a scalar subquery (no GROUP BY on the outer query)."""
+    return Subquery(query.order_by().annotate(n=Func(F("id"), function="COUNT")).values("n")[:1])
+
+
+def _annotator_state(*, study: Study, annotator, now) -> StudyAnnotator | None:
+    """The membership row, locked, with what `next` needs about this annotator in the study, in one query.
+
+    The row lock makes one annotator's concurrent requests take turns, so each later one
+    finds the lock the first one took. Annotated: their live lock (current_id), how many
+    pairs they were ever served here (draws, which seeds the draw), how many they judged
+    (done), whether the study has gold or catch pairs, and its pair count for progress.
+    """
+    mine = Assignment.objects.filter(annotator=annotator, pair__study=study)
+    live = mine.filter(state=Assignment.State.ACTIVE, lock_expires_at__gt=now).order_by("served_at").values("id")[:1]
+    query = (
+        StudyAnnotator.objects.select_for_update()
+        .filter(study=study, annotator=annotator, is_active=True)
+        .annotate(
+            current_id=Subquery(live),
+            draws=_count(mine),
+            done=_count(Judgment.objects.filter(annotator=annotator, pair__study=study)),
+            n_pairs=_count(Pair.objects.filter(study=study)),
+            has_special=Exists(Pair.objects.filter(study=study, kind__in=SPECIAL_KINDS)),
+            # The row's lock_version as this statement's snapshot saw it (see below).
+            seen_version=Subquery(StudyAnnotator.objects.filter(pk=OuterRef("pk")).values("lock_version")[:1]),
+        )
     )
-    return {pid: judged.get(pid, 0) + locked.get(pid, 0) for pid in pair_ids}
+    membership = query.first()
+    if membership is not None and membership.lock_version != membership.seen_version:
+        # This statement waited for the row lock while another request of this annotator took a
+        # lock; the row came back in its new version but the counts above are from the older
+        # snapshot. Read again: the row lock is held now, so this read is current.
+        membership = query.first()
+    return membership
+
+
+SPECIAL_KINDS = [Pair.Kind.GOLD, Pair.Kind.CATCH]
 
 
 @transaction.atomic
 def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
     """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None.
 
-    At most one live lock per annotator and study, however many requests arrive at once:
-    the membership row is locked first, so one annotator's requests take turns and each
-    later one finds the lock the first one took.
+    The returned assignment carries its pair's content (condition, reference, clips) and
+    `progress` ({"done", "target"}), so showing it needs no further query.
     """
     now = now or timezone.now()
-    membership = StudyAnnotator.objects.select_for_update().filter(study=study, annotator=annotator, is_active=True).first()
+    membership = _annotator_state(study=study, annotator=annotator, now=now)
     if membership is None:
         raise ServiceError("You are not an annotator of this study.", code="not_member", status=403)
-    profile = AnnotatorProfile.objects.filter(user=annotator).first()
-    if profile is None or not profile.has_consented:
+    if not cached.has_consented(annotator.pk):
         raise ServiceError("Consent is needed before the first task.", code="consent_required", status=403)
     if not study.is_active:
         return None
+    target = study.annotator_target or membership.n_pairs
+    progress = {"done": membership.done, "target": max(target, membership.done)}
 
-    current = (
-        Assignment.objects.select_related("pair")
-        .filter(annotator=annotator, pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
-        .order_by("served_at")
-        .first()
-    )
-    if current is not None:
+    if membership.current_id is not None:
+        current = Assignment.objects.select_related(*(f"pair__{path}" for path in CONTENT)).get(pk=membership.current_id)
+        current.progress = progress
         return current
-    if study.annotator_target and Judgment.objects.filter(pair__study=study, annotator=annotator).count() >= study.annotator_target:
+    if study.annotator_target and membership.done >= study.annotator_target:
         return None
 
-    special_kinds = [Pair.Kind.GOLD, Pair.Kind.CATCH]
-    draw = Assignment.objects.filter(annotator=annotator, pair__study=study).count()
+    draw = membership.draws
     rng = random.Random(f"{membership.seed}:{draw}")
     # Gold and catch pairs come at the study's rate; either pool stands in when the other is empty.
-    special, regular = Q(kind__in=special_kinds), ~Q(kind__in=special_kinds)
-    pools = [special, regular]
-    if not rng.random() < study.gold_rate:
-        pools.reverse()
+    special_first = rng.random() < study.gold_rate
     mode = draw_mode(selection=study.selection, seed=membership.seed, draw=draw, share=study.active_share)
-    for pool in pools:
-        if pool is regular and mode != ChosenBy.RANDOM:
-            # An active draw: the study's ranking first; with nothing ranked left, the random order below.
-            for pair_id in active_candidates(study=study, annotator=annotator, mode=mode, now=now):
-                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=mode)
-                if assignment is not None:
-                    return assignment
-        chosen_by = ChosenBy.GOLD if pool is special else ChosenBy.RANDOM
-        tried: set[int] = set()
-        # A short list first; under contention every one of them may be taken, then look further.
-        for limit in (8, 200):
-            for pair_id in _candidates(study=study, annotator=annotator, seed=membership.seed, draw=draw, now=now, pool=pool, limit=limit):
-                if pair_id in tried:
-                    continue
-                tried.add(pair_id)
-                assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=chosen_by)
-                if assignment is not None:
-                    return assignment
-            if len(tried) < limit:
-                break
-    return None
+    if mode != ChosenBy.RANDOM and not (special_first and membership.has_special):
+        # An active draw: the study's ranking first; with nothing ranked left, the random order below.
+        for pair_id in active_candidates(study=study, annotator=annotator, mode=mode, now=now):
+            assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=mode)
+            if assignment is not None:
+                assignment.progress = progress
+                return assignment
+    pick = {"study": study, "annotator": annotator, "seed": membership.seed, "draw": draw, "special_first": special_first, "has_special": membership.has_special}
+    # A short list first; under contention every one of them may be taken, then look further.
+    pair = _pick(now=now, limit=8, **pick)
+    if pair is None:
+        # Nothing with room: locks past their time hold slots until released here.
+        _expired_release(study=study, now=now)
+        pair = _pick(now=now, limit=200, **pick)
+    if pair is None:
+        return None
+    assignment = _take(pair=pair, annotator=annotator, study=study, seed=membership.seed, now=now, selection=ChosenBy.GOLD if pair.kind in SPECIAL_KINDS else ChosenBy.RANDOM)
+    assignment.progress = progress
+    return assignment
 
 
-def _candidates(*, study: Study, annotator, seed: int, draw: int, now, pool: Q, limit: int = 8) -> list[int]:
-    """Pairs with room left that this annotator may get, best first.
+def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: bool, has_special: bool, limit: int) -> Pair | None:
+    """Lock and return the best pair with room that this annotator may get, with its content; one query.
 
-    Order: pairs that already hold votes first (breadth-first fills overlap pairs
-    so agreement data arrives early), in the annotator's own permutation; then
-    untouched pairs from a point on the order_key circle drawn from the
-    annotator's seed and draw number, so concurrent annotators start far apart
-    and the lookup is an index range scan, not a pass over the whole study.
+    Order: the draw's pool first (gold/catch or regular); within a pool, pairs that already
+    hold votes first (breadth-first fills overlap pairs so agreement data arrives early), in
+    the annotator's own permutation; then untouched pairs from a point on the order_key
+    circle drawn from the annotator's seed and draw number, so concurrent annotators start
+    far apart. Each branch is a short index range over the pairs with room (pair_open_order);
+    the outer query orders their union and takes the first row nobody else holds
+    (SKIP LOCKED on PostgreSQL; SQLite's writers already take turns).
     """
     own = Assignment.objects.filter(annotator=annotator, pair__study=study).exclude(state=Assignment.State.EXPIRED).values("pair_id")
     # The same two clips under the same condition judged anywhere (either order, any study).
-    # One combined key lets the database hash the annotator's judged set once
-    # instead of joining it against every candidate pair.
     content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
     judged_content = (
         Judgment.objects.filter(annotator=annotator)
         .annotate(content=Concat(Cast("pair__condition_id", CharField()), Value("/"), "pair__clip_key", output_field=CharField()))
         .values("content")
     )
-    base = Pair.objects.filter(pool, study=study).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
-    live = Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
-
-    judged_here = Judgment.objects.filter(pair__study=study).values("pair_id")
-    locked_here = Assignment.objects.filter(live, pair__study=study).values("pair_id")
+    room = Q(n_judgments__lt=F("overlap") - F("n_live"))
+    base = Pair.objects.filter(room, study=study).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
     multiplier = 1 + seed % (ORDER_PRIME - 1)
     offset = (seed >> 31) % ORDER_PRIME
-    partial = list(
-        base.filter(overlap__gt=1)
-        .filter(Q(id__in=judged_here) | Q(id__in=locked_here))
+    start = random.Random(f"{seed}:start:{draw}").randrange(ORDER_PRIME)
+    position = Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField()))
+    pools = [Q(kind__in=SPECIAL_KINDS), ~Q(kind__in=SPECIAL_KINDS)] if has_special else [Q()]
+    started = Q(n_judgments__gt=0) | Q(n_live__gt=0)
+    branches = Q()
+    for pool in pools:
+        partial = base.filter(pool, started, overlap__gt=1).annotate(position=position).order_by("position").values("id")[:limit]
+        fresh = base.filter(pool, n_judgments=0, n_live=0)
+        after = fresh.filter(order_key__gte=start).order_by("order_key").values("id")[:limit]
+        before = fresh.filter(order_key__lt=start).order_by("order_key").values("id")[:limit]
+        branches |= Q(id__in=partial) | Q(id__in=after) | Q(id__in=before)
+    big = Value(ORDER_PRIME, output_field=BigIntegerField())
+    is_special = Q(kind__in=SPECIAL_KINDS)
+    query = (
+        Pair.objects.filter(branches)
+        # Repeated outside the branches: PostgreSQL re-checks these on the row version it locks.
+        .filter(room)
+        .select_related(*CONTENT)
         .annotate(
-            load=Count("judgments", distinct=True)
-            + Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True),
-            position=ExpressionWrapper(
-                Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField())),
+            pool_rank=Case(When(is_special, then=Value(0 if special_first else 1)), default=Value(1 if special_first else 0)),
+            fresh_rank=Case(When(started & Q(overlap__gt=1), then=Value(0)), default=Value(1)),
+            distance=Case(
+                When(started & Q(overlap__gt=1), then=position),
+                When(order_key__gte=start, then=F("order_key") - Value(start, output_field=BigIntegerField())),
+                default=F("order_key") - Value(start, output_field=BigIntegerField()) + big,
                 output_field=BigIntegerField(),
             ),
+            mine=Subquery(Assignment.objects.filter(annotator=annotator, pair=OuterRef("pk")).values("id")[:1]),
         )
-        .filter(load__lt=F("overlap"))
-        .order_by("position")
-        .values_list("id", flat=True)[:limit]
+        .order_by("pool_rank", "fresh_rank", "distance", "id")
     )
-    need = limit - len(partial)
-    if need <= 0:
-        return partial
-    fresh = base.exclude(Exists(Judgment.objects.filter(pair=OuterRef("pk")))).exclude(Exists(Assignment.objects.filter(live, pair=OuterRef("pk"))))
-    start = random.Random(f"{seed}:start:{draw}").randrange(ORDER_PRIME)
-    ids = list(fresh.filter(order_key__gte=start).order_by("order_key", "id").values_list("id", flat=True)[:need])
-    if len(ids) < need:
-        ids += fresh.filter(order_key__lt=start).order_by("order_key", "id").values_list("id", flat=True)[: need - len(ids)]
-    return partial + ids
-
-
-def _lock_pair(pair_id: int) -> Pair | None:
-    """Row-lock the pair; on PostgreSQL skip it if another annotator's request holds it."""
-    query = Pair.objects.filter(id=pair_id)
     if connection.features.has_select_for_update_skip_locked:
-        query = query.select_for_update(skip_locked=True)
-    return query.first()
+        query = query.select_for_update(skip_locked=True, of=("self",))
+    pair = query.first()
+    if pair is not None and pair.n_judgments + pair.n_live >= pair.overlap:
+        return None  # filled while this request looked (the locked row is the latest version)
+    return pair
+
+
+def _take(*, pair: Pair, annotator, study: Study, seed: int, now, selection: str) -> Assignment:
+    """The annotator's lock on `pair` (already row-locked and checked for room); the counters follow by trigger."""
+    side = random.Random(f"{seed}:side:{pair.pk}").random() < 0.5
+    a_clip_id = pair.clip_a_id if side else pair.clip_b_id
+    expires = now + timedelta(seconds=study.lock_ttl_seconds)
+    fields = {"state": Assignment.State.ACTIVE, "served_at": now, "lock_expires_at": expires, "a_clip_id": a_clip_id, "skip_reason": "", "selection": selection}
+    if getattr(pair, "mine", None) is not None:
+        # Their own lock on it lapsed earlier; the same row serves again.
+        assignment = Assignment.objects.get(pk=pair.mine)
+        for name, value in fields.items():
+            setattr(assignment, name, value)
+        assignment.save(update_fields=["state", "served_at", "lock_expires_at", "a_clip", "skip_reason", "selection"])
+    else:
+        assignment = Assignment.objects.create(annotator=annotator, pair=pair, **fields)
+    assignment.pair = pair
+    return assignment
+
+
+def _expired_release(*, study: Study, now) -> int:
+    """Mark the study's locks past their time expired, which frees their slots (the triggers count them out)."""
+    return Assignment.objects.filter(pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__lte=now).update(state=Assignment.State.EXPIRED)
 
 
 def _try_lock(*, pair_id: int, annotator, study: Study, seed: int, now, selection: str = ChosenBy.RANDOM) -> Assignment | None:
-    with transaction.atomic():
-        pair = _lock_pair(pair_id)
-        if pair is None:
-            return None
-        if live_load([pair_id], now)[pair_id] >= pair.overlap:
-            return None
-        existing = Assignment.objects.filter(annotator=annotator, pair=pair).first()
-        if existing is not None and existing.state != Assignment.State.EXPIRED:
-            return None
-        side = random.Random(f"{seed}:side:{pair_id}").random() < 0.5
-        a_clip_id = pair.clip_a_id if side else pair.clip_b_id
-        expires = now + timedelta(seconds=study.lock_ttl_seconds)
-        if existing is not None:
-            existing.state, existing.served_at, existing.lock_expires_at, existing.a_clip_id = Assignment.State.ACTIVE, now, expires, a_clip_id
-            existing.skip_reason, existing.selection = "", selection
-            existing.save(update_fields=["state", "served_at", "lock_expires_at", "a_clip", "skip_reason", "selection"])
-            return existing
-        return Assignment.objects.create(
-            annotator=annotator, pair=pair, a_clip_id=a_clip_id, state=Assignment.State.ACTIVE, served_at=now, lock_expires_at=expires, selection=selection
-        )
+    """Lock one ranked candidate if it still has room and is not the annotator's already."""
+    query = Pair.objects.filter(id=pair_id).select_related(*CONTENT).annotate(
+        mine=Subquery(Assignment.objects.filter(annotator=annotator, pair=OuterRef("pk")).values("id")[:1]),
+        mine_state=Subquery(Assignment.objects.filter(annotator=annotator, pair=OuterRef("pk")).values("state")[:1]),
+    )
+    if connection.features.has_select_for_update_skip_locked:
+        query = query.select_for_update(skip_locked=True, of=("self",))
+    pair = query.first()
+    if pair is None or pair.n_judgments + pair.n_live >= pair.overlap:
+        return None
+    if pair.mine is not None and pair.mine_state != Assignment.State.EXPIRED:
+        return None
+    return _take(pair=pair, annotator=annotator, study=study, seed=seed, now=now, selection=selection)
 
 
 @transaction.atomic

@@ -1,6 +1,7 @@
 """Judgments: the annotator's two answers on an assigned pair, accepted only when the server's own listening record covers the study's minimum.
 
-A submit locks the pair row like the assignment engine does (assignment.py), so the
+A submit turns the assignment's slot on its pair from an active lock into a judgment;
+the pair's counters follow by trigger in the same transaction (assignment.py), so the
 overlap invariant holds between submits, skips and fresh locks.
 """
 
@@ -10,13 +11,14 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from auditorium import listening
 from auditorium.errors import ServiceError
 
+from .. import cached
 from ..models import Assignment, Judgment, Pair
-from .assignment import live_load
 from .listening import listening_require
 
 
@@ -85,12 +87,6 @@ def judgment_submit(
     if not idempotency_key or len(idempotency_key) > 100:
         raise ServiceError("idempotency_key is required (1-100 characters, e.g. a UUID made by the page).", code="bad_idempotency_key")
 
-    replay = Judgment.objects.filter(idempotency_key=idempotency_key).first()
-    if replay is not None:
-        if replay.annotator_id != annotator.pk or replay.assignment_id != assignment_id:
-            raise ServiceError("This idempotency key was already used for another submission.", code="key_reused", status=409)
-        return _judgment_answer(replay), False
-
     sides = {}
     for name, value in (("alignment", alignment), ("musicality", musicality)):
         if value not in ("A", "B"):
@@ -107,43 +103,43 @@ def judgment_submit(
 
     try:
         with transaction.atomic():
-            found = (
-                Assignment.objects.filter(pk=assignment_id, annotator=annotator)
-                .values_list("pair_id", "annotator__annotator_profile__consented_at", "annotator__annotator_profile__withdrawn_at")
+            # The assignment's row lock orders concurrent submits (and listening posts) of one
+            # assignment; a second submit waits here and then finds it submitted.
+            assignment = (
+                Assignment.objects.select_for_update(of=("self",))
+                .select_related("pair")
+                .annotate(consented_at=F("annotator__annotator_profile__consented_at"), withdrawn_at=F("annotator__annotator_profile__withdrawn_at"))
+                .filter(pk=assignment_id, annotator=annotator)
                 .first()
             )
-            if found is None:
+            if assignment is None:
                 raise ServiceError("No such task for you.", code="not_found", status=404)
-            pair_id, consented_at, withdrawn_at = found
-            if consented_at is None or withdrawn_at is not None:
+            if assignment.consented_at is None or assignment.withdrawn_at is not None:
                 raise ServiceError(
                     "Your consent is withdrawn (or was never given), so no judgment can be stored for you.", code="consent_withdrawn", status=403
                 )
-            pair = _lock_pair_blocking(pair_id)
-            # A concurrent request with the same key may have committed while this one waited for the lock.
-            replay = Judgment.objects.filter(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id).first()
-            if replay is not None:
-                return _judgment_answer(replay), False
-            # Read after the lock: a concurrent submit or skip may have changed it.
-            assignment = Assignment.objects.get(pk=assignment_id)
-            study = pair.study
-            if assignment.state == Assignment.State.SUBMITTED or Judgment.objects.filter(annotator=annotator, pair=pair).exists():
-                raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409)
+            if assignment.state == Assignment.State.SUBMITTED:
+                return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False
             if assignment.state == Assignment.State.SKIPPED:
                 raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
+            pair = assignment.pair
+            study = cached.study_by_id(pair.study_id)
             if len(rationale) < study.rationale_min_length:
                 raise ServiceError(
                     f"Write a rationale of at least {study.rationale_min_length} characters (you wrote {len(rationale)}).", code="rationale_too_short"
                 )
             listening_require(record=assignment.listening, minimum=study.min_listen_seconds)
-            if assignment.state != Assignment.State.ACTIVE or assignment.lock_expires_at <= now:
-                # The lock lapsed: accept only if the slot was not handed to someone else.
-                others = live_load([pair.pk], now)[pair.pk]
-                if others >= pair.overlap:
+            if assignment.state != Assignment.State.ACTIVE:
+                # Released after its time: accept only if the slot was not handed to someone else.
+                # An active lock past its time still holds its slot, so it needs no check.
+                counters = Pair.objects.select_for_update().values("n_judgments", "n_live", "overlap").get(pk=pair.pk)
+                if counters["n_judgments"] + counters["n_live"] >= counters["overlap"]:
                     raise ServiceError("Your time on this pair ran out and it went to another annotator; please take the next pair.", code="lock_expired", status=409)
             a_clip_id = assignment.a_clip_id
             b_clip_id = pair.other_clip_id(a_clip_id)
             pick = {"A": a_clip_id, "B": b_clip_id}
+            # A judgment of this pair by this annotator, or this key used before, is refused by
+            # the unique constraints (handled below); the pair's counters follow by trigger.
             judgment = Judgment.objects.create(
                 annotator=annotator,
                 pair=pair,
@@ -160,16 +156,22 @@ def judgment_submit(
                 source=Judgment.Source.PLATFORM,
                 selection=assignment.selection,
             )
-            assignment.state = Assignment.State.SUBMITTED
-            assignment.save(update_fields=["state"])
+            Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED)
     except IntegrityError:
-        # A concurrent duplicate (same key or same annotator+pair) won the race.
-        replay = Judgment.objects.filter(idempotency_key=idempotency_key, annotator=annotator).first()
-        if replay is not None:
-            return _judgment_answer(replay), False
-        raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409) from None
+        # The key was used before, or this annotator already judged this pair (in another assignment).
+        return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False
     _after_judgment(judgment)
     return _judgment_answer(judgment), True
+
+
+def _replay(*, idempotency_key: str, annotator, assignment_id: int) -> Judgment:
+    """The stored judgment this request repeats, or the refusal that says why it is not one."""
+    replay = Judgment.objects.filter(idempotency_key=idempotency_key).first()
+    if replay is None:
+        raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409)
+    if replay.annotator_id != annotator.pk or replay.assignment_id != assignment_id:
+        raise ServiceError("This idempotency key was already used for another submission.", code="key_reused", status=409)
+    return replay
 
 
 def _kept_log(record: dict, client_log: dict | None) -> dict:
@@ -177,11 +179,6 @@ def _kept_log(record: dict, client_log: dict | None) -> dict:
     if client_log is not None:
         log["client"] = client_log
     return log
-
-
-def _lock_pair_blocking(pair_id: int) -> Pair:
-    # of=self: locking the joined study row too would serialise every submit in the study.
-    return Pair.objects.select_for_update(of=("self",)).select_related("study").get(pk=pair_id)
 
 
 # Hooks other apps register (e.g. live report refresh); called after the commit.

@@ -7,7 +7,7 @@ asks `active_candidates` for the open pairs in that ranking. Neither side import
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import CharField, Count, Exists, F, OuterRef, Q, Subquery, Value
+from django.db.models import CharField, Exists, F, OuterRef, Subquery, Value
 from django.db.models.functions import Cast, Concat
 
 from auditorium.errors import ServiceError
@@ -51,11 +51,9 @@ def active_candidates(*, study: Study, annotator, mode: str, now, limit: int = 8
         .exclude(id__in=own)
         .annotate(content=content_key)
         .exclude(content__in=judged_content)
-        .annotate(
-            load=Count("judgments", distinct=True) + Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True),
-            priority=Subquery(ranked.values("value")[:1]),
-        )
-        .filter(load__lt=F("overlap"))
+        # Room from the pair's counters (kept by triggers); the lock re-checks them on the locked row.
+        .filter(n_judgments__lt=F("overlap") - F("n_live"))
+        .annotate(priority=Subquery(ranked.values("value")[:1]))
         .order_by(F("priority").desc(), "order_key", "id")
     )
     return list(query.values_list("id", flat=True)[:limit])

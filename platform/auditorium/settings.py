@@ -265,14 +265,17 @@ if REDIS_URL:
             "OPTIONS": {"pool_class": "auditorium.cache.SharedConnectionPool"},
         }
     }
-    # Sessions read from Redis first (one query less per request); the database
-    # stays the record, and Django falls back to it when Redis is unreachable.
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Sessions read from the cache first (one query less per request); the database stays
+# the record, and Django falls back to it on a cache miss. The embedded defaults serve
+# from one process (like the in-memory channel layer), so its local cache sees every logout.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # --- Auth -----------------------------------------------------------------------
+# The user of every request comes from the cache (dropped on each save); see auth_backend.py.
+AUTHENTICATION_BACKENDS = ["auditorium.auth_backend.CachedModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,0 +1,65 @@
+"""What every request of the listening page reads and rarely changes, from the cache.
+
+Study settings (by name and by id) and an annotator's consent are read on every next
+and submit; they change only when a researcher edits a study or an annotator gives or
+withdraws consent. Entries are dropped on every save or delete of those rows (signals
+wired in apps.py), so a change is seen by the next request; the timeout only bounds
+what a write that bypasses the signals (a queryset update) could leave behind.
+"""
+
+from __future__ import annotations
+
+from django.core.cache import cache
+
+from .models import AnnotatorProfile, Study
+
+TIMEOUT = 300
+
+
+def _study_key(pk: int) -> str:
+    return f"annotation:study:{pk}"
+
+
+def _name_key(name: str) -> str:
+    return f"annotation:study-name:{name}"
+
+
+def _consent_key(user_id: int) -> str:
+    return f"annotation:consent:{user_id}"
+
+
+def study_by_id(pk: int) -> Study | None:
+    study = cache.get(_study_key(pk))
+    if study is None:
+        study = Study.objects.filter(pk=pk).first()
+        if study is not None:
+            cache.set(_study_key(pk), study, TIMEOUT)
+    return study
+
+
+def study_by_name(name: str) -> Study | None:
+    pk = cache.get(_name_key(name))
+    study = study_by_id(pk) if pk is not None else None
+    if study is None or study.name != name:  # a rename leaves the old name's entry behind
+        study = Study.objects.filter(name=name).first()
+        if study is None:
+            return None
+        cache.set_many({_name_key(name): study.pk, _study_key(study.pk): study}, TIMEOUT)
+    return study
+
+
+def has_consented(user_id: int) -> bool:
+    value = cache.get(_consent_key(user_id))
+    if value is None:
+        profile = AnnotatorProfile.objects.filter(user_id=user_id).only("consented_at", "withdrawn_at").first()
+        value = profile is not None and profile.has_consented
+        cache.set(_consent_key(user_id), value, TIMEOUT)
+    return value
+
+
+def study_forget(sender=None, instance=None, **kwargs) -> None:
+    cache.delete_many([_study_key(instance.pk), _name_key(instance.name)])
+
+
+def consent_forget(sender=None, instance=None, **kwargs) -> None:
+    cache.delete(_consent_key(instance.user_id))
