@@ -18,7 +18,7 @@ class ReportLinkTests(TestCase):
         JudgmentFactory(pair=cls.pairs[0])
         StudyFactory(name="empty-one")
         judge = Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
-        cls.run = ScoringRun.objects.create(judge=judge, study=cls.study, state=ScoringRun.State.DONE, total=2, done=2)
+        cls.scoring_run = ScoringRun.objects.create(judge=judge, study=cls.study, state=ScoringRun.State.DONE, total=2, done=2)
         cls.report = reverse("scoring:study-report", args=["linked"])
 
     def setUp(self):
@@ -38,7 +38,7 @@ class ReportLinkTests(TestCase):
             reverse("study-manage", args=["linked"]),
             reverse("study-manage-list"),
             reverse("scoring:run-list"),
-            reverse("scoring:run-detail", args=[self.run.pk]),
+            reverse("scoring:run-detail", args=[self.scoring_run.pk]),
         ):
             self.assertContains(self.client.get(url), f'href="{self.report}"', msg_prefix=url)
 
