@@ -106,3 +106,29 @@ class StudyAnnotatorAddForm(forms.Form):
         if inactive:
             raise forms.ValidationError(f"The account {', '.join(inactive)} is deactivated; nobody was added.")
         return [users[n] for n in names]
+
+
+class PairUploadForm(forms.Form):
+    """The researcher's import: the study picked from those the user may import into, never typed."""
+
+    study = forms.ModelChoiceField(queryset=Study.objects.none(), to_field_name="name", empty_label=None)
+    jsonl = forms.FileField(
+        required=False,
+        label="JSONL file",
+        help_text="CMI-RewardBench rows. Leave empty to use the train.jsonl / test.jsonl at the top of the zip.",
+    )
+    archive = forms.FileField(label="Audio (zip)", help_text="The audio the rows name; paths are relative to the zip's root.")
+    skip_invalid = forms.BooleanField(required=False, label="Import the valid rows even if some rows are invalid")
+
+    def __init__(self, *args, studies, max_bytes: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["study"].queryset = studies
+        self.max_bytes = max_bytes
+
+    def clean(self):
+        data = super().clean()
+        for name in ("jsonl", "archive"):
+            upload = data.get(name)
+            if upload is not None and upload.size > self.max_bytes:
+                self.add_error(name, f"This file is {upload.size:,} bytes; the limit is {self.max_bytes:,} bytes.")
+        return data

@@ -172,6 +172,10 @@ class Study(models.Model):
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyAnnotator", related_name="studies", blank=True)
+    # The researcher who created it may import pairs into it; admins may import into any study.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_studies", help_text="May import pairs."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

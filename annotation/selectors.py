@@ -7,7 +7,7 @@ import statistics
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from auditorium.roles import is_researcher
+from auditorium.roles import is_admin, is_researcher
 
 from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
 
@@ -166,3 +166,18 @@ def study_totals(*, study: Study, now=None) -> dict:
         "live_locks": Assignment.objects.filter(pair__study=study, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).count(),
         "skips": Assignment.objects.filter(pair__study=study, state=Assignment.State.SKIPPED).count(),
     }
+
+
+def study_importable_by(*, study: Study, user) -> bool:
+    """Admins may import pairs into any study; a researcher only into the studies they own."""
+    if is_admin(user):
+        return True
+    return is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk
+
+
+def studies_importable_by(*, user) -> QuerySet[Study]:
+    if is_admin(user):
+        return Study.objects.order_by("name")
+    if not is_researcher(user):
+        return Study.objects.none()
+    return Study.objects.filter(owner=user).order_by("name")

@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -24,7 +24,8 @@ from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
 from . import selectors, services
-from .forms import ConsentForm, ConsentWithdrawForm, StudyAnnotatorAddForm, StudyForm
+from .dataset import max_upload_bytes, pairs_import_upload
+from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyForm
 from .models import Clip, Study
 
 PAIRS_PER_PAGE = 50
@@ -199,18 +200,8 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
 # --- Researcher pages ---------------------------------------------------------------
 
 
-IMPORT_URL_NAMES = ("admin:annotation_study_import", "admin:annotation_study_import_pairs")
-
-
 def _import_url(study: Study) -> str:
-    """The admin's pairs import page if the admin provides one, else the Study changelist."""
-    for name in IMPORT_URL_NAMES:
-        for args in ((), (study.pk,)):
-            try:
-                return reverse(name, args=args)
-            except NoReverseMatch:
-                continue
-    return reverse("admin:annotation_study_changelist")
+    return f"{reverse('pairs-import')}?study={study.name}"
 
 
 @researcher_required
@@ -226,7 +217,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
         form = StudyForm(request.POST)
         if form.is_valid():
             try:
-                study = services.study_create(**form.cleaned_data)
+                study = services.study_create(owner=request.user, **form.cleaned_data)
             except ServiceError as exc:
                 _form_error(form, exc)
             else:
@@ -272,6 +263,7 @@ def _study_manage_render(request: HttpRequest, study: Study, add_form: StudyAnno
         "pairs": Paginator(selectors.study_pairs_with_load(study=study), PAIRS_PER_PAGE).get_page(request.GET.get("page")),
         "totals": selectors.study_totals(study=study),
         "import_url": _import_url(study),
+        "can_import": selectors.study_importable_by(study=study, user=request.user),
     }
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 
@@ -287,3 +279,55 @@ def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     services.study_annotators_add(study=study, users=users)
     messages.success(request, f"Added to “{study.name}”: {', '.join(u.username for u in users)}.")
     return redirect("study-manage", name=study.name)
+
+
+# --- Importing pairs -------------------------------------------------------------
+
+IMPORT_RESULT_KEY = "pairs_import_result"
+
+
+@researcher_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def pairs_import(request: HttpRequest) -> HttpResponse:
+    """JSONL + zip upload into a study the user owns (admins: any study), with the admin import's all-or-nothing checks."""
+    studies = selectors.studies_importable_by(user=request.user)
+    wanted = request.POST.get("study") if request.method == "POST" else request.GET.get("study")
+    if wanted:
+        study = Study.objects.filter(name=wanted).first()
+        if study is not None and not selectors.study_importable_by(study=study, user=request.user):
+            return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can import pairs into it.")
+    limit = max_upload_bytes()
+    if request.method == "POST":
+        form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)
+        report = None
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                report = pairs_import_upload(
+                    archive=data["archive"], jsonl=data["jsonl"], study_name=data["study"].name, skip_invalid=data["skip_invalid"]
+                )
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                if report.imported:
+                    request.session[IMPORT_RESULT_KEY] = {
+                        "study": data["study"].name,
+                        "summary": report.summary().splitlines(),
+                        "errors": [str(e) for e in report.errors],
+                        "warnings": list(report.warnings),
+                    }
+                    return redirect("pairs-import-done")
+        context = {"form": form, "report": report, "max_upload_bytes": limit, "studies": studies}
+        return _render(request, "annotation/manage/pairs_import.html", context, status=400)
+    form = PairUploadForm(initial={"study": wanted} if wanted else None, studies=studies, max_bytes=limit)
+    return _render(request, "annotation/manage/pairs_import.html", {"form": form, "max_upload_bytes": limit, "studies": studies})
+
+
+@researcher_required
+@require_safe
+def pairs_import_done(request: HttpRequest) -> HttpResponse:
+    result = request.session.get(IMPORT_RESULT_KEY)
+    if not result:
+        return redirect("pairs-import")
+    study = Study.objects.filter(name=result["study"]).first()
+    return _render(request, "annotation/manage/pairs_import_done.html", {"result": result, "study": study})

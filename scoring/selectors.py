@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import Q
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
-from annotation.models import Judgment
+from annotation.models import Judgment, Pair, Study
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
 from .judges import adapter_for, templates_for
@@ -165,3 +166,18 @@ def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
 def external_set_rows(*, result_set: ExternalResultSet) -> list[dict]:
     """Rows of an imported set in the shape compare.external_summary takes."""
     return list(result_set.rows.values("row_index", "subset", "audio_a", "audio_b", "scores_a", "scores_b", "human", "pair_id"))
+
+
+def _count_per_study(queryset, field: str = "study"):
+    # One subquery per figure: joining pairs, votes and runs at once would multiply the rows.
+    counted = queryset.filter(**{field: OuterRef("pk")}).order_by().values(field).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def studies_for_reports():
+    """Every study with what its report rests on: pairs, human votes and scoring runs."""
+    return Study.objects.annotate(
+        n_pairs=_count_per_study(Pair.objects.all()),
+        n_judgments=_count_per_study(Judgment.objects.all(), "pair__study"),
+        n_runs=_count_per_study(ScoringRun.objects.all()),
+    ).order_by("name")

@@ -11,6 +11,7 @@ urlpatterns: list = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     # Study reports
+    path("reports/", views.report_list, name="report-list"),
     path("studies/<slug:name>/report/", views.study_report, name="study-report"),
     path("studies/<slug:name>/report/annotators/<str:pseudonym>/exclusion/", views.annotator_exclusion, name="study-report-exclusion"),
 ]

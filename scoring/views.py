@@ -309,6 +309,12 @@ def _forbidden(request: HttpRequest) -> HttpResponse:
     return render(request, "scoring/report_forbidden.html", {}, status=403)
 
 
+@require_safe
+@researcher_required
+def report_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "scoring/reports.html", {"studies": selectors.studies_for_reports()})
+
+
 @login_required
 @require_safe
 def study_report(request: HttpRequest, name: str) -> HttpResponse:

@@ -157,8 +157,11 @@ def seed_demo(*, force: bool = False):
                     expected_musicality=clips[CLEAN_SYSTEM] if gold else None,
                 )
 
-        for username, password, superuser, groups in USERS:
-            _ensure_user(username, password, superuser=superuser, groups=groups)
+        users = {username: _ensure_user(username, password, superuser=superuser, groups=groups) for username, password, superuser, groups in USERS}
+        if study.owner_id is None:
+            # The demo researcher owns the demo study, so the researcher's import page works out of the box.
+            study.owner = users["researcher"]
+            study.save(update_fields=["owner"])
         for username, password in ANNOTATORS:
             # Consent is left for the annotator to give: the consent page is the first thing they see.
             study_annotator_add(study=study, user=_ensure_user(username, password))

@@ -55,7 +55,9 @@ def audio_probe(path: Path | str) -> AudioInfo:
     except AudioError:
         raise
     except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / ValueError
-        raise AudioError(f"audio cannot be decoded ({exc}): {path.name}", code="unreadable_audio") from None
+        # libsndfile's message quotes the full path (an upload's scratch folder): keep only the file's name.
+        reason = str(exc).replace(str(path), path.name)
+        raise AudioError(f"audio cannot be decoded ({reason}): {path.name}", code="unreadable_audio") from None
     if frames == 0 or sample_rate <= 0:
         raise AudioError(f"audio has no samples: {path.name}", code="empty_audio")
     return AudioInfo(duration=frames / sample_rate, sample_rate=sample_rate, channels=channels, frames=frames, extension=ext)
@@ -98,7 +100,8 @@ def audio_strip(path: Path | str, folder: Path | str) -> Path:
                     # libsndfile wraps float samples beyond full scale around when writing integers.
                     out.write(block if dtype == "int32" else np.clip(block, -1.0, 1.0))
     except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / ValueError
-        raise AudioError(f"audio cannot be rewritten without its metadata ({exc}): {path.name}", code="unreadable_audio") from None
+        reason = str(exc).replace(str(path), path.name).replace(str(folder), "")
+        raise AudioError(f"audio cannot be rewritten without its metadata ({reason}): {path.name}", code="unreadable_audio") from None
     return target
 
 

@@ -59,11 +59,11 @@ def _validate(study: Study) -> None:
 
 
 @transaction.atomic
-def study_create(*, name: str, **parameters) -> Study:
-    """A new study with these parameters (the model's defaults for the rest)."""
+def study_create(*, name: str, owner=None, **parameters) -> Study:
+    """A new study with these parameters (the model's defaults for the rest), owned by `owner`."""
     # Lower case keeps URLs and export file names unambiguous.
     name = (name or "").strip().lower()
-    study = Study(name=name)
+    study = Study(name=name, owner=owner)
     _apply(study, parameters)
     _validate(study)
     if Study.objects.filter(name=name).exists():

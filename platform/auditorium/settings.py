@@ -250,7 +250,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 1500, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+# kombu's SQLAlchemy transport (the demo's broker) hands its options to create_engine, which refuses this one.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {} if CELERY_BROKER_URL.startswith("sqla+") else {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+)
 
 if REDIS_URL:
     # redis-py times out socket reads after 5 s, the same as channels-redis's blocking receive;
@@ -396,13 +399,24 @@ if not DEBUG:
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not a logging level.")
+# "plain" suits a terminal (./auditorium demo sets it); deployments keep JSON.
+LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "plain"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "auditorium.logging.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "formatters": {
+        "json": {"()": "auditorium.logging.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # Django's own defaults give "django" and "django.server" plain console handlers of their own;
+    # replacing them (and not propagating) prints each line once, in the format chosen above.
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.db.backends": {"level": "WARNING"},
+    },
 }
 
 # --- Auditorium -----------------------------------------------------------------

@@ -1,5 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -9,7 +11,15 @@ from scoring.api_urls import study_urlpatterns as scoring_study_api
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+
+def favicon(request):
+    # Resolved per request: the hashed static name exists only once collectstatic has run.
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 urlpatterns = [
+    # Browsers ask for /favicon.ico whatever the page links; the admin and API pages link none.
+    path("favicon.ico", favicon),
     path("healthz/", health.healthz, name="healthz"),
     path("readyz/", health.readyz, name="readyz"),
     path("healthz/workers/", health.workers, name="healthz-workers"),

@@ -1,4 +1,7 @@
 // Live progress of a scoring run: the server pushes {state, done, failed, remaining, total} over a websocket.
+// Progress written by a worker in another process reaches the websocket only through a shared
+// channel layer (Redis). Without one (the demo's in-memory layer) nothing is pushed, so while the
+// run is unfinished and no push came lately, the page also polls the run's JSON endpoint.
 (function () {
   "use strict";
   const box = document.getElementById("progress");
@@ -6,6 +9,9 @@
   const status = document.getElementById("live-status");
   const bar = document.getElementById("progress-bar");
   let retry = 1000;
+  let lastPush = 0;
+  const POLL_MS = 1500;
+  const finished = (state) => state === "done" || state === "failed";
   // A page opened on a finished run already shows the comparison: no reload hint for it.
   const startedDone = box.querySelector('[data-field="state"]').textContent.trim() === "done";
 
@@ -25,7 +31,7 @@
     socket.onopen = () => { status.textContent = "live"; status.classList.add("ok"); retry = 1000; };
     socket.onmessage = (event) => {
       const data = JSON.parse(event.data);
-      if (data.type === "progress") show(data.progress);
+      if (data.type === "progress") { lastPush = Date.now(); show(data.progress); }
     };
     socket.onclose = () => {
       status.textContent = "reconnecting";
@@ -35,5 +41,17 @@
       retry = Math.min(retry * 2, 30000);
     };
   }
+  function poll() {
+    const state = box.querySelector('[data-field="state"]').textContent.trim();
+    if (finished(state)) return;
+    if (Date.now() - lastPush < 3 * POLL_MS) { setTimeout(poll, POLL_MS); return; }
+    fetch(box.dataset.pollUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : null))
+      .then((p) => { if (p) show(p); })
+      .catch(() => {})
+      .finally(() => setTimeout(poll, POLL_MS));
+  }
+
   connect();
+  if (box.dataset.pollUrl) setTimeout(poll, POLL_MS);
 })();

@@ -423,20 +423,15 @@ class StudyProgressTests(TestCase):
         totals = response.context["totals"]
         self.assertEqual(totals, {"pairs": 3, "votes_wanted": 6, "judgments": 3, "live_locks": 1, "skips": 1})
 
-    def test_import_link_points_to_the_admin_import_page(self):
-        from django.urls import NoReverseMatch
-
-        from annotation.views import IMPORT_URL_NAMES
-
-        expected = reverse("admin:annotation_study_changelist")
-        for name in reversed(IMPORT_URL_NAMES):
-            try:
-                expected = reverse(name)
-            except NoReverseMatch:
-                continue
+    def test_import_link_points_to_the_researchers_import_page_for_the_owner_only(self):
+        url = f"{reverse('pairs-import')}?study={self.study.name}"
         response = self.client.get(reverse("study-manage", args=[self.study.name]))
-        self.assertEqual(response.context["import_url"], expected)
-        self.assertContains(response, f'href="{expected}"')
+        self.assertNotContains(response, url)  # not the owner
+        self.study.owner = self.researcher
+        self.study.save(update_fields=["owner"])
+        response = self.client.get(reverse("study-manage", args=[self.study.name]))
+        self.assertContains(response, f'href="{url}"')
+        self.assertContains(response, f'href="{reverse("scoring:study-report", args=[self.study.name])}"')
 
     def test_study_list_counts(self):
         response = self.client.get(reverse("study-manage-list"))
