@@ -188,6 +188,11 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.keyboard.press("Escape")
     page.wait_for_selector("#btn-submit:not([disabled])")
     shots(page, "answered")
+    # The Play button is called what it shows ("Play", the key hint and the glyph are not read out).
+    play = page.get_by_role("button", name="Play", exact=True)
+    if play.count() == 0:
+        play = page.get_by_role("button", name="Pause", exact=True)
+    assert play.count() == 1 and play.inner_text().split()[1] in ("Play", "Pause")
     page.set_viewport_size({"width": 800, "height": 1280})  # a tablet held upright
     page.evaluate("window.scrollTo(0, 0)")
     shots(page, "tablet")
