@@ -92,7 +92,7 @@ class AssignmentNextApi(APIView):
                 # Counted as open a moment ago but taken by someone else since: a race, not the end.
                 detail = "No pair is free for you right now: other annotators hold the remaining pairs. Try again in a few minutes."
             else:
-                detail = f"All done: you judged {progress['done']} of {progress['target']} pairs, every pair this study has for you."
+                detail = f"You judged {progress['done']} of {progress['target']} pairs: every pair this study has for you. Thank you."
             return Response({"assignment": None, "state": progress["state"], "detail": detail, "progress": progress})
         assignment = selectors.assignment_with_content(assignment_id=assignment.pk, study=study)
         return Response({"assignment": assignment_payload(assignment, annotator=request.user)})

@@ -993,7 +993,7 @@
         code === "already_submitted" ? "This pair was already judged; your first answer is kept." : "Your judgment is stored. Thank you.";
       teardown();
       if (el.autoNext.checked) {
-        flash(code === "already_submitted" ? "✓ This pair was already judged; your first answer is kept. Here is the next one." : "✓ Saved. Here is the next pair.");
+        flash(code === "already_submitted" ? "✓ This pair was already judged; your first answer is kept." : "✓ Your judgment is saved.");
         announce("Saved.");
         loadNext();
         return;
