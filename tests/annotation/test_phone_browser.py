@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotation import services
-from tests.annotation.test_listening_browser import ingest, listening_study, login, plucks  # noqa: F401  (fixture)
+from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import launch
 from tests.factories import PairFactory, UserFactory
 
@@ -58,7 +58,7 @@ def height(page) -> int:
 
 
 @pytest.mark.timeout(120)
-def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_path):
+def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_path):  # noqa: F811
     study, pair = listening_study
     PairFactory(study=study)
     user = UserFactory(username="thumbs", roles=["annotator"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (fixture)
+from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import axe_violations, launch
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, UserFactory
 
@@ -35,7 +35,7 @@ def report(found: dict) -> str:
 
 
 @pytest.mark.timeout(240)
-def test_every_page_has_no_axe_violations(live_server, browser, listening_study, settings):
+def test_every_page_has_no_axe_violations(live_server, browser, listening_study, settings):  # noqa: F811
     from arena.seed import arena_seed
     from arena.services import leaderboard_refresh
     from scoring.models import Judge
