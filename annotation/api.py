@@ -71,7 +71,15 @@ class AssignmentNextApi(APIView):
 
     @extend_schema(
         request=None,
-        responses=inline_serializer("NextPair", {"assignment": serializers.DictField(allow_null=True), "detail": serializers.CharField(required=False)}),
+        responses=inline_serializer(
+            "NextPair",
+            {
+                "assignment": serializers.DictField(allow_null=True),
+                "state": serializers.ChoiceField(choices=["finished", "closed", "open"], required=False),
+                "detail": serializers.CharField(required=False),
+                "progress": serializers.DictField(required=False),
+            },
+        ),
     )
     def post(self, request, name: str):
         study = cached.study_by_name(name)
@@ -79,7 +87,15 @@ class AssignmentNextApi(APIView):
             raise NotFound("No such study.")
         assignment = services.assignment_next(study=study, annotator=request.user)
         if assignment is None:
-            return Response({"assignment": None, "detail": "No more pairs in this study."})
+            progress = selectors.annotator_progress(study=study, annotator=request.user)
+            if progress["state"] == "closed":
+                detail = "This study is closed: the researcher has stopped taking judgments. Your judgments so far are kept."
+            elif progress["state"] == "open":
+                # Counted as open a moment ago but taken by someone else since: a race, not the end.
+                detail = "No pair is free for you right now: other annotators hold the remaining pairs. Try again in a few minutes."
+            else:
+                detail = f"You judged {progress['done']} of {progress['target']} pairs: every pair this study has for you. Thank you."
+            return Response({"assignment": None, "state": progress["state"], "detail": detail, "progress": progress})
         # The engine returns the pair with its content loaded; the study is the one in hand.
         assignment.pair.study = study
         return Response({"assignment": assignment_payload(assignment, annotator=request.user)})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from auditorium.roles import is_admin, is_researcher
@@ -53,26 +54,70 @@ def studies_open_to(*, user) -> QuerySet[Study]:
     return Study.objects.filter(memberships__annotator=user, memberships__is_active=True, is_active=True).order_by("name")
 
 
-def annotator_progress(*, study: Study, annotator) -> dict:
+def pairs_left_for(*, study: Study, annotator, now=None) -> int:
+    """Pairs this annotator can still be given here: a live reservation, plus pairs with room
+    they have neither judged nor skipped (the same content judged elsewhere counts as judged).
+
+    Mirrors the assignment engine's candidate rules (services/assignment.py) as one count.
+    """
+    now = now or timezone.now()
+    if not study.is_active:
+        return 0
+    live = Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
+    mine = Assignment.objects.filter(annotator=annotator, pair__study=study)
+    reserved = mine.filter(live).exists()
+    content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
+    judged_content = (
+        Judgment.objects.filter(annotator=annotator)
+        .annotate(content=Concat(Cast("pair__condition_id", CharField()), Value("/"), "pair__clip_key", output_field=CharField()))
+        .values("content")
+    )
+    open_pairs = (
+        Pair.objects.filter(study=study)
+        .exclude(id__in=mine.exclude(state=Assignment.State.EXPIRED).values("pair_id"))
+        .annotate(content=content_key)
+        .exclude(content__in=judged_content)
+        .annotate(
+            load=Count("judgments", distinct=True)
+            + Count("assignments", filter=Q(assignments__state=Assignment.State.ACTIVE, assignments__lock_expires_at__gt=now), distinct=True)
+        )
+        .filter(load__lt=F("overlap"))
+        .count()
+    )
+    return open_pairs + int(reserved)
+
+
+def annotator_progress(*, study: Study, annotator, now=None) -> dict:
+    """The one account of an annotator's progress that the home page and the listening page show.
+
+    `target` is what they can reach: the study's per-annotator target (or its pair count),
+    lowered to what is judged plus what is still open to them, so "all done" and
+    "3 of 3" agree. `state` is "open", "finished" (nothing left for them) or "closed".
+    """
     done = Judgment.objects.filter(pair__study=study, annotator=annotator).count()
-    target = study.annotator_target or study.pairs.count()
-    return {"done": done, "target": max(target, done)}
+    planned = study.annotator_target or study.pairs.count()
+    left = pairs_left_for(study=study, annotator=annotator, now=now)
+    if study.annotator_target:
+        left = min(left, max(0, study.annotator_target - done))
+    target = max(done, min(planned, done + left))
+    state = "closed" if not study.is_active else ("open" if left > 0 else "finished")
+    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state}
 
 
 def annotator_home_studies(*, user, now=None) -> list[dict]:
-    """The annotator's open studies with their progress and whether a pair is locked for them right now."""
+    """The annotator's open studies with their progress and whether a pair is reserved for them right now."""
     now = now or timezone.now()
     memberships = StudyAnnotator.objects.filter(annotator=user, is_active=True, study__is_active=True).select_related("study").order_by("study__name")
     live = set(Assignment.objects.filter(annotator=user, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).values_list("pair__study_id", flat=True))
     studies = []
     for membership in memberships:
-        progress = annotator_progress(study=membership.study, annotator=user)
+        progress = annotator_progress(study=membership.study, annotator=user, now=now)
         studies.append(
             {
                 "study": membership.study,
                 "progress": progress,
                 "percent": round(100 * progress["done"] / progress["target"]) if progress["target"] else 0,
-                "finished": progress["target"] > 0 and progress["done"] >= progress["target"],
+                "finished": progress["state"] != "open",
                 "in_progress": membership.study_id in live,
             }
         )

@@ -148,12 +148,13 @@ def board_compute(
     """One board: ratings, 95% percentile intervals, ranks from interval overlap, votes per system.
 
     Systems in `hidden` (private) and under `min_votes` are fitted (their votes
-    inform everyone else's ratings) but not listed.
+    inform everyone else's ratings) but not ranked; those under `min_votes` are
+    named under "preliminary" with their vote count, so they are not silently missing.
     """
     names, n = counts.names, len(counts.names)
     meta = {"votes": counts.total, "rounds": rounds, "seed": seed, "anchor": anchor, "anchor_rating": anchor_rating, "min_votes": min_votes}
     if n < 2:
-        return {**meta, "rows": []}
+        return {**meta, "rows": [], "preliminary": []}
     if anchor is not None and anchor not in names:
         raise ValueError(f"anchor system {anchor!r} has no votes on this board")
     outcomes = counts.outcomes.astype(np.float64)
@@ -195,7 +196,13 @@ def board_compute(
             }
         )
     rows.sort(key=lambda r: (r["rank"], -r["rating"], r["system"]))
-    return {**meta, "rows": rows}
+    return {**meta, "rows": rows, "preliminary": _preliminary(names, per_system, hidden, min_votes)}
+
+
+def _preliminary(names, per_system, hidden: set, min_votes: int) -> list[dict]:
+    """Public systems with votes but fewer than the listing threshold, most votes first."""
+    under = [k for k in range(len(names)) if names[k] not in hidden and 0 < per_system[k] < min_votes]
+    return [{"system": names[k], "votes": int(per_system[k])} for k in sorted(under, key=lambda k: (-per_system[k], names[k]))]
 
 
 def boards_compute(
@@ -311,7 +318,7 @@ def ma_board_compute(rows: list[VoteRow], *, rounds: int = 1000, seed: int = 0, 
     total, n = int(counts.sum()), len(names)
     meta = {"votes": total, "rounds": rounds, "seed": seed, "min_votes": min_votes, "penalty_c": MA_PENALTY_C, "interval": "rating ± 1.96 sd of bootstrap"}
     if total < MA_MIN_BATTLES or n < 2:
-        return {**meta, "rows": []}
+        return {**meta, "rows": [], "preliminary": []}
     point = _ma_ratings(counts[None], cell_a, cell_b, outcome, n, 1000.0)[0]
     if rounds > 0:
         rng = np.random.default_rng(seed)
@@ -336,7 +343,7 @@ def ma_board_compute(rows: list[VoteRow], *, rounds: int = 1000, seed: int = 0, 
         }
         for position, k in enumerate(shown, start=1)
     ]
-    return {**meta, "rows": out}
+    return {**meta, "rows": out, "preliminary": _preliminary(names, per_system, hidden, min_votes)}
 
 
 def ma_boards_compute(rows: Iterable[VoteRow], *, vocal: Iterable[str], rounds: int = 1000, seed: int = 0, min_votes: int = MA_MIN_VOTES, hidden: Iterable[str] = ()) -> dict:

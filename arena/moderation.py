@@ -8,9 +8,12 @@ needs no network and its decisions can be tested and explained.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
+from better_profanity import Profanity
+from better_profanity.utils import get_complete_path_of_file, read_wordlist
 from django.utils.module_loading import import_string
 
 from . import conf
@@ -32,7 +35,17 @@ ARTISTS = [
 ]
 # Composers long in the public domain are allowed as style references.
 PUBLIC_DOMAIN = {"mozart"}
-PROFANITY = ["fuck", "shit", "cunt", "nigger", "faggot", "bitch", "motherfucker", "retard"]
+# The profanity check takes better-profanity's word list (with its spelled-out, leetspeak and
+# inflected forms) but only the entries built on these stems: the full list also refuses words
+# a music prompt needs ("organ", "punky", "hell", "god", "stroke", "strip", "rum", "virgin").
+PROFANITY_STEMS = (
+    "fuck", "fuk", "fcuk", "fvck", "fxck", "phuk", "phuck", "phuq", "f_u_c_k", "f-u-c-k", "f.u.c.k", "shit", "sh1t", "sh!t",
+    "s_h_i_t", "s-h-i-t", "s.h.i.t", "cunt", "nigg", "n1gg", "nigga", "fag", "faig", "bitch", "b!tch", "biatch", "whore", "wh0re",
+    "slut", "retard", "reetard", "rtard", "r-tard", "twat", "wank", "pussy", "pussi", "asshole", "motherf", "muthaf", "mothaf",
+    "kike", "kyke", "spic", "spik", "chink", "dyke", "tranny", "bastard", "dickhead", "cocksuck", "jizz", "bollock", "wetback",
+)
+# Slurs and words the library's list lacks, or has only in some forms.
+PROFANITY_EXTRA = ("fucking", "fucker", "fucked", "fuckin", "shitty", "shite", "bullshit", "cunts", "bitches", "retards", "faggots", "niggers")
 EXPLICIT = ["porn", "sex scene", "nude", "naked", "orgasm"]
 _COPYRIGHT = re.compile(r"\b(cover of|cover version|remix of|lyrics (?:of|from|to)|the song [\"'“])", re.I)
 VOCAL_WORDS = re.compile(
@@ -54,6 +67,25 @@ def _contains_phrase(folded: str, phrase: str) -> bool:
     return re.search(rf"(?:^| ){re.escape(phrase)}(?: |$)", folded) is not None
 
 
+@functools.cache
+def _profanity() -> Profanity:
+    words = [
+        word
+        for word in read_wordlist(get_complete_path_of_file("profanity_wordlist.txt"))
+        if any(stem in word.lower() for stem in PROFANITY_STEMS)
+    ]
+    return Profanity(sorted(set(words) | set(PROFANITY_EXTRA)))
+
+
+def has_profanity(text: str) -> bool:
+    """Whole words only (Scunthorpe, classic, bass pass), in plain, leetspeak or stretched spelling."""
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    # Stretched letters ("fuuuuck") collapse to at most two, which the list's forms cover.
+    squeezed = re.sub(r"(.)\1{2,}", r"\1", plain)
+    checker = _profanity()
+    return checker.contains_profanity(plain) or checker.contains_profanity(squeezed)
+
+
 def rule_based(prompt: str, lyrics: str = "") -> dict:
     folded = _fold(f"{prompt}\n{lyrics}")
     squashed = folded.replace(" ", "")
@@ -67,7 +99,7 @@ def rule_based(prompt: str, lyrics: str = "") -> dict:
             break
     if _COPYRIGHT.search(prompt) or _COPYRIGHT.search(lyrics):
         reasons.append("copyrighted_material")
-    if any(_contains_phrase(folded, word) or _contains_phrase(folded, word + "s") for word in PROFANITY):
+    if has_profanity(f"{prompt}\n{lyrics}"):
         reasons.append("profanity")
     if any(_contains_phrase(folded, word) for word in EXPLICIT):
         reasons.append("explicit")

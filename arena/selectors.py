@@ -87,6 +87,21 @@ def battle_state(battle: Battle, *, now=None, vote: Vote | None = None) -> dict:
     return state
 
 
+RESUME_WITHIN = timedelta(hours=2)
+
+
+def battle_to_resume(visitor, *, now=None) -> Battle | None:
+    """The visitor's latest battle still waiting for their vote, so a reload picks it up again."""
+    if visitor is None:
+        return None
+    now = now or timezone.now()
+    return (
+        Battle.objects.filter(visitor=visitor, status__in=(Battle.Status.GENERATING, Battle.Status.READY), created_at__gte=now - RESUME_WITHIN)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
 def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
     """Every stored vote as (system_a, system_b, vote, instrumental), and the names of private systems."""
     query = Vote.objects.order_by("id").values_list(

@@ -12,7 +12,7 @@ from auditorium.ranged import ranged_file_response
 
 from . import conf
 from .models import Battle
-from .selectors import leaderboard_latest
+from .selectors import battle_to_resume, leaderboard_latest
 from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_cookie
 
 
@@ -26,6 +26,8 @@ def arena(request: HttpRequest) -> HttpResponse:
         "min_listen_seconds": conf.get("ARENA_MIN_LISTEN_SECONDS"),
         "prompt_max_chars": conf.get("ARENA_PROMPT_MAX_CHARS"),
         "lyrics_max_chars": conf.get("ARENA_LYRICS_MAX_CHARS"),
+        # A reload mid-battle brings the same battle back: the server knows it from the visitor cookie.
+        "resume": battle_to_resume(visitor),
     }
     return render(request, "arena/arena.html", context)
 

@@ -39,3 +39,25 @@ def launch(playwright):
     """A headless Chromium; Playwright's sync API runs an event loop, so Django's async guard is lifted."""
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     return playwright.chromium.launch(executable_path=require_chromium(), headless=True, args=CHROMIUM_ARGS)
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's WCAG 2.x A/AA violations on the page as it is now, each as {id, impact, help, targets}.
+
+    axe.min.js comes from the axe-playwright-python package, so no Node.js is needed.
+    """
+    from pathlib import Path
+
+    import axe_playwright_python
+
+    script = Path(axe_playwright_python.__file__).with_name("axe.min.js")
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=script.read_text(encoding="utf-8"))
+    result = page.evaluate(
+        """async () => {
+            const r = await axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}});
+            return r.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+                                             summary: v.nodes.slice(0, 2).map((n) => n.failureSummary)}));
+        }"""
+    )
+    return result

@@ -482,6 +482,10 @@
     btnSubmit: $("btn-submit"),
     btnSkip: $("btn-skip"),
     btnNext: $("btn-next"),
+    flash: $("flash"),
+    emptyTitle: $("empty-title"),
+    autoNext: $("auto-next"),
+    instructionsBox: $("instructions-box"),
     savedDetail: $("saved-detail"),
     emptyDetail: $("empty-detail"),
     skipDialog: $("skip-dialog"),
@@ -565,6 +569,58 @@
     el.progressText.textContent = target ? `${done} of ${target} pairs judged` : `${done} pairs judged`;
   }
 
+  // A visible confirmation (saved, skipped) that stays until the next one or until the pair is read.
+  function flash(message) {
+    el.flash.textContent = message;
+    el.flash.hidden = !message;
+  }
+
+  // Going straight to the next pair after a submit is this browser's choice, on unless switched off.
+  const AUTO_NEXT_KEY = "auditorium:auto-next";
+  try {
+    el.autoNext.checked = window.localStorage.getItem(AUTO_NEXT_KEY) !== "off";
+  } catch (_) {
+    el.autoNext.checked = true;
+  }
+  el.autoNext.addEventListener("change", () => {
+    try {
+      window.localStorage.setItem(AUTO_NEXT_KEY, el.autoNext.checked ? "on" : "off");
+    } catch (_) {
+      /* private mode: the choice lasts for this page */
+    }
+  });
+
+  // Study instructions are written in a text box: single line breaks are the author's wrapping,
+  // blank lines separate paragraphs, and lines starting with a list marker stay lines.
+  function instructionsNodes(text) {
+    return text
+      .replace(/\r\n?/g, "\n")
+      .split(/\n\s*\n/)
+      .map((block) => block.trim())
+      .filter(Boolean)
+      .map((block) => {
+        const p = document.createElement("p");
+        const lines = block.split("\n").map((line) => line.trim());
+        lines.forEach((line, i) => {
+          if (i > 0) p.append(/^([-*•]|\d+[.)])\s/.test(line) ? document.createElement("br") : " ");
+          p.append(line);
+        });
+        return p;
+      });
+  }
+
+  function instructionsSeenKey() {
+    return `auditorium:instructions-seen:${cfg.study}`;
+  }
+
+  function instructionsSeen() {
+    try {
+      return window.localStorage.getItem(instructionsSeenKey()) === "1";
+    } catch (_) {
+      return false;
+    }
+  }
+
   // ---- loading a pair ---------------------------------------------------------------
 
   async function loadNext() {
@@ -588,8 +644,13 @@
     }
     const assignment = res.data.assignment;
     if (!assignment) {
-      el.emptyDetail.textContent = `${res.data.detail || "No more pairs in this study."} Thank you for your work.`;
-      el.progressText.textContent = "All done";
+      const state = res.data.state || "finished";
+      const titles = { closed: "This study is closed", open: "No pair is free for you right now", finished: "All done" };
+      el.emptyTitle.textContent = titles[state] || titles.finished;
+      el.emptyDetail.textContent = res.data.detail || "No more pairs in this study.";
+      setProgress(res.data.progress);
+      if (state === "closed") el.progressText.textContent += " · study closed";
+      else if (state === "finished") el.progressText.textContent += " · all done";
       el.lockText.textContent = "";
       setStage("empty");
       return;
@@ -637,8 +698,10 @@
       : `Reserved for you until ${until.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`;
 
     // Instruction.
-    el.studyInstructions.textContent = assignment.instructions || "";
-    el.studyInstructions.hidden = !assignment.instructions;
+    el.studyInstructions.replaceChildren(...instructionsNodes(assignment.instructions || ""));
+    el.instructionsBox.hidden = !assignment.instructions;
+    // Open for the first pair; afterwards one tap away, so the clips sit higher on small screens.
+    el.instructionsBox.open = !instructionsSeen();
     const cond = assignment.condition || {};
     el.prompt.textContent = cond.prompt || "";
     el.promptBlock.hidden = !cond.prompt;
@@ -804,6 +867,12 @@
     // This click is the user gesture browsers require before audio may start.
     audioContext().resume();
     setReadState(true);
+    flash("");
+    try {
+      window.localStorage.setItem(instructionsSeenKey(), "1");
+    } catch (_) {
+      /* private mode */
+    }
     persist(true);
     render();
     announce("Instruction read. The clips are unlocked: press Space to play.");
@@ -923,6 +992,13 @@
       el.savedDetail.textContent =
         code === "already_submitted" ? "This pair was already judged; your first answer is kept." : "Your judgment is stored. Thank you.";
       teardown();
+      if (el.autoNext.checked) {
+        flash(code === "already_submitted" ? "✓ This pair was already judged; your first answer is kept." : "✓ Your judgment is saved.");
+        announce("Saved.");
+        loadNext();
+        return;
+      }
+      flash("");
       setStage("saved");
       el.btnNext.focus();
       announce("Saved. Press Enter for the next pair.");
@@ -975,6 +1051,7 @@
     }
     el.skipDialog.close();
     store.clear(mine.assignment.id);
+    flash(`Pair skipped (${reason.replace(/\.$/, "")}). It goes to another annotator; your progress is unchanged.`);
     announce("Pair skipped.");
     loadNext();
   }
@@ -1006,8 +1083,10 @@
     el.btnLoop.disabled = !unlocked;
     el.btnTime.disabled = !unlocked;
     const playing = Boolean(transport && transport.playing);
-    setHTML(el.btnPlay, playing ? "❚❚ Pause <kbd>Space</kbd>" : "▶ Play <kbd>Space</kbd>");
-    el.btnPlay.setAttribute("aria-label", playing ? "Pause" : "Play");
+    setHTML(
+      el.btnPlay,
+      playing ? '<span aria-hidden="true">❚❚ </span>Pause <kbd aria-hidden="true">Space</kbd>' : '<span aria-hidden="true">▶ </span>Play <kbd aria-hidden="true">Space</kbd>'
+    );
     if (task.saved.read) {
       el.listenNote.hidden = ready || task.failed;
       setText(el.listenNote, "Loading the clips…");
@@ -1064,7 +1143,7 @@
       );
     }
     el.btnSubmit.disabled = todo.length > 0 || submitting;
-    setHTML(el.btnSubmit, submitting ? "Saving…" : "Submit <kbd>Enter</kbd>");
+    setHTML(el.btnSubmit, submitting ? "Saving…" : 'Submit <kbd aria-hidden="true">Enter</kbd>');
     app.dataset.ready = String(todo.length === 0);
   }
 

@@ -123,6 +123,8 @@
     queue = [];
     updateHeard(battle.heard);
     if (!tickTimer) tickTimer = setInterval(tick, 1000);
+    // The battle replaced what had focus (the Start button, now hidden): move there, not to the top.
+    $("battle-title").focus();
   }
 
   function record(side, kind) {
@@ -166,7 +168,11 @@
     if (!heard) return;
     for (const side of ["a", "b"]) {
       const v = heard[side] || 0;
-      $("heard-" + side).textContent = v.toFixed(1);
+      const line = $("heard-line-" + side);
+      line.dataset.heard = v.toFixed(1);
+      // Past the minimum the count stops being a target: "8.1 of 5 s" would read as unfinished.
+      line.textContent = v >= minListen ? "✓ " + v.toFixed(1) + " s heard: enough to vote" : v.toFixed(1) + " of " + minListen + " s heard";
+      line.classList.toggle("ok", v >= minListen);
       const fill = $("fill-" + side);
       fill.style.width = Math.min(100, (100 * v) / minListen) + "%";
       fill.classList.toggle("done", v >= minListen);
@@ -233,6 +239,25 @@
     $("vote-thanks").textContent = "Thank you! Your vote is counted.";
     $("after-vote").hidden = false;
   }
+
+  // A reload during a battle: the server named the visitor's open battle; pick it up where it was.
+  async function resume(id) {
+    const r = await api(root.dataset.apiBattles + id + "/");
+    if (!r.ok || !["generating", "ready"].includes(r.data.status)) {
+      $("compose").hidden = false;
+      return;
+    }
+    battle = r.data;
+    $("prompt").value = battle.prompt;
+    $("lyrics").value = battle.lyrics || "";
+    if (battle.status === "generating") {
+      $("progress").hidden = false;
+      waitReady();
+    } else {
+      showBattle();
+    }
+  }
+  if (root.dataset.resume) resume(root.dataset.resume);
 
   $("again").addEventListener("click", () => {
     battle = null;

@@ -42,20 +42,33 @@
       });
       tbody.appendChild(tr);
     }
+    const preliminary = board && board.preliminary ? board.preliminary : [];
+    const note = document.getElementById("preliminary");
+    note.hidden = !preliminary.length;
+    note.textContent = preliminary.length
+      ? "Preliminary, not ranked until they have " + board.min_votes + " votes: " +
+        preliminary.map((p) => p.system + " (" + p.votes + (p.votes === 1 ? " vote)" : " votes)")).join(", ") + "."
+      : "";
     plot(rows);
   }
 
   function plot(rows) {
     const box = document.getElementById("plot");
     box.innerHTML = "";
+    // No card without a chart: an empty card reads as something failed to load.
+    document.getElementById("plot-card").hidden = !rows.length;
     if (!rows.length) return;
-    const width = 760, left = 150, right = 30, rowH = 28, top = 20, bottom = 34;
+    // Drawn at the box's own width in CSS pixels (no viewBox scaling), so the 12 px labels stay 12 px on a phone.
+    const width = Math.max(280, Math.min(760, box.clientWidth || 760));
+    const left = Math.round(Math.min(150, width * 0.36)), right = 16, rowH = 28, top = 20, bottom = 34;
+    const maxChars = Math.max(6, Math.floor((left - 14) / 7));
+    const label = (text) => (text.length > maxChars ? text.slice(0, maxChars - 1) + "…" : text);
     const height = top + bottom + rowH * rows.length;
     let lo = Math.min(...rows.map((r) => r.lower)), hi = Math.max(...rows.map((r) => r.upper));
     const pad = Math.max(10, (hi - lo) * 0.08);
     lo -= pad; hi += pad;
     const x = (v) => left + ((v - lo) / (hi - lo)) * (width - left - right);
-    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: "100%", role: "img", class: "ci-plot", "aria-label": "Ratings with 95% intervals" });
+    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, role: "img", class: "ci-plot", "aria-label": "Ratings with 95% intervals" });
     const step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / (((hi - lo) / Math.pow(10, Math.floor(Math.log10(hi - lo)))) < 3 ? 4 : 1);
     for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) {
       svg.appendChild(el("line", { x1: x(t), x2: x(t), y1: top - 6, y2: height - bottom, stroke: "#e5e7eb" }));
@@ -64,7 +77,9 @@
     svg.appendChild(el("text", { x: (left + width - right) / 2, y: height - 4, "text-anchor": "middle" }, "rating (Elo scale)"));
     rows.forEach((r, i) => {
       const y = top + rowH * i + rowH / 2;
-      svg.appendChild(el("text", { x: left - 10, y: y + 4, "text-anchor": "end" }, r.rank + ". " + r.system));
+      const name = el("text", { x: left - 10, y: y + 4, "text-anchor": "end" }, label(r.rank + ". " + r.system));
+      name.appendChild(el("title", {}, r.system));
+      svg.appendChild(name);
       svg.appendChild(el("line", { x1: x(r.lower), x2: x(r.upper), y1: y, y2: y, stroke: "#2f5bd3", "stroke-width": 3, "stroke-linecap": "round" }));
       svg.appendChild(el("circle", { cx: x(r.rating), cy: y, r: 5, fill: "#111827" }));
     });
@@ -101,6 +116,11 @@
       if (res.ok) { data = await res.json(); render(); }
     } catch (e) { /* keep the last board */ }
   }
+  let resizeTimer = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(render, 150);
+  });
   render();
   connect(1000);
 })();

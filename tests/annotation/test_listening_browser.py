@@ -175,7 +175,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.wait_for_selector("#heard-B[data-done=true]")
     page.locator("#step-listen").scroll_into_view_if_needed()
     shots(page, "listening")
-    if page.locator("#btn-play").get_attribute("aria-label") == "Pause":
+    if "Pause" in page.locator("#btn-play").inner_text():
         page.keyboard.press("Space")
     assert page.locator("#btn-submit").is_disabled()  # listened, but nothing answered yet
 
@@ -190,13 +190,20 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.keyboard.press("Escape")
     page.wait_for_selector("#btn-submit:not([disabled])")
     shots(page, "answered")
+    # The Play button is called what it shows ("Play", the key hint and the glyph are not read out).
+    play = page.get_by_role("button", name="Play", exact=True)
+    if play.count() == 0:
+        play = page.get_by_role("button", name="Pause", exact=True)
+    assert play.count() == 1 and play.inner_text().split()[1] in ("Play", "Pause")
     page.set_viewport_size({"width": 800, "height": 1280})  # a tablet held upright
     page.evaluate("window.scrollTo(0, 0)")
     shots(page, "tablet")
     page.set_viewport_size(VIEWPORT)
     page.keyboard.press("Enter")
     page.keyboard.press("Enter")  # an impatient second press must not store a second judgment
-    page.wait_for_selector("#stage-saved", state="visible")
+    # Straight on to the next pair (the default), with a visible confirmation; this study has no more.
+    page.wait_for_selector("#stage-empty", state="visible")
+    assert "Saved" in page.locator("#flash").inner_text()
     shots(page, "done")
 
     judgments = list(Judgment.objects.filter(annotator=user))
@@ -223,10 +230,10 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     # The page forgets a pair once it is stored.
     assert page.evaluate(f"localStorage.getItem('auditorium:assignment:{assignment.pk}')") is None
 
-    # Only one pair in the study: the next request says so cleanly.
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#stage-empty", state="visible")
-    assert "No more pairs" in page.locator("#stage-empty").inner_text()
+    # Only one pair in the study: the page says so, with the same count the home page shows.
+    empty = page.locator("#stage-empty").inner_text()
+    assert "All done" in empty and "1 of 1" in empty, empty
+    assert "1 of 1 pairs judged" in page.locator("#progress-text").inner_text()
     shots(page, "empty")
     assert not failed, failed
     assert not console_errors, console_errors
@@ -446,6 +453,8 @@ def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, 
     assert restored["A"]["seconds"] >= heard_before["A"]["seconds"] - 0.2
     assert restored["switches"] == heard_before["switches"]
     page.wait_for_selector("#btn-submit:not([disabled])")
+    # With "next pair right after submitting" switched off, a saved screen comes in between.
+    page.uncheck("#auto-next")
     page.locator("body").focus()
     page.keyboard.press("Enter")
     page.wait_for_selector("#stage-saved", state="visible")
@@ -463,6 +472,8 @@ def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, 
     page.check("input[name=skip_preset][value='Audio does not play or is broken.']")
     page.click("#btn-skip-confirm")
     page.wait_for_selector("#stage-empty", state="visible")
+    assert "Pair skipped (Audio does not play or is broken)" in page.locator("#flash").inner_text()
+    assert page.locator("#flash").is_visible()
     other = second if assignment.pair_id == pair.pk else pair
     skipped = Assignment.objects.get(annotator=user, pair=other)
     assert skipped.state == Assignment.State.SKIPPED

@@ -38,6 +38,9 @@ class HomeTests(TestCase):
         StudyAnnotatorFactory(study=cls.closed, annotator=cls.user)
         pair = PairFactory(study=cls.study)
         JudgmentFactory(annotator=cls.user, pair=pair)
+        # Pairs still open, so the study's target of 4 is reachable.
+        for _ in range(3):
+            PairFactory(study=cls.study)
 
     def test_anonymous_is_sent_to_login(self):
         response = self.client.get(reverse("home"))

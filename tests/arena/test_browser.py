@@ -72,6 +72,9 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     page.wait_for_function("document.getElementById('prompt').value.length > 0")
     page.get_by_role("button", name="Start battle").click()
     page.wait_for_selector("#battle:not([hidden])", timeout=60000)
+    # Focus follows the battle once it is ready, instead of staying on the hidden Start button.
+    assert page.evaluate("document.activeElement.id") == "battle-title"
+    prompt = page.inner_text("#battle-prompt")
 
     names = ["aurora", "clipper", "hiss", "detune", "wobble", "draggy", "auditorium demo"]
     html = page.content().lower()
@@ -82,9 +85,19 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     # Real playback: each clip plays until the server has counted the minimum.
     for side in ("a", "b"):
         page.evaluate(f"document.getElementById('audio-{side}').play()")
-        page.wait_for_function(f"parseFloat(document.getElementById('heard-{side}').textContent) >= 1.0", timeout=20000)
+        page.wait_for_function(f"parseFloat(document.getElementById('heard-line-{side}').dataset.heard) >= 1.0", timeout=20000)
     page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=10000)
     page.evaluate("document.getElementById('audio-a').pause(); document.getElementById('audio-b').pause()")
+    # Past the minimum the count reads as done, not as "8.1 of 5.0".
+    assert "enough to vote" in page.inner_text("#heard-line-a") and " of " not in page.inner_text("#heard-line-a")
+
+    # A reload mid-battle brings the same battle back, with what the server heard and the vote open.
+    page.reload()
+    page.wait_for_selector("#battle:not([hidden])", timeout=20000)
+    assert page.inner_text("#battle-prompt") == prompt
+    assert page.locator("#compose").is_hidden()
+    page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=10000)
+    assert page.evaluate("document.activeElement.id") == "battle-title"
     page.fill("#feedback", "A has a cleaner mix.")
     page.screenshot(path=str(SHOTS / "arena-battle.png"), full_page=True)
 
@@ -108,6 +121,24 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     first = page.inner_text("#board-rows tr:first-child")
     assert "aurora" in first
     page.screenshot(path=str(SHOTS / "arena-leaderboard.png"), full_page=True)
+
+    # On a phone: no sideways scrolling of the page (the table scrolls in its own box), labels readable.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("Number(document.querySelector('#plot svg').getAttribute('width')) <= 390")
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+    smallest = page.evaluate(
+        "Math.min(...[...document.querySelectorAll('#plot svg text')].map((t) => t.getBoundingClientRect().height))"
+    )
+    assert smallest >= 11, smallest
+    page.screenshot(path=str(SHOTS / "arena-leaderboard-phone.png"), full_page=True)
+
+    # A system under the listing threshold is named as preliminary with its count; an empty board shows no chart card.
+    settings.ARENA_LEADERBOARD_MIN_VOTES = 10_000
+    leaderboard_refresh()
+    page.reload()
+    page.wait_for_selector("#preliminary:not([hidden])")
+    assert "Preliminary" in page.inner_text("#preliminary") and "votes)" in page.inner_text("#preliminary")
+    assert page.locator("#plot-card").is_hidden()
     # While Playwright's event loop runs, Django's context-local connections hand this thread a
     # separate connection; close it, or it outlives the test and blocks dropping the test database.
     from django.db import connections

@@ -142,6 +142,8 @@ def test_private_and_thin_systems_are_fitted_but_not_listed():
     listed = {r["system"] for r in board["rows"]}
     assert "newbie" not in listed and "sys1" not in listed
     assert {"sys0", "sys2", "sys3"} <= listed
+    # The thin system is named as preliminary with its count; the private one stays unnamed.
+    assert board["preliminary"] == [{"system": "newbie", "votes": 3}]
 
 
 def test_boards_split_instrumental_and_vocal():

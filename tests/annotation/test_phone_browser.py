@@ -1,0 +1,82 @@
+"""The annotator's pages on a phone (390 px wide, touch): no sideways scrolling, short enough to use."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from annotation import services
+from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.browser import launch
+from tests.factories import PairFactory, UserFactory
+
+pytestmark = pytest.mark.browser
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
+DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = launch(p)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    yield context.new_page()
+    context.close()
+
+
+def shot(page, name: str, tmp_path) -> None:
+    """The whole page as the phone lays it out.
+
+    Playwright's full_page screenshot drops the touch emulation while it captures (the page
+    then lays out for a mouse), so the viewport is stretched to the page's height instead.
+    AUDITORIUM_SCREENSHOTS=1 refreshes the committed docs/screenshots.
+    """
+    folder = DOC_SHOTS if os.environ.get("AUDITORIUM_SCREENSHOTS") == "1" else tmp_path
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"], "height": height(page)})
+    page.screenshot(path=str(folder / f"{name}.png"))
+    page.set_viewport_size(size)
+
+
+def overflow(page) -> int:
+    """How far the page reaches past the viewport sideways, in CSS pixels (0: no sideways scrolling)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def height(page) -> int:
+    return page.evaluate("document.documentElement.scrollHeight")
+
+
+@pytest.mark.timeout(120)
+def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_path):  # noqa: F811
+    study, pair = listening_study
+    PairFactory(study=study)
+    user = UserFactory(username="thumbs", roles=["annotator"])
+    services.study_annotator_add(study=study, user=user)
+    services.consent_give(user=user)
+    login(phone, live_server, "thumbs")
+    shot(phone, "annotation-home-phone", tmp_path)
+    assert overflow(phone) == 0
+
+    phone.goto(f"{live_server.url}/studies/{study.name}/annotate/")
+    phone.wait_for_selector("#btn-read", state="visible")
+    first = height(phone)
+    print("coarse pointer:", phone.evaluate("matchMedia('(pointer: coarse)').matches"))
+    print(f"390 px listening page, instruction step: {first} px tall")
+    assert overflow(phone) == 0
+    shot(phone, "annotation-listening-phone", tmp_path)
+    phone.click("#btn-read")
+    phone.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+    print(f"390 px listening page, unlocked: {height(phone)} px tall")
+    assert overflow(phone) == 0
+    assert height(phone) < 3000
