@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_active_selection'),
+        ('annotation', '0009_pair_counters'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
