@@ -1,4 +1,6 @@
+import copy
 import os
+import uuid
 
 import pytest
 
@@ -26,3 +28,16 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("fixture_files"):
         for name in marker.args:
             fixture_file(FIXTURES / name)
+
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings):
+    # Study settings, consent, signed-in users and rate counters are cached and dropped on save;
+    # a test's rollback restores the rows but not the cache, so each test gets a cache of its own.
+    # A fresh key prefix instead of cache.clear(): on a shared Redis, clear() would flush
+    # everyone's keys (Celery, Channels, other test runs).
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+    yield

@@ -18,10 +18,11 @@ import time
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+
+from .auth_backend import CachedModelBackend
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,8 @@ def lock_message(what: str, seconds: int) -> str:
     return f"Too many failed sign-ins for {what}. Sign-in is paused for {minutes} minute{'s' if minutes != 1 else ''}; try again later."
 
 
-class ThrottledModelBackend(ModelBackend):
-    """ModelBackend that refuses any password check while the account or the address is locked, and counts failures."""
+class ThrottledModelBackend(CachedModelBackend):
+    """The cached model backend that refuses any password check while the account or the address is locked, and counts failures."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if username is None:

@@ -277,13 +277,13 @@ else:
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # --- Auth -----------------------------------------------------------------------
-# The user of every request comes from the cache (dropped on each save); see auth_backend.py.
-AUTHENTICATION_BACKENDS = ["auditorium.auth_backend.CachedModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# The throttled backend checks every password; ModelBackend after it only restores users of sessions it signed in.
+# The throttled backend checks every password and reads the user of every request from the cache
+# (dropped on each save; see auth_backend.py); ModelBackend after it only restores users of sessions
+# signed in before the throttle existed.
 AUTHENTICATION_BACKENDS = ["auditorium.login_throttle.ThrottledModelBackend", "django.contrib.auth.backends.ModelBackend"]
 # Failed sign-ins allowed per window ("count/seconds"), per account and per salted client-address hash;
 # past either, every password check is refused (the right one too) until the window ends. 0/N turns one off.

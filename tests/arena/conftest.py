@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -31,11 +29,6 @@ FAST_RATES = {
 def arena_settings(settings):
     for name, value in FAST_RATES.items():
         setattr(settings, name, value)
-    # A fresh key prefix per test instead of cache.clear(): on a shared Redis, clear() would
-    # flush everyone's keys (Celery, Channels, other test runs).
-    caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"arena-test-{uuid.uuid4().hex}"
-    settings.CACHES = caches
     yield settings
 
 
