@@ -327,7 +327,5 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
 @require_safe
 def pairs_import_done(request: HttpRequest) -> HttpResponse:
     result = request.session.get(IMPORT_RESULT_KEY)
-    if not result:
-        return redirect("pairs-import")
-    study = Study.objects.filter(name=result["study"]).first()
+    study = Study.objects.filter(name=result["study"]).first() if result else None
     return _render(request, "annotation/manage/pairs_import_done.html", {"result": result, "study": study})

@@ -24,7 +24,7 @@ RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
-    "study-annotators-add", "api-study-export", "reward-train", "training-detail",
+    "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",
 }
 POST_ONLY = {
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
