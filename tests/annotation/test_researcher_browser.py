@@ -54,7 +54,7 @@ class ResearcherDayBrowserTests(ChannelsLiveServerTestCase):
         self.not_found: list[str] = []
 
     def open_as(self, username: str, path: str):
-        context = self.browser.new_context(viewport={"width": 1280, "height": 860})
+        context = self.browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
         page = context.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         page.on("response", lambda r: self.not_found.append(r.url) if r.status == 404 else None)
