@@ -185,7 +185,9 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
     def test_report_page_draws_plots_and_refreshes_when_a_vote_arrives(self):
         path = f"/scoring/studies/{self.study.name}/report/"
         context, page = self.open_as("researcher", path)
-        page.wait_for_selector("[data-plot='agreement-rate'] svg")
+        # The report (bootstrap intervals included) is computed in this first request; on a loaded
+        # machine that alone can pass Playwright's 30 s default.
+        page.wait_for_selector("[data-plot='agreement-rate'] svg", timeout=90_000)
         for plot in ("agreement-rate", "agreement-alpha", "confidence-histogram", "annotator-bias", "judge-confidence-alignment", "judge-confidence-musicality"):
             self.assertGreater(page.locator(f"[data-plot='{plot}'] svg rect, [data-plot='{plot}'] svg circle").count(), 0, plot)
         # The careless annotators stand out in red in the bias plot and carry flags in the table.
