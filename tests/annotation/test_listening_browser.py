@@ -203,7 +203,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.keyboard.press("Enter")  # an impatient second press must not store a second judgment
     # Straight on to the next pair (the default), with a visible confirmation; this study has no more.
     page.wait_for_selector("#stage-empty", state="visible")
-    assert "Saved" in page.locator("#flash").inner_text()
+    assert "judgment is saved" in page.locator("#flash").inner_text()
     shots(page, "done")
 
     judgments = list(Judgment.objects.filter(annotator=user))

@@ -10,7 +10,7 @@ import pytest
 from annotation import services
 from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import launch
-from tests.factories import PairFactory, UserFactory
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.browser
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
@@ -60,7 +60,6 @@ def height(page) -> int:
 @pytest.mark.timeout(120)
 def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_path):  # noqa: F811
     study, pair = listening_study
-    PairFactory(study=study)
     user = UserFactory(username="thumbs", roles=["annotator"])
     services.study_annotator_add(study=study, user=user)
     services.consent_give(user=user)
