@@ -141,12 +141,20 @@ def showcase_study(name: str = "showcase"):
     return study, [p for p, _, _ in pairs], annotators
 
 
-class ReportBrowserTests(ChannelsLiveServerTestCase):
+class _ReportBrowser(ChannelsLiveServerTestCase):
+    """A server process of its own per test class: with SQLite, a second test in the same forked
+    server process could read the database as it was before its own rows (seen after the
+    sign-in tests of tests/reliability ran first), so each test gets a fresh process."""
+
     serialized_rollback = False
 
     @classmethod
     def setUpClass(cls):
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+        from django.db import connections
+
+        # The server process is forked from this one: it opens its own database connection.
+        connections.close_all()
         super().setUpClass()
         from playwright.sync_api import sync_playwright
 
@@ -177,11 +185,15 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
         page.fill("#id_password", "pw")
         page.click("button[type=submit]")
         page.wait_for_url(f"**{path}*")
+        assert "/accounts/login/" not in page.url, page.locator("main").inner_text()
         return context, page
 
     def votes_shown(self, page) -> int:
         return int(page.locator(".report-facts div:nth-child(3) dd").inner_text())
 
+
+
+class ReportPlotsBrowserTests(_ReportBrowser):
     def test_report_page_draws_plots_and_refreshes_when_a_vote_arrives(self):
         path = f"/scoring/studies/{self.study.name}/report/"
         context, page = self.open_as("researcher", path)
@@ -231,6 +243,9 @@ class ReportBrowserTests(ChannelsLiveServerTestCase):
         context.close()
         self.assertEqual(self.errors, [])
 
+
+
+class ReportExclusionBrowserTests(_ReportBrowser):
     def test_excluding_an_annotator_from_the_page(self):
         path = f"/scoring/studies/{self.study.name}/report/"
         context, page = self.open_as("researcher", path)
