@@ -274,6 +274,12 @@ class Pair(models.Model):
             models.Index(fields=["study", "order_key"]),
             # Only the pairs with room: the next-pair lookup is a range scan over these.
             models.Index(fields=["study", "order_key"], condition=Q(n_judgments__lt=F("overlap") - F("n_live")), name="pair_open_order"),
+            # The few overlap pairs that hold votes or locks and still have room: filled first.
+            models.Index(
+                fields=["study"],
+                condition=Q(n_judgments__lt=F("overlap") - F("n_live"), overlap__gt=1) & (Q(n_judgments__gt=0) | Q(n_live__gt=0)),
+                name="pair_partly_filled",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=~Q(clip_a=F("clip_b")), name="pair_clips_distinct"),

@@ -195,8 +195,17 @@ async def drive(args, base_url, users, visitors):
     async def cycle(i, failures) -> bool | None:
         """One judgment cycle of client i: next pair, then its submit (retried with the same key). None: no pair left."""
         session = sessions[i]
-        async with session.post(f"{base_url}/api/studies/load/next/") as r:
-            body = await r.json()
+        body = None
+        for attempt in range(3):  # asking again is safe: the same locked pair comes back
+            try:
+                async with session.post(f"{base_url}/api/studies/load/next/") as r:
+                    body = await r.json()
+                break
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                # An idle keep-alive connection the server closed (open-loop gaps), or a real fault.
+                failures["network"] += 1
+        if body is None:
+            return False
         assignment = body.get("assignment")
         if not assignment:
             failures[f"no_pair: {body.get('detail', '')[:60]}"] += 1
@@ -271,8 +280,12 @@ async def drive(args, base_url, users, visitors):
         return work
 
     async def health(i, failures) -> bool:
-        async with sessions[i].get(f"{base_url}/healthz/") as r:
-            await r.read()
+        try:
+            async with sessions[i].get(f"{base_url}/healthz/") as r:
+                await r.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            failures["network"] += 1
+            return False
         return r.status == 200
 
     async def open_loop(name, operation, rate, seconds, limit):
@@ -315,11 +328,16 @@ async def drive(args, base_url, users, visitors):
         return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson"}
 
     baseline = await run_phase("baseline GET /healthz/", args.clients, closed_loop(health, args.submits), args.seconds)
+    report(baseline, baseline)
     submits = await run_phase("judgment cycle (next+submit)", args.clients, closed_loop(cycle, args.submits), args.seconds)
+    report(submits, baseline)
     votes = await run_phase("arena vote", args.clients, closed_loop(vote_once, args.votes), args.seconds)
+    report(votes, baseline)
     half = args.open_share
     open_submits = await open_loop("open-loop judgment cycle", cycle, max(1.0, half * rate_of(submits)), args.open_seconds, args.submits)
+    report(open_submits, baseline)
     open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * rate_of(votes)), args.open_seconds, args.votes)
+    report(open_votes, baseline)
     for session in sessions:
         await session.close()
     for session, _ in vote_sessions:
@@ -389,6 +407,7 @@ def main() -> None:
     from arena.models import Vote
 
     print(f"server: gunicorn + {args.workers} uvicorn workers, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
+    print("summary:")
     for result in results:
         report(result, results[0])
     stored = Counter(Judgment.objects.filter(pair__study__name="load").values_list("assignment_id", flat=True))

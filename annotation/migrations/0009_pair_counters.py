@@ -148,5 +148,9 @@ class Migration(migrations.Migration):
             model_name='pair',
             index=models.Index(condition=models.Q(('n_judgments__lt', django.db.models.expressions.CombinedExpression(models.F('overlap'), '-', models.F('n_live')))), fields=['study', 'order_key'], name='pair_open_order'),
         ),
+        migrations.AddIndex(
+            model_name='pair',
+            index=models.Index(condition=models.Q(('n_judgments__lt', django.db.models.expressions.CombinedExpression(models.F('overlap'), '-', models.F('n_live'))), ('overlap__gt', 1), models.Q(('n_judgments__gt', 0), ('n_live__gt', 0), _connector='OR')), fields=['study'], name='pair_partly_filled'),
+        ),
         migrations.RunPython(counters_on, counters_off),
     ]

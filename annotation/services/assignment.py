@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 from django.db.models import BigIntegerField, Case, CharField, Exists, F, Func, OuterRef, Q, Subquery, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
@@ -164,17 +165,23 @@ def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: 
     position = Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField()))
     pools = [Q(kind__in=SPECIAL_KINDS), ~Q(kind__in=SPECIAL_KINDS)] if has_special else [Q()]
     started = Q(n_judgments__gt=0) | Q(n_live__gt=0)
-    branches = Q()
+    branches = []
     for pool in pools:
         partial = base.filter(pool, started, overlap__gt=1).annotate(position=position).order_by("position").values("id")[:limit]
         fresh = base.filter(pool, n_judgments=0, n_live=0)
         after = fresh.filter(order_key__gte=start).order_by("order_key").values("id")[:limit]
         before = fresh.filter(order_key__lt=start).order_by("order_key").values("id")[:limit]
-        branches |= Q(id__in=partial) | Q(id__in=after) | Q(id__in=before)
+        branches += [branch.query.sql_with_params() for branch in (partial, after, before)]
+    # One list of at most a few dozen ids (UNION ALL of the branches, each wrapped so SQLite
+    # accepts its LIMIT): the planner joins it by primary key instead of scanning every open pair.
+    candidates = RawSQL(
+        " UNION ALL ".join(f"SELECT * FROM ({sql}) AS branch_{n}" for n, (sql, _) in enumerate(branches)),
+        [param for _, params in branches for param in params],
+    )
     big = Value(ORDER_PRIME, output_field=BigIntegerField())
     is_special = Q(kind__in=SPECIAL_KINDS)
     query = (
-        Pair.objects.filter(branches)
+        Pair.objects.filter(id__in=candidates)
         # Repeated outside the branches: PostgreSQL re-checks these on the row version it locks.
         .filter(room)
         .select_related(*CONTENT)

@@ -110,6 +110,7 @@ class RunProgressSocketTests(TransactionTestCase):
 
         async def scenario():
             from channels.db import database_sync_to_async
+            from django.conf import settings
             from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
             from django.contrib.sessions.backends.db import SessionStore
 
@@ -117,7 +118,7 @@ class RunProgressSocketTests(TransactionTestCase):
             def session_cookie():
                 session = SessionStore()
                 session[SESSION_KEY] = str(researcher.pk)
-                session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+                session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
                 session[HASH_SESSION_KEY] = researcher.get_session_auth_hash()
                 session.save()
                 return session.session_key

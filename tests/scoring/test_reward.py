@@ -371,6 +371,7 @@ class TrainingSocketTests(TransactionTestCase):
         run = TrainingRun.objects.create(study=StudyFactory(name="ws-train"), feature_judge=judge, stage="features", step=3, steps=10)
 
         async def scenario():
+            from django.conf import settings
             from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
             from django.contrib.sessions.backends.db import SessionStore
 
@@ -378,7 +379,7 @@ class TrainingSocketTests(TransactionTestCase):
             def session_cookie():
                 session = SessionStore()
                 session[SESSION_KEY] = str(researcher.pk)
-                session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+                session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
                 session[HASH_SESSION_KEY] = researcher.get_session_auth_hash()
                 session.save()
                 return session.session_key
