@@ -72,7 +72,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("is_active",)
     search_fields = ("name", "title")
     inlines = [StudyAnnotatorInline]
-    actions = ["export_dataset"]
+    actions = ["export_dataset", "export_dataset_with_unvoted"]
 
     def get_urls(self):
         extra = [path("import-pairs/", self.admin_site.admin_view(self.import_pairs_view), name="annotation_study_import_pairs")]
@@ -104,17 +104,21 @@ class StudyAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/annotation/study/import_pairs.html", context)
 
     @admin.action(description="Export dataset (zip: JSONL, audio, datasheet)", permissions=["view"])
-    def export_dataset(self, request, queryset):
+    def export_dataset(self, request, queryset, include_unvoted=False):
         if not is_researcher(request.user):
             raise PermissionDenied
         studies = list(queryset.order_by("name"))
         try:
-            archive = dataset_export_archive(studies=studies)
+            archive = dataset_export_archive(studies=studies, include_unvoted=include_unvoted)
         except ServiceError as exc:
             self.message_user(request, exc.message, level=messages.ERROR)
             return None
         name = studies[0].name if len(studies) == 1 else "studies"
         return FileResponse(archive, as_attachment=True, filename=f"{name}-dataset.zip", content_type="application/zip")
+
+    @admin.action(description="Export dataset with pairs without votes (empty preferences and user id)", permissions=["view"])
+    def export_dataset_with_unvoted(self, request, queryset):
+        return self.export_dataset(request, queryset, include_unvoted=True)
 
 
 @admin.register(Pair)

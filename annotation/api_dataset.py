@@ -1,15 +1,19 @@
-"""Dataset export for researchers: GET /api/studies/<name>/export/ returns the study as a zip."""
+"""Dataset export for researchers: GET /api/studies/<name>/export/ returns the study as a zip.
+
+`?include_unvoted=1` adds the pairs without votes (rows with empty preferences and user id).
+"""
 
 from __future__ import annotations
 
 from django.http import FileResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.views import APIView
 
+from auditorium.errors import ServiceError
 from auditorium.roles import IsResearcher
 
 from .dataset import dataset_export_archive
@@ -28,14 +32,31 @@ class ZipRenderer(BaseRenderer):
         return JSONRenderer().render(data) if not isinstance(data, bytes) else data
 
 
+def _flag(value: str | None) -> bool:
+    if value in (None, "", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ServiceError(f"include_unvoted must be 1 or 0 (true or false), not {value!r}.", code="bad_parameter")
+
+
 class StudyExportApi(APIView):
     """The study's votes as CMI-RewardBench JSONL (train.jsonl, test.jsonl), the audio and a datasheet, zipped."""
 
     permission_classes = [IsAuthenticated, IsResearcher]
     renderer_classes = [JSONRenderer, ZipRenderer]
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="zip archive"), 403: None, 404: None})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "include_unvoted",
+                OpenApiTypes.BOOL,
+                description="Also export pairs without votes: one row each with empty user id, preferences, confidences and feedback.",
+            )
+        ],
+        responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="zip archive"), 403: None, 404: None},
+    )
     def get(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        archive = dataset_export_archive(studies=[study])
+        archive = dataset_export_archive(studies=[study], include_unvoted=_flag(request.query_params.get("include_unvoted")))
         return FileResponse(archive, as_attachment=True, filename=f"{study.name}-dataset.zip", content_type="application/zip")

@@ -255,6 +255,9 @@ class Pair(models.Model):
     expected_alignment = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     expected_musicality = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)], help_text="Votes wanted on this pair.")
+    dataset_source = models.CharField(
+        max_length=200, blank=True, help_text="`source` of the imported row that made the pair, as given; blank for pairs made here."
+    )
     # Uniform in [0, ORDER_PRIME): untouched pairs are drawn from a seeded point on
     # this circle; partly filled ones in an affine permutation of it per annotator.
     order_key = models.BigIntegerField(default=random_order_key, editable=False)
@@ -403,6 +406,8 @@ class Judgment(models.Model):
     time_on_page_ms = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.PLATFORM)
+    # Provenance for the export: an imported row's own `source` label, as given (blank: cast here).
+    dataset_source = models.CharField(max_length=200, blank=True, help_text="`source` of the imported row, as given; blank for votes cast here.")
     selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM, help_text="How the pair was chosen for the annotator.")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from django.db import transaction
 
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
-from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, DatasetError
+from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
 
 CONSENT_STATEMENT = (
     "Annotators on this platform gave informed consent before their first judgment and may withdraw at any time; "
@@ -36,6 +36,7 @@ class ExportReport:
     files: int = 0
     left_out: Counter = field(default_factory=Counter)
     test_pairs: int = 0
+    unvoted_pairs: int = 0
 
     def summary(self) -> str:
         lines = [f"rows: {self.rows['train']} train, {self.rows['test']} test; {self.files} audio files"]
@@ -43,6 +44,8 @@ class ExportReport:
             lines.append("votes left out: " + ", ".join(f"{n} ({why})" for why, n in sorted(self.left_out.items())))
         if self.test_pairs:
             lines.append(f"balanced test split: {self.test_pairs} pairs")
+        if self.unvoted_pairs:
+            lines.append(f"pairs without votes: {self.unvoted_pairs} rows with empty preferences and user id")
         return "\n".join(lines)
 
 
@@ -124,9 +127,12 @@ def _confidence_text(value) -> str:
 
 
 def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgment], left_out: Counter) -> str:
+    all_rows, rows = rows, [r for r in rows if r["user id"]]
+    unvoted = len(all_rows) - len(rows)
     by_split = Counter(r["split"] for r in rows)
     pairs_by_split = {s: len({(r["prompt id"], frozenset((r["audio-path"], r["audio2"]))) for r in rows if r["split"] == s}) for s in ("train", "test")}
     modality = Counter((r["modality"], r["split"]) for r in rows)
+    row_sources = Counter(r["source"] for r in all_rows)
     systems = Counter()
     for r in rows:
         for key in ("model_a", "model_b"):
@@ -166,6 +172,16 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         f"Votes collected on this platform: {sources[Judgment.Source.PLATFORM]}; imported from earlier datasets: {sources[Judgment.Source.IMPORT]}.",
         f"Collection dates (UTC): {dates[0]} to {dates[-1]}." if dates else "Collection dates: no votes.",
         "Only regular pairs are included (no gold or catch trials).",
+        "Rows by `source` (kept as imported; `" + EXPORT_SOURCE + "` for what was made here): "
+        + ", ".join(f"{name} {n}" for name, n in sorted(row_sources.items())) + "." if row_sources else "Rows by `source`: none.",
+        *(
+            [
+                f"Pairs without votes: {unvoted}, one row each with empty `user id`, `preference-*`, `confidence_preference-*` "
+                "and `feedback`; evaluators that need votes skip them (an empty label is not counted)."
+            ]
+            if unvoted
+            else []
+        ),
         "",
         "## Licence",
         "",
@@ -180,8 +196,44 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
     return "\n".join(lines) + "\n"
 
 
-def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, balanced_test: int | None = None, seed: int | None = None) -> ExportReport:
-    """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty)."""
+def _row_source(label: str) -> str:
+    # Rows keep the `source` they were imported with; what was made here carries the platform's label.
+    return label or EXPORT_SOURCE
+
+
+def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
+    """A pair with no exported vote: the vote's keys are empty, so an import makes the pair alone and the
+    CMI-RewardBench evaluator (which counts only model_a / model_b / both / neither) skips the row."""
+    condition = pair.condition
+    return {
+        "audio-path": names[pair.clip_a_id],
+        "audio2": names[pair.clip_b_id],
+        "ref-audio-path": names[condition.reference_id] if condition.reference_id else "",
+        "prompt": condition.prompt,
+        "lyrics": condition.lyrics,
+        "model_a": pair.clip_a.system.name if pair.clip_a.system else "",
+        "model_b": pair.clip_b.system.name if pair.clip_b.system else "",
+        "prompt id": prompt_id_for(condition),
+        **dict.fromkeys(UNVOTED_EMPTY_KEYS, ""),
+        "source": _row_source(pair.dataset_source),
+        "split": pair.split,
+        "modality": condition.modality,
+        **dict.fromkeys(LISTENING_KEYS),
+    }
+
+
+def dataset_export(
+    *,
+    out_dir: Path | str,
+    studies: list[Study] | None = None,
+    balanced_test: int | None = None,
+    seed: int | None = None,
+    include_unvoted: bool = False,
+) -> ExportReport:
+    """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty).
+
+    include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`).
+    """
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetError(f"{out} is not an empty directory; export into a new or empty one.", code="out_not_empty")
@@ -204,9 +256,14 @@ def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, b
                 "pair__condition__reference", "pair__clip_a__system", "pair__clip_b__system", "annotator__annotator_profile"
             )
         )
+        unvoted = []
+        if include_unvoted:
+            voted = {j.pair_id for j in judgments}
+            unvoted = [
+                p for p in pairs.select_related("condition__reference", "clip_a__system", "clip_b__system") if p.pk not in voted
+            ]
     clips, compared = {}, set()
-    for j in judgments:
-        pair = j.pair
+    for pair in [j.pair for j in judgments] + unvoted:
         compared |= {pair.clip_a_id, pair.clip_b_id}
         for clip in (pair.clip_a, pair.clip_b, pair.condition.reference):
             if clip is not None:
@@ -234,12 +291,14 @@ def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, b
             "confidence_preference-musicality": _confidence_text(j.musicality_confidence),
             "confidence_preference-alignment": _confidence_text(j.alignment_confidence),
             "feedback": j.rationale,
-            "source": EXPORT_SOURCE,
+            "source": _row_source(j.dataset_source),
             "split": pair.split,
             "modality": condition.modality,
             **_listening_seconds(j),
         }
         rows.append(row)
+    rows += [_unvoted_row(pair, names) for pair in unvoted]
+    report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
         lines[row["split"]].append(json.dumps({k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, ensure_ascii=False))
@@ -260,12 +319,12 @@ def dataset_export(*, out_dir: Path | str, studies: list[Study] | None = None, b
     return report
 
 
-def dataset_export_archive(*, studies: list[Study] | None = None):
+def dataset_export_archive(*, studies: list[Study] | None = None, include_unvoted: bool = False):
     """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start."""
     archive = tempfile.TemporaryFile(suffix=".zip")
     with tempfile.TemporaryDirectory(prefix="auditorium-export-") as tmp:
         root = Path(tmp) / "dataset"
-        dataset_export(out_dir=root, studies=studies)
+        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted)
         with zipfile.ZipFile(archive, "w") as zf:
             for path in sorted(p for p in root.rglob("*") if p.is_file()):
                 arcname = path.relative_to(root).as_posix()

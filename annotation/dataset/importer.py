@@ -216,7 +216,12 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
         pair, created = stored.pair_for(r), False
         if pair is None:
             pair, created = pair_get_or_create(
-                study=study, condition=conditions[r.condition_key], clip_a=clips[r.a.sha256], clip_b=clips[r.b.sha256], split=r.split
+                study=study,
+                condition=conditions[r.condition_key],
+                clip_a=clips[r.a.sha256],
+                clip_b=clips[r.b.sha256],
+                split=r.split,
+                dataset_source=r.dataset_source,
             )
         pairs[r.pair_key] = pair
         report.created["pairs"] += int(created)
@@ -256,6 +261,7 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
                 # row's own bytes ride with the vote where they differ, for an exact export.
                 source_text={key: text for key, text in (("prompt", r.prompt), ("lyrics", r.lyrics)) if text != getattr(condition, key)},
                 source=Judgment.Source.IMPORT,
+                dataset_source=r.dataset_source,
                 selection=ChosenBy.IMPORT,
             )
         )

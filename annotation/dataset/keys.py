@@ -29,6 +29,16 @@ EXPORT_KEYS = (
     "split",
     "modality",
 )
+# A pair exported without a vote has these keys empty: import then makes the pair alone, and an
+# evaluator counting only model_a / model_b / both / neither leaves the row out.
+UNVOTED_EMPTY_KEYS = (
+    "user id",
+    "preference-musicality",
+    "preference-alignment",
+    "confidence_preference-musicality",
+    "confidence_preference-alignment",
+    "feedback",
+)
 # Longest text each field may hold, in characters: a prompt is a sentence or a paragraph, lyrics a
 # song; the ids and labels fit their database columns. A longer value is a bad row, named by line.
 TEXT_LIMITS = {

@@ -93,6 +93,8 @@ class Row:
     prompt_id: str
     split: str
     vote: _Vote | None
+    # The row's `source` label as given (the benchmark subset or collection it came from); "" when absent.
+    dataset_source: str = ""
 
     @cached_property
     def condition_key(self) -> str:
@@ -223,7 +225,7 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
     if not (prompt.strip() or lyrics.strip() or ref):
         raise RowInvalid("the row has no prompt, lyrics or reference audio; a condition needs at least one")
 
-    _text(obj, "source")  # not stored, but held to its length like every text field
+    dataset_source = _text(obj, "source")
     modality = _text(obj, "modality")
     if modality:
         inferred = modality_for(has_lyrics=bool(lyrics.strip()), has_reference=ref is not None)
@@ -245,7 +247,7 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
             alignment_confidence=_confidence(obj, "confidence_preference-alignment"),
             feedback=_text(obj, "feedback", exact=True),
         )
-    return Row(source, line, a, b, ref, model_a, model_b, prompt, lyrics, prompt_id, split, vote)
+    return Row(source, line, a, b, ref, model_a, model_b, prompt, lyrics, prompt_id, split, vote, dataset_source)
 
 
 def read_rows(sources: list[tuple[str, Path]], *, root: Path, report: ImportReport) -> list[Row]:

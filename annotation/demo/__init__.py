@@ -15,6 +15,7 @@ Everything but the seeding is numpy and scipy; rendering 6 s takes a few tens of
 - synth.py: playing the score, each system's faults, `render` and `render_reference`
 - mastering.py: loudness, true peak, limiter
 - seed.py: the demo study, its pairs and the demo accounts in the database
+- votes.py: the demo annotators' seeded, labelled votes (so reports have human labels at once)
 """
 
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, ORGANISATION, SYSTEM_NAMES, DemoCondition, DemoSystem
@@ -22,6 +23,7 @@ from .compose import Style, style_for
 from .mastering import loudness_lufs, master, true_peak
 from .seed import ANNOTATORS, DEMO_STUDY, USERS, seed_demo
 from .synth import FAULTS, Faults, render, render_reference
+from .votes import DEMO_VOTE_KEY, DEMO_VOTE_LABEL
 
 __all__ = [
     "ANNOTATORS",
@@ -29,6 +31,8 @@ __all__ = [
     "DEMO_CONDITIONS",
     "DEMO_STUDY",
     "DEMO_SYSTEMS",
+    "DEMO_VOTE_KEY",
+    "DEMO_VOTE_LABEL",
     "FAULTS",
     "ORGANISATION",
     "SYSTEM_NAMES",

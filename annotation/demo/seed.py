@@ -1,4 +1,4 @@
-"""Seeding the database: the demo study, its pairs (some gold), and the demo accounts."""
+"""Seeding the database: the demo study, its pairs (some gold), the demo accounts and their seeded votes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..models import Clip, Pair, Study, System
 from ..services import clip_ingest_array, condition_get_or_create, pair_get_or_create, study_annotator_add
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, SYSTEM_NAMES
 from .synth import render, render_reference
+from .votes import demo_votes_seed
 
 DEMO_STUDY = "demo"
 DEMO_SEED_SECONDS = 6.0
@@ -162,7 +163,11 @@ def seed_demo(*, force: bool = False):
             # The demo researcher owns the demo study, so the researcher's import page works out of the box.
             study.owner = users["researcher"]
             study.save(update_fields=["owner"])
+        annotators = []
         for username, password in ANNOTATORS:
             # Consent is left for the annotator to give: the consent page is the first thing they see.
-            study_annotator_add(study=study, user=_ensure_user(username, password))
+            annotators.append(_ensure_user(username, password))
+            study_annotator_add(study=study, user=annotators[-1])
+        # A few labelled, seeded answers, so the report's judge-versus-human sections have something to show.
+        demo_votes_seed(study=study, annotators=annotators)
     return study

@@ -55,6 +55,7 @@ def pair_get_or_create(
     expected_alignment: Clip | None = None,
     expected_musicality: Clip | None = None,
     overlap: int | None = None,
+    dataset_source: str = "",
 ) -> tuple[Pair, bool]:
     """One pair per (study, condition, {clip_a, clip_b}); (B, A) finds the stored (A, B)."""
     if clip_a.pk == clip_b.pk:
@@ -75,6 +76,7 @@ def pair_get_or_create(
         kind=kind,
         expected_alignment=expected_alignment,
         expected_musicality=expected_musicality,
+        dataset_source=dataset_source,
         overlap=overlap or pair_overlap_for(study=study, clip_key=key, condition_id=condition.pk),
     )
     pair.full_clean(exclude=["study", "condition", "clip_a", "clip_b"], validate_unique=False, validate_constraints=False)

@@ -1,4 +1,4 @@
-"""python manage.py export_dataset --out DIR [--study NAME] [--balanced-test N --seed S]"""
+"""python manage.py export_dataset --out DIR [--study NAME] [--balanced-test N --seed S] [--include-unvoted]"""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ class Command(BaseCommand):
             "--balanced-test", type=int, metavar="N", help="Redraw the test split: N pairs, a quarter per modality; stored on the pairs."
         )
         parser.add_argument("--seed", type=int, help="Seed of the balanced test draw (required with --balanced-test).")
+        parser.add_argument(
+            "--include-unvoted",
+            action="store_true",
+            help="Also write pairs without votes: one row each with empty user id, preferences, confidences and feedback.",
+        )
 
-    def handle(self, *args, out, study, balanced_test, seed, **options):
+    def handle(self, *args, out, study, balanced_test, seed, include_unvoted, **options):
         studies = None
         if study:
             found = Study.objects.filter(name=study).first()
@@ -28,7 +33,7 @@ class Command(BaseCommand):
                 raise CommandError(f"No study named {study!r}.")
             studies = [found]
         try:
-            report = dataset_export(out_dir=out, studies=studies, balanced_test=balanced_test, seed=seed)
+            report = dataset_export(out_dir=out, studies=studies, balanced_test=balanced_test, seed=seed, include_unvoted=include_unvoted)
         except ServiceError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(report.summary())

@@ -7,8 +7,8 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from annotation.demo import ANNOTATORS, DEMO_STUDY, USERS, seed_demo
-from annotation.models import Clip, Condition, Pair, Study, System
+from annotation.demo import ANNOTATORS, DEMO_STUDY, DEMO_VOTE_KEY, DEMO_VOTE_LABEL, USERS, seed_demo
+from annotation.models import Clip, Condition, Judgment, Pair, Study, System
 
 
 def _counts() -> dict[str, int]:
@@ -42,6 +42,8 @@ class Command(BaseCommand):
         pairs = study.pairs.count()
         self.stdout.write(self.style.SUCCESS(f"Demo study {study.name!r} ready in {time.monotonic() - started:.1f} s: {pairs} pairs."))
         self.stdout.write(f"Added: {added}.")
+        votes = Judgment.objects.filter(pair__study=study, idempotency_key__startswith=DEMO_VOTE_KEY).count()
+        self.stdout.write(f"Demo votes: {votes} seeded answers of the demo annotators, each rationale starting {DEMO_VOTE_LABEL!r}.")
         self.stdout.write("Logins (change these before exposing the server):")
         for username, password, _superuser, groups in USERS:
             self.stdout.write(f"  {username} / {password}  ({', '.join(groups)})")
