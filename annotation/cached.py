@@ -9,7 +9,7 @@ what a write that bypasses the signals (a queryset update) could leave behind.
 
 from __future__ import annotations
 
-from django.core.cache import cache
+from auditorium.cache import cache_forget, cache_get, cache_set_many
 
 from .models import AnnotatorProfile, Study
 
@@ -29,37 +29,37 @@ def _consent_key(user_id: int) -> str:
 
 
 def study_by_id(pk: int) -> Study | None:
-    study = cache.get(_study_key(pk))
+    study = cache_get(_study_key(pk))
     if study is None:
         study = Study.objects.filter(pk=pk).first()
         if study is not None:
-            cache.set(_study_key(pk), study, TIMEOUT)
+            cache_set_many({_study_key(pk): study}, TIMEOUT)
     return study
 
 
 def study_by_name(name: str) -> Study | None:
-    pk = cache.get(_name_key(name))
+    pk = cache_get(_name_key(name))
     study = study_by_id(pk) if pk is not None else None
     if study is None or study.name != name:  # a rename leaves the old name's entry behind
         study = Study.objects.filter(name=name).first()
         if study is None:
             return None
-        cache.set_many({_name_key(name): study.pk, _study_key(study.pk): study}, TIMEOUT)
+        cache_set_many({_name_key(name): study.pk, _study_key(study.pk): study}, TIMEOUT)
     return study
 
 
 def has_consented(user_id: int) -> bool:
-    value = cache.get(_consent_key(user_id))
+    value = cache_get(_consent_key(user_id))
     if value is None:
         profile = AnnotatorProfile.objects.filter(user_id=user_id).only("consented_at", "withdrawn_at").first()
         value = profile is not None and profile.has_consented
-        cache.set(_consent_key(user_id), value, TIMEOUT)
+        cache_set_many({_consent_key(user_id): value}, TIMEOUT)
     return value
 
 
 def study_forget(sender=None, instance=None, **kwargs) -> None:
-    cache.delete_many([_study_key(instance.pk), _name_key(instance.name)])
+    cache_forget(_study_key(instance.pk), _name_key(instance.name))
 
 
 def consent_forget(sender=None, instance=None, **kwargs) -> None:
-    cache.delete(_consent_key(instance.user_id))
+    cache_forget(_consent_key(instance.user_id))

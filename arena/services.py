@@ -16,12 +16,12 @@ from datetime import timedelta
 from math import gcd
 
 import numpy as np
-from django.core.cache import cache
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
 from auditorium import listening
+from auditorium.cache import cache_forget, cache_get, cache_set_many
 from auditorium.errors import ServiceError
 
 from . import conf, jobs, ratelimit, sampling, voting
@@ -54,16 +54,16 @@ def visitor_for_cookie(cookie: str | None) -> Visitor | None:
     if not cookie:
         return None
     cookie_hash = conf.salted_hash("cookie", cookie, length=64)
-    visitor = cache.get(_visitor_key(cookie_hash))
+    visitor = cache_get(_visitor_key(cookie_hash))
     if visitor is None:
         visitor = Visitor.objects.filter(cookie_hash=cookie_hash).first()
         if visitor is not None:
-            cache.set(_visitor_key(cookie_hash), visitor, VISITOR_CACHE_SECONDS)
+            cache_set_many({_visitor_key(cookie_hash): visitor}, VISITOR_CACHE_SECONDS)
     return visitor
 
 
 def visitor_forget(sender=None, instance=None, **kwargs) -> None:
-    cache.delete(_visitor_key(instance.cookie_hash))
+    cache_forget(_visitor_key(instance.cookie_hash))
 
 
 def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, str]:

@@ -10,7 +10,8 @@ of the user it gets. Groups and permissions are not cached here; they load as be
 from __future__ import annotations
 
 from django.contrib.auth.backends import ModelBackend
-from django.core.cache import cache
+
+from .cache import cache_forget, cache_get, cache_set_many
 
 TIMEOUT = 300
 
@@ -22,13 +23,13 @@ def _key(user_id) -> str:
 class CachedModelBackend(ModelBackend):
     def get_user(self, user_id):
         key = _key(user_id)
-        user = cache.get(key)
+        user = cache_get(key)
         if user is None:
             user = super().get_user(user_id)
             if user is not None:
-                cache.set(key, user, TIMEOUT)
+                cache_set_many({key: user}, TIMEOUT)
         return user if user is not None and self.user_can_authenticate(user) else None
 
 
 def user_forget(sender=None, instance=None, **kwargs) -> None:
-    cache.delete(_key(instance.pk))
+    cache_forget(_key(instance.pk))

@@ -9,9 +9,11 @@ redis-py pools notice a fork and reconnect in the child, so pre-forked workers a
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import redis
+from django.core.cache import cache
 
 
 class SharedConnectionPool(redis.ConnectionPool):
@@ -26,3 +28,34 @@ class SharedConnectionPool(redis.ConnectionPool):
             if pool is None:
                 pool = cls._shared[key] = super().from_url(url, **kwargs)
         return pool
+
+
+# --- Read-through caches that never fail a request ------------------------------------
+# The caches of rows (signed-in users, study settings, consent, arena visitors) only save
+# database reads: with Redis down or restarting the request reads the database instead,
+# and a write's invalidation that could not reach Redis leaves nothing behind worth more
+# than the entry's timeout (a restarted Redis comes back empty).
+
+log = logging.getLogger(__name__)
+
+
+def cache_get(key: str):
+    try:
+        return cache.get(key)
+    except Exception:
+        log.warning("cache read skipped: cache unavailable", extra={"key": key.split(":", 2)[0]}, exc_info=True)
+        return None
+
+
+def cache_set_many(values: dict, timeout: int) -> None:
+    try:
+        cache.set_many(values, timeout)
+    except Exception:
+        log.warning("cache write skipped: cache unavailable", exc_info=True)
+
+
+def cache_forget(*keys: str) -> None:
+    try:
+        cache.delete_many(list(keys))
+    except Exception:
+        log.warning("cache invalidation skipped: cache unavailable", exc_info=True)
