@@ -32,17 +32,20 @@ class _Compiled:
         self.sql, params = compiler.as_sql()
         self.connection = compiler.connection
         ops = self.connection.ops
-        # Each parameter: a fixed value, or the name of the sentinel it stands for (and whether
-        # the ORM adapted it for the database, as SQLite does with datetimes).
-        self.slots: list[tuple[str | None, bool, object]] = []
+        # Each parameter: a fixed value, or the name of the sentinel it stands for and how the
+        # ORM prepared it: as is, adapted (SQLite's datetimes become strings) or wrapped in a
+        # driver type (psycopg's Int8 for a bigint Value), which the real value gets too.
+        self.slots: list[tuple[str | None, object, object]] = []
         adapted = {name: ops.adapt_datetimefield_value(value) for name, value in sentinels.items() if isinstance(value, datetime)}
         for param in params:
-            slot = (None, False, param)
+            slot = (None, None, param)
             for name, value in sentinels.items():
                 if type(param) is type(value) and param == value:
-                    slot = (name, False, None)
+                    slot = (name, None, None)
+                elif isinstance(param, type(value)) and param == value:
+                    slot = (name, type(param), None)
                 elif name in adapted and type(param) is type(adapted[name]) and param == adapted[name]:
-                    slot = (name, True, None)
+                    slot = (name, ops.adapt_datetimefield_value, None)
             self.slots.append(slot)
         missing = set(sentinels) - {name for name, _, _ in self.slots}
         if missing:
@@ -56,13 +59,12 @@ class _Compiled:
         self.populators = get_related_populators(self.klass_info, self.select, self.db)
 
     def params(self, values: dict) -> list:
-        ops = self.connection.ops
         out = []
-        for name, adapt, fixed in self.slots:
+        for name, prepare, fixed in self.slots:
             if name is None:
                 out.append(fixed)
             else:
-                out.append(ops.adapt_datetimefield_value(values[name]) if adapt else values[name])
+                out.append(prepare(values[name]) if prepare is not None else values[name])
         return out
 
     def first(self, values: dict):
