@@ -1,0 +1,28 @@
+"""The study cache read by every request of the listening page: one round trip, never a stale study."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import cached
+from tests.factories import StudyFactory
+
+
+@pytest.mark.django_db
+def test_a_renamed_study_is_no_longer_found_under_its_old_name():
+    study = StudyFactory(name="before")
+    assert cached.study_by_name("before").pk == study.pk  # now cached under "before"
+    study.name = "after"
+    study.save()
+    assert cached.study_by_name("before") is None
+    assert cached.study_by_name("after").pk == study.pk
+
+
+@pytest.mark.django_db
+def test_a_changed_setting_is_seen_by_the_next_read():
+    study = StudyFactory(name="settings", min_listen_seconds=5.0)
+    assert cached.study_by_name("settings").min_listen_seconds == 5.0
+    study.min_listen_seconds = 9.0
+    study.save()
+    assert cached.study_by_name("settings").min_listen_seconds == 9.0
+    assert cached.study_by_id(study.pk).min_listen_seconds == 9.0
