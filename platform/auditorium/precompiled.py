@@ -9,20 +9,21 @@ instances through Django's own converters and related-object populators, as `.fi
 
 A sentinel must be a value nothing else in the query can equal (a large, odd integer or a
 datetime far in the past); anything that changes the shape of the SQL (a LIMIT, a branch that
-is there or not) belongs in the variant key instead. The compiled form is kept per thread, so
-it only ever runs with the connection it was compiled for.
+is there or not) belongs in the variant key instead. The compiled form is kept for the process
+(Django's ASGI handler runs every request in a thread of its own, so a per-thread copy would be
+compiled again on every request); it runs on the calling thread's connection, and keeps from
+the connection it was compiled on only the vendor's value converters, which read no state.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import datetime
 
 from django.db import connections
 from django.db.models.query import get_related_populators
 
-_local = threading.local()
+_compiled: dict = {}
 
 
 class _Compiled:
@@ -67,8 +68,8 @@ class _Compiled:
                 out.append(prepare(values[name]) if prepare is not None else values[name])
         return out
 
-    def first(self, values: dict):
-        with self.connection.cursor() as cursor:
+    def first(self, connection, values: dict):
+        with connection.cursor() as cursor:
             cursor.execute(self.sql, self.params(values))
             row = cursor.fetchone()
         if row is None:
@@ -92,12 +93,9 @@ class Precompiled:
         self.sentinels = sentinels
 
     def first(self, variant: tuple = (), *, using: str = "default", **values):
-        cache = getattr(_local, "compiled", None)
-        if cache is None:
-            cache = _local.compiled = {}
         connection = connections[using]
         key = (id(self), connection.alias, connection.vendor, variant)
-        compiled = cache.get(key)
-        if compiled is None or compiled.connection is not connection:
-            compiled = cache[key] = _Compiled(self.build(*variant, **self.sentinels), self.sentinels)
-        return compiled.first(values)
+        compiled = _compiled.get(key)
+        if compiled is None:
+            compiled = _compiled[key] = _Compiled(self.build(*variant, **self.sentinels), self.sentinels)
+        return compiled.first(connection, values)
