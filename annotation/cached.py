@@ -48,6 +48,16 @@ def study_by_name(name: str) -> Study | None:
     return study
 
 
+def study_and_consent(name: str, user_id: int) -> tuple[Study | None, bool]:
+    """study_by_name and has_consented in one cache round trip (the next-pair request needs both)."""
+    found = cache.get_many([_name_key(name), _consent_key(user_id)])
+    study = found.get(_name_key(name))
+    if study is None or study.name != name:
+        study = study_by_name(name)
+    consented = found.get(_consent_key(user_id))
+    return study, has_consented(user_id) if consented is None else consented
+
+
 def has_consented(user_id: int) -> bool:
     value = cache.get(_consent_key(user_id))
     if value is None:

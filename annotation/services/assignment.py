@@ -100,17 +100,18 @@ SPECIAL_KINDS = [Pair.Kind.GOLD, Pair.Kind.CATCH]
 
 
 @transaction.atomic
-def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
+def assignment_next(*, study: Study, annotator, now=None, consented: bool | None = None) -> Assignment | None:
     """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None.
 
     The returned assignment carries its pair's content (condition, reference, clips) and
-    `progress` ({"done", "target"}), so showing it needs no further query.
+    `progress` ({"done", "target"}), so showing it needs no further query. `consented`: the
+    annotator's consent as the caller already read it from the cache (read here if not given).
     """
     now = now or timezone.now()
     membership = _annotator_state(study=study, annotator=annotator, now=now)
     if membership is None:
         raise ServiceError("You are not an annotator of this study.", code="not_member", status=403)
-    if not cached.has_consented(annotator.pk):
+    if not (cached.has_consented(annotator.pk) if consented is None else consented):
         raise ServiceError("Consent is needed before the first task.", code="consent_required", status=403)
     if not study.is_active:
         return None

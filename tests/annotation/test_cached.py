@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import cached
-from tests.factories import StudyFactory
+from annotation import cached, services
+from tests.factories import StudyFactory, UserFactory
 
 
 @pytest.mark.django_db
@@ -26,3 +26,15 @@ def test_a_changed_setting_is_seen_by_the_next_read():
     study.save()
     assert cached.study_by_name("settings").min_listen_seconds == 9.0
     assert cached.study_by_id(study.pk).min_listen_seconds == 9.0
+
+
+@pytest.mark.django_db
+def test_study_and_consent_in_one_read_follow_consent_given_and_withdrawn():
+    study = StudyFactory(name="consent")
+    user = UserFactory()
+    assert cached.study_and_consent("consent", user.pk) == (study, False)
+    services.consent_give(user=user)
+    assert cached.study_and_consent("consent", user.pk) == (study, True)
+    services.consent_withdraw(user=user)
+    assert cached.study_and_consent("consent", user.pk) == (study, False)
+    assert cached.study_and_consent("missing", user.pk) == (None, False)
