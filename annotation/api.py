@@ -82,10 +82,10 @@ class AssignmentNextApi(APIView):
         ),
     )
     def post(self, request, name: str):
-        study = cached.study_by_name(name)
+        study, consented = cached.study_and_consent(name, request.user.pk)
         if study is None:
             raise NotFound("No such study.")
-        assignment = services.assignment_next(study=study, annotator=request.user)
+        assignment = services.assignment_next(study=study, annotator=request.user, consented=consented)
         if assignment is None:
             progress = selectors.annotator_progress(study=study, annotator=request.user)
             if progress["state"] == "closed":

@@ -7,13 +7,14 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth import get_user_model
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_save
 
         from auditorium.auth_backend import user_forget
 
         from . import cached
         from .models import AnnotatorProfile, Study
 
+        pre_save.connect(cached.study_rename_forget, sender=Study, dispatch_uid="annotation-study-rename-cache")
         for signal in (post_save, post_delete):
             signal.connect(cached.study_forget, sender=Study, dispatch_uid="annotation-study-cache")
             signal.connect(cached.consent_forget, sender=AnnotatorProfile, dispatch_uid="annotation-consent-cache")

@@ -9,7 +9,7 @@ what a write that bypasses the signals (a queryset update) could leave behind.
 
 from __future__ import annotations
 
-from auditorium.cache import cache_forget, cache_get, cache_set_many
+from auditorium.cache import cache_forget, cache_get, cache_get_many, cache_set_many
 
 from .models import AnnotatorProfile, Study
 
@@ -38,14 +38,24 @@ def study_by_id(pk: int) -> Study | None:
 
 
 def study_by_name(name: str) -> Study | None:
-    pk = cache_get(_name_key(name))
-    study = study_by_id(pk) if pk is not None else None
-    if study is None or study.name != name:  # a rename leaves the old name's entry behind
+    # The study itself under its name: one cache round trip per request, not two.
+    study = cache_get(_name_key(name))
+    if study is None or study.name != name:
         study = Study.objects.filter(name=name).first()
         if study is None:
             return None
-        cache_set_many({_name_key(name): study.pk, _study_key(study.pk): study}, TIMEOUT)
+        cache_set_many({_name_key(name): study, _study_key(study.pk): study}, TIMEOUT)
     return study
+
+
+def study_and_consent(name: str, user_id: int) -> tuple[Study | None, bool]:
+    """study_by_name and has_consented in one cache round trip (the next-pair request needs both)."""
+    found = cache_get_many(_name_key(name), _consent_key(user_id))
+    study = found.get(_name_key(name))
+    if study is None or study.name != name:
+        study = study_by_name(name)
+    consented = found.get(_consent_key(user_id))
+    return study, has_consented(user_id) if consented is None else consented
 
 
 def has_consented(user_id: int) -> bool:
@@ -59,6 +69,15 @@ def has_consented(user_id: int) -> bool:
 
 def study_forget(sender=None, instance=None, **kwargs) -> None:
     cache_forget(_study_key(instance.pk), _name_key(instance.name))
+
+
+def study_rename_forget(sender=None, instance=None, **kwargs) -> None:
+    """Before a study is saved: a rename leaves its old name's entry behind, holding the study as it was."""
+    if instance.pk is None:
+        return
+    old = Study.objects.filter(pk=instance.pk).values_list("name", flat=True).first()
+    if old is not None and old != instance.name:
+        cache_forget(_name_key(old))
 
 
 def consent_forget(sender=None, instance=None, **kwargs) -> None:

@@ -37,7 +37,8 @@ from datetime import timedelta
 
 from _setup import ROOT, django_setup, percentile
 
-DB_NAME = "auditorium_bench_load"
+# Overridable so two runs on one machine do not drop each other's database.
+DB_NAME = os.environ.get("BENCH_LOAD_DB", "auditorium_bench_load")
 PASSWORD = "load-bench-password"
 
 

@@ -16,7 +16,8 @@ a lapsed but unreleased lock never over-fills its pair.
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.db import connection, transaction
 from django.db.models import BigIntegerField, Case, CharField, Exists, F, Func, OuterRef, Q, Subquery, Value, When
@@ -25,6 +26,7 @@ from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
 from auditorium.errors import ServiceError
+from auditorium.precompiled import Precompiled
 
 from .. import cached
 from ..active import draw_mode
@@ -52,6 +54,30 @@ def _count(query) -> Subquery:
     return Subquery(query.order_by().annotate(n=Func(F("id"), function="COUNT")).values("n")[:1])
 
 
+def _membership_query(*, study_id: int, annotator_id: int, now):
+    mine = Assignment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id)
+    live = mine.filter(state=Assignment.State.ACTIVE, lock_expires_at__gt=now).order_by("served_at").values("id")[:1]
+    return (
+        StudyAnnotator.objects.select_for_update()
+        .filter(study_id=study_id, annotator_id=annotator_id, is_active=True)
+        .annotate(
+            current_id=Subquery(live),
+            draws=_count(mine),
+            done=_count(Judgment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id)),
+            n_pairs=_count(Pair.objects.filter(study_id=study_id)),
+            has_special=Exists(Pair.objects.filter(study_id=study_id, kind__in=SPECIAL_KINDS)),
+            # The row's lock_version as this statement's snapshot saw it (see below).
+            seen_version=Subquery(StudyAnnotator.objects.filter(pk=OuterRef("pk")).values("lock_version")[:1]),
+        )
+        .order_by("pk")[:1]
+    )
+
+
+# Large odd values no constant of these queries can equal; see auditorium.precompiled.
+_SENTINEL_NOW = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=dt_timezone.utc)
+MEMBERSHIP = Precompiled(_membership_query, {"study_id": 7_300_000_001, "annotator_id": 7_300_000_003, "now": _SENTINEL_NOW})
+
+
 def _annotator_state(*, study: Study, annotator, now) -> StudyAnnotator | None:
     """The membership row, locked, with what `next` needs about this annotator in the study, in one query.
 
@@ -60,27 +86,13 @@ def _annotator_state(*, study: Study, annotator, now) -> StudyAnnotator | None:
     pairs they were ever served here (draws, which seeds the draw), how many they judged
     (done), whether the study has gold or catch pairs, and its pair count for progress.
     """
-    mine = Assignment.objects.filter(annotator=annotator, pair__study=study)
-    live = mine.filter(state=Assignment.State.ACTIVE, lock_expires_at__gt=now).order_by("served_at").values("id")[:1]
-    query = (
-        StudyAnnotator.objects.select_for_update()
-        .filter(study=study, annotator=annotator, is_active=True)
-        .annotate(
-            current_id=Subquery(live),
-            draws=_count(mine),
-            done=_count(Judgment.objects.filter(annotator=annotator, pair__study=study)),
-            n_pairs=_count(Pair.objects.filter(study=study)),
-            has_special=Exists(Pair.objects.filter(study=study, kind__in=SPECIAL_KINDS)),
-            # The row's lock_version as this statement's snapshot saw it (see below).
-            seen_version=Subquery(StudyAnnotator.objects.filter(pk=OuterRef("pk")).values("lock_version")[:1]),
-        )
-    )
-    membership = query.first()
+    values = {"study_id": study.pk, "annotator_id": annotator.pk, "now": now}
+    membership = MEMBERSHIP.first(**values)
     if membership is not None and membership.lock_version != membership.seen_version:
         # This statement waited for the row lock while another request of this annotator took a
         # lock; the row came back in its new version but the counts above are from the older
         # snapshot. Read again: the row lock is held now, so this read is current.
-        membership = query.first()
+        membership = MEMBERSHIP.first(**values)
     return membership
 
 
@@ -88,17 +100,18 @@ SPECIAL_KINDS = [Pair.Kind.GOLD, Pair.Kind.CATCH]
 
 
 @transaction.atomic
-def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
+def assignment_next(*, study: Study, annotator, now=None, consented: bool | None = None) -> Assignment | None:
     """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None.
 
     The returned assignment carries its pair's content (condition, reference, clips) and
-    `progress` ({"done", "target"}), so showing it needs no further query.
+    `progress` ({"done", "target"}), so showing it needs no further query. `consented`: the
+    annotator's consent as the caller already read it from the cache (read here if not given).
     """
     now = now or timezone.now()
     membership = _annotator_state(study=study, annotator=annotator, now=now)
     if membership is None:
         raise ServiceError("You are not an annotator of this study.", code="not_member", status=403)
-    if not cached.has_consented(annotator.pk):
+    if not (cached.has_consented(annotator.pk) if consented is None else consented):
         raise ServiceError("Consent is needed before the first task.", code="consent_required", status=403)
     if not study.is_active:
         return None
@@ -138,30 +151,18 @@ def assignment_next(*, study: Study, annotator, now=None) -> Assignment | None:
     return assignment
 
 
-def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: bool, has_special: bool, limit: int) -> Pair | None:
-    """Lock and return the best pair with room that this annotator may get, with its content; one query.
-
-    Order: the draw's pool first (gold/catch or regular); within a pool, pairs that already
-    hold votes first (breadth-first fills overlap pairs so agreement data arrives early), in
-    the annotator's own permutation; then untouched pairs from a point on the order_key
-    circle drawn from the annotator's seed and draw number, so concurrent annotators start
-    far apart. Each branch is a short index range over the pairs with room (pair_open_order);
-    the outer query orders their union and takes the first row nobody else holds
-    (SKIP LOCKED on PostgreSQL; SQLite's writers already take turns).
-    """
-    own = Assignment.objects.filter(annotator=annotator, pair__study=study).exclude(state=Assignment.State.EXPIRED).values("pair_id")
+def _pick_query(has_special: bool, special_first: bool, limit: int, skip_locked: bool, *, study_id, annotator_id, multiplier, offset, start):
+    """The queryset `_pick` runs; its SQL is compiled once per variant (see PICK)."""
+    own = Assignment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id).exclude(state=Assignment.State.EXPIRED).values("pair_id")
     # The same two clips under the same condition judged anywhere (either order, any study).
     content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
     judged_content = (
-        Judgment.objects.filter(annotator=annotator)
+        Judgment.objects.filter(annotator_id=annotator_id)
         .annotate(content=Concat(Cast("pair__condition_id", CharField()), Value("/"), "pair__clip_key", output_field=CharField()))
         .values("content")
     )
     room = Q(n_judgments__lt=F("overlap") - F("n_live"))
-    base = Pair.objects.filter(room, study=study).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
-    multiplier = 1 + seed % (ORDER_PRIME - 1)
-    offset = (seed >> 31) % ORDER_PRIME
-    start = random.Random(f"{seed}:start:{draw}").randrange(ORDER_PRIME)
+    base = Pair.objects.filter(room, study_id=study_id).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
     position = Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField()))
     pools = [Q(kind__in=SPECIAL_KINDS), ~Q(kind__in=SPECIAL_KINDS)] if has_special else [Q()]
     started = Q(n_judgments__gt=0) | Q(n_live__gt=0)
@@ -194,13 +195,41 @@ def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: 
                 default=F("order_key") - Value(start, output_field=BigIntegerField()) + big,
                 output_field=BigIntegerField(),
             ),
-            mine=Subquery(Assignment.objects.filter(annotator=annotator, pair=OuterRef("pk")).values("id")[:1]),
+            mine=Subquery(Assignment.objects.filter(annotator_id=annotator_id, pair=OuterRef("pk")).values("id")[:1]),
         )
         .order_by("pool_rank", "fresh_rank", "distance", "id")
     )
-    if connection.features.has_select_for_update_skip_locked:
+    if skip_locked:
         query = query.select_for_update(skip_locked=True, of=("self",))
-    pair = query.first()
+    return query[:1]
+
+
+PICK = Precompiled(
+    _pick_query,
+    {"study_id": 7_300_000_011, "annotator_id": 7_300_000_013, "multiplier": 7_300_000_017, "offset": 7_300_000_019, "start": 7_300_000_021},
+)
+
+
+def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: bool, has_special: bool, limit: int) -> Pair | None:
+    """Lock and return the best pair with room that this annotator may get, with its content; one query.
+
+    Order: the draw's pool first (gold/catch or regular); within a pool, pairs that already
+    hold votes first (breadth-first fills overlap pairs so agreement data arrives early), in
+    the annotator's own permutation; then untouched pairs from a point on the order_key
+    circle drawn from the annotator's seed and draw number, so concurrent annotators start
+    far apart. Each branch is a short index range over the pairs with room (pair_open_order);
+    the outer query orders their union and takes the first row nobody else holds
+    (SKIP LOCKED on PostgreSQL; SQLite's writers already take turns).
+    """
+    variant = (bool(has_special), bool(special_first), limit, connection.features.has_select_for_update_skip_locked)
+    pair = PICK.first(
+        variant,
+        study_id=study.pk,
+        annotator_id=annotator.pk,
+        multiplier=1 + seed % (ORDER_PRIME - 1),
+        offset=(seed >> 31) % ORDER_PRIME,
+        start=random.Random(f"{seed}:start:{draw}").randrange(ORDER_PRIME),
+    )
     if pair is not None and pair.n_judgments + pair.n_live >= pair.overlap:
         return None  # filled while this request looked (the locked row is the latest version)
     return pair

@@ -47,6 +47,14 @@ def cache_get(key: str):
         return None
 
 
+def cache_get_many(*keys: str) -> dict:
+    try:
+        return cache.get_many(list(keys))
+    except Exception:
+        log.warning("cache read skipped: cache unavailable", exc_info=True)
+        return {}
+
+
 def cache_set_many(values: dict, timeout: int) -> None:
     try:
         cache.set_many(values, timeout)
