@@ -431,16 +431,7 @@ def vote_submit(
                     status=403,
                     extra={"heard": heard, "min_listen_seconds": need},
                 )
-            vote = Vote.objects.create(
-                battle=locked,
-                visitor=visitor,
-                choice=choice,
-                feedback=feedback,
-                listen_seconds_a=heard["a"],
-                listen_seconds_b=heard["b"],
-                ip_hash=ip_hash,
-                idempotency_key=idempotency_key,
-            )
+            vote = voting.vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])
             # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.

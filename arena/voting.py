@@ -93,18 +93,23 @@ def vote_cast(*, public_id, visitor: Visitor, choice: str, feedback: str, ip_has
         short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
         if short:
             raise refusal("listen_required", short=short, need=need, heard=listen_seconds(battle))
-        heard = listen_seconds(battle)
-        vote = Vote.objects.create(
-            battle=battle,
-            visitor=visitor,
-            choice=choice,
-            feedback=feedback,
-            listen_seconds_a=heard["a"],
-            listen_seconds_b=heard["b"],
-            ip_hash=ip_hash,
-            idempotency_key=idempotency_key,
-        )
+        vote = vote_insert(battle=battle, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
         battle.status = Battle.Status.VOTED
         # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
         transaction.on_commit(on_commit, robust=True)
     return vote, battle
+
+
+def vote_insert(*, battle: Battle, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str) -> Vote:
+    """The vote's row, with the heard seconds of the server's record; both paths call it inside their transaction."""
+    heard = listen_seconds(battle)
+    return Vote.objects.create(
+        battle=battle,
+        visitor=visitor,
+        choice=choice,
+        feedback=feedback,
+        listen_seconds_a=heard["a"],
+        listen_seconds_b=heard["b"],
+        ip_hash=ip_hash,
+        idempotency_key=idempotency_key,
+    )
