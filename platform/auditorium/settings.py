@@ -274,7 +274,7 @@ else:
 # Sessions read from the cache first (one query less per request); the database stays
 # the record, and Django falls back to it on a cache miss. The embedded defaults serve
 # from one process (like the in-memory channel layer), so its local cache sees every logout.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+SESSION_ENGINE = "auditorium.sessions"
 
 # --- Auth -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
