@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from tests.browser import require_chromium
+from tests.browser import launch, require_chromium
 from tests.fixtures import FIXTURES, fixture_file
 
 
@@ -29,6 +29,17 @@ def pytest_runtest_setup(item):
         for name in marker.args:
             fixture_file(FIXTURES / name)
 
+
+
+@pytest.fixture(scope="module")
+def browser():
+    # One Chromium per module; every test opens its own page in a fresh context (own cookies and storage).
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = launch(p)
+        yield instance
+        instance.close()
 
 
 @pytest.fixture(autouse=True)

@@ -17,22 +17,11 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
-from tests.browser import launch  # noqa: E402
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyFactory, SystemFactory, UserFactory
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1280, "height": 800}
 
-
-@pytest.fixture(scope="module")
-def browser():
-    # One Chromium per module; every test opens its own page in a fresh context (own cookies and storage).
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        instance = launch(p)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

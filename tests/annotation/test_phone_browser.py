@@ -9,22 +9,12 @@ import pytest
 
 from annotation import services
 from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
-from tests.browser import launch
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.browser
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
 DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        instance = launch(p)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

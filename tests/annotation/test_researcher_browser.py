@@ -11,41 +11,22 @@ Screenshots go to AUDITORIUM_SCREENSHOT_DIR when it is set, otherwise to a tempo
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import pytest
-from channels.testing import ChannelsLiveServerTestCase
 
 from annotation.models import Judgment, Pair
 from scoring.models import Judge, ScoringRun
 from tests.annotation.test_admin_import import audio_zip, jsonl, row
-from tests.browser import launch
 from tests.factories import PairFactory, StudyFactory, UserFactory
+from tests.live_browser import BrowserLiveServerTestCase
 
 pytestmark = pytest.mark.browser
 
 
-class ResearcherDayBrowserTests(ChannelsLiveServerTestCase):
-    serialized_rollback = False
-
-    @classmethod
-    def setUpClass(cls):
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-        super().setUpClass()
-        from playwright.sync_api import sync_playwright
-
-        cls._playwright = sync_playwright().start()
-        cls.browser = launch(cls._playwright)
-        cls.shots = Path(os.environ.get("AUDITORIUM_SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="researcher-shots-"))
-        cls.shots.mkdir(parents=True, exist_ok=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.close()
-        cls._playwright.stop()
-        super().tearDownClass()
+class ResearcherDayBrowserTests(BrowserLiveServerTestCase):
+    shots_prefix = "researcher-shots-"
 
     def setUp(self):
         self.researcher = UserFactory(username="researcher", roles=["researcher"])

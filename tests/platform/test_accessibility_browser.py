@@ -6,20 +6,11 @@ import pytest
 
 from annotation import services
 from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
-from tests.browser import axe_violations, launch
+from tests.browser import axe_violations
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, UserFactory
 
 pytestmark = pytest.mark.browser
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        instance = launch(p)
-        yield instance
-        instance.close()
 
 
 def check(page, url: str, found: dict, *, ready: str = "main") -> None:

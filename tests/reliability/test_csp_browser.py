@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import launch
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,15 +26,6 @@ PAGES = [
     "/scoring/studies/csp-study/report/",
 ]
 
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch(p)
-        yield browser
-        browser.close()
 
 
 def watched_page(browser):

@@ -11,25 +11,21 @@ the ones in the docs), otherwise to a temporary folder.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from decimal import Decimal
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pytest
-from channels.testing import ChannelsLiveServerTestCase
 from django.utils import timezone
 
 from annotation.demo import DEMO_SYSTEMS
 from annotation.models import Judgment, Pair, System
 from scoring.models import Judge, ScoringRun, Verdict
 from scoring.services import external_results_import
-from tests.browser import launch  # noqa: E402
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 from tests.fixtures import TUNEJURY, needs_tunejury
 from tests.listening import listen
+from tests.live_browser import BrowserLiveServerTestCase
 
 pytestmark = [pytest.mark.browser, needs_tunejury]
 
@@ -141,33 +137,12 @@ def showcase_study(name: str = "showcase"):
     return study, [p for p, _, _ in pairs], annotators
 
 
-class _ReportBrowser(ChannelsLiveServerTestCase):
+class _ReportBrowser(BrowserLiveServerTestCase):
     """A server process of its own per test class: with SQLite, a second test in the same forked
     server process could read the database as it was before its own rows (seen after the
     sign-in tests of tests/reliability ran first), so each test gets a fresh process."""
 
-    serialized_rollback = False
-
-    @classmethod
-    def setUpClass(cls):
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-        from django.db import connections
-
-        # The server process is forked from this one: it opens its own database connection.
-        connections.close_all()
-        super().setUpClass()
-        from playwright.sync_api import sync_playwright
-
-        cls._playwright = sync_playwright().start()
-        cls.browser = launch(cls._playwright)
-        cls.shots = Path(os.environ.get("AUDITORIUM_SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="report-shots-"))
-        cls.shots.mkdir(parents=True, exist_ok=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.close()
-        cls._playwright.stop()
-        super().tearDownClass()
+    shots_prefix = "report-shots-"
 
     def setUp(self):
         self.study, self.pairs, self.annotators = showcase_study()
