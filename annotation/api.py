@@ -9,6 +9,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from auditorium.api_input import validated
+
 from . import cached, selectors, services
 from .models import Assignment, Clip
 
@@ -129,9 +131,8 @@ class ListeningEventsApi(APIView):
 
     @extend_schema(request=ListeningEventsInput, responses=ListeningEventsOutput)
     def post(self, request, assignment_id: int):
-        serializer = self.ListeningEventsInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=serializer.validated_data["events"])
+        data = validated(self.ListeningEventsInput, request.data)
+        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=data["events"])
         return Response(self.ListeningEventsOutput(result).data)
 
 
@@ -154,9 +155,7 @@ class JudgmentSubmitApi(APIView):
 
     @extend_schema(request=JudgmentInput, responses={201: JudgmentOutput, 200: JudgmentOutput})
     def post(self, request, assignment_id: int):
-        serializer = self.JudgmentInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.JudgmentInput, request.data)
         answer, created = services.judgment_submit(assignment_id=assignment_id, annotator=request.user, **data)
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditorium.api_fields import MAX_ID
+from auditorium.api_input import validated
 
 from . import conf, services
 from .models import ArenaPrompt, Battle, ListenEvent
@@ -156,14 +157,13 @@ class VoteApi(ArenaApi):
     def post(self, request, public_id):
         if request.auth is None:
             raise ArenaError("No such battle.", code="not_found", status=404)
-        data = self.VoteInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.VoteInput, request.data)
         vote_input = {
             "visitor": self.visitor(request),
-            "choice": data.validated_data["vote"],
-            "feedback": data.validated_data["feedback"],
+            "choice": data["vote"],
+            "feedback": data["feedback"],
             "ip_hash": client_ip_hash(request),
-            "idempotency_key": data.validated_data["idempotency_key"],
+            "idempotency_key": data["idempotency_key"],
         }
         cast = services.vote_fast(public_id=public_id, **vote_input)
         if cast is not None:

@@ -2,6 +2,9 @@
 
 cache.add + cache.incr are atomic on Redis and per-process on LocMem, so
 concurrent requests cannot both slip under the limit on the same backend.
+On Redis, the limits of one request are counted by one server-side script (one
+round trip instead of two per limit: a vote has three limits), with the same
+rules: in order, each counted, stopping at the first one over.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import logging
 import math
 import time
 
-from django.core.cache import cache
+from django.core.cache import cache, caches
+
+from auditorium.cache import RedisCache
 
 from .conf import parse_rate
 
@@ -19,22 +24,64 @@ log = logging.getLogger(__name__)
 
 def hit(*, scope: str, ident: str, rate: str, now: float | None = None) -> int:
     """Count one request; return 0 if allowed, else the seconds until the window resets (Retry-After)."""
-    limit, window = parse_rate(rate)
-    if limit <= 0:
-        return 0
+    return hit_many([(scope, ident, rate)], now=now)[1]
+
+
+def hit_many(limits: list[tuple[str, str, str]], *, now: float | None = None) -> tuple[int, int]:
+    """Count one request against each (scope, ident, rate) in order, stopping at the first one over.
+
+    Returns (index of the limit over, seconds until its window resets), or (-1, 0) if all allow it.
+    """
     now = time.time() if now is None else now
-    start = int(now // window) * window
-    key = f"arena:rl:{scope}:{ident}:{start}"
+    windows = []
+    for position, (scope, ident, rate) in enumerate(limits):
+        limit, window = parse_rate(rate)
+        if limit > 0:
+            start = int(now // window) * window
+            windows.append((position, f"arena:rl:{scope}:{ident}:{start}", limit, window, start))
+    if not windows:
+        return -1, 0
     try:
-        count = _count(key, window)
+        over = _count_many([(key, limit, window) for _, key, limit, window, _ in windows])
     except Exception:
         # The cache (Redis) is down or restarting: let the request through rather than
         # lose votes; the daily cap and the one-vote-per-battle constraint still hold in the database.
-        log.warning("rate limit skipped: cache unavailable", extra={"scope": scope}, exc_info=True)
-        return 0
-    if count > limit:
-        return max(1, math.ceil(start + window - now))
-    return 0
+        log.warning("rate limit skipped: cache unavailable", extra={"scope": limits[windows[0][0]][0]}, exc_info=True)
+        return -1, 0
+    if over is None:
+        return -1, 0
+    position, _, _, window, start = windows[over]
+    return position, max(1, math.ceil(start + window - now))
+
+
+# KEYS: the counters; ARGV: limit and expiry of each. Returns the 1-based index of the first over, or 0.
+_COUNT_SCRIPT = """
+for i, key in ipairs(KEYS) do
+  local count = redis.call('INCR', key)
+  if count == 1 then redis.call('EXPIRE', key, ARGV[2 * i]) end
+  if count > tonumber(ARGV[2 * i - 1]) then return i end
+end
+return 0
+"""
+_scripts: dict = {}
+
+
+def _count_many(counters: list[tuple[str, int, int]]) -> int | None:
+    """Index of the first counter over its limit after counting this request, or None."""
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        client = backend._cache.get_client(write=True)
+        script = _scripts.get(id(client))
+        if script is None:
+            script = _scripts[id(client)] = client.register_script(_COUNT_SCRIPT)
+        # The key outlives its window slightly, so a late count never restarts at 1.
+        args = [value for _, limit, window in counters for value in (limit, window + 5)]
+        over = int(script(keys=[backend.make_and_validate_key(key) for key, _, _ in counters], args=args))
+        return over - 1 if over else None
+    for index, (key, limit, window) in enumerate(counters):
+        if _count(key, window) > limit:
+            return index
+    return None
 
 
 def _count(key: str, window: int) -> int:

@@ -90,10 +90,11 @@ def _require_terms(visitor: Visitor | None) -> Visitor:
     return visitor
 
 
-def _limit(*, scope: str, ident: str, rate_setting: str, message: str) -> None:
-    retry = ratelimit.hit(scope=scope, ident=ident, rate=conf.get(rate_setting))
+def _limits(*limits: tuple[str, str, str, str]) -> None:
+    """Count the request against each (scope, ident, rate setting, message), in order; 429 at the first one over."""
+    over, retry = ratelimit.hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
     if retry:
-        raise ArenaError(f"{message} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
+        raise ArenaError(f"{limits[over][3]} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
 
 
 # --- Prompts and battles -----------------------------------------------------------------
@@ -166,10 +167,17 @@ def pair_draw(pool: list[ArenaSystem], *, rng: random.Random | None = None) -> t
 def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_hash: str = "", rng: random.Random | None = None) -> Battle:
     """Route the prompt, pick two systems and queue both generations; the battle is ready when both clips are."""
     visitor = _require_terms(visitor)
-    _limit(scope="battle-v", ident=str(visitor.pk), rate_setting="ARENA_BATTLE_RATE", message="You are starting battles very quickly.")
-    if ip_hash:
-        _limit(scope="battle-ip", ident=ip_hash, rate_setting="ARENA_IP_BATTLE_RATE", message="Too many battles from this network.")
-        _limit(scope="battle-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_BATTLE_RATE", message="This network has reached today's limit of battles.")
+    _limits(
+        ("battle-v", str(visitor.pk), "ARENA_BATTLE_RATE", "You are starting battles very quickly."),
+        *(
+            [
+                ("battle-ip", ip_hash, "ARENA_IP_BATTLE_RATE", "Too many battles from this network."),
+                ("battle-ip-day", ip_hash, "ARENA_IP_DAILY_BATTLE_RATE", "This network has reached today's limit of battles."),
+            ]
+            if ip_hash
+            else []
+        ),
+    )
     route = prompt_route(prompt=prompt, lyrics=lyrics)
     seconds = float(conf.get("ARENA_CLIP_SECONDS"))
     key = prompt_key(route.prompt, route.lyrics)
@@ -286,7 +294,7 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
     visitor = _require_terms(visitor)
     if battle.visitor_id != visitor.pk:
         raise ArenaError("No such battle.", code="not_found", status=404)
-    _limit(scope="events", ident=str(visitor.pk), rate_setting="ARENA_EVENT_RATE", message="Too many listening events.")
+    _limits(("events", str(visitor.pk), "ARENA_EVENT_RATE", "Too many listening events."))
     with transaction.atomic():
         # The row lock orders concurrent posts for one battle: numbers and times then grow together.
         locked = Battle.objects.select_for_update().get(pk=battle.pk)
@@ -375,10 +383,17 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
 
 
 def _vote_limits(*, visitor: Visitor, ip_hash: str) -> None:
-    _limit(scope="vote-v", ident=str(visitor.pk), rate_setting="ARENA_VOTE_RATE", message="You are voting very quickly.")
-    if ip_hash:
-        _limit(scope="vote-ip", ident=ip_hash, rate_setting="ARENA_IP_VOTE_RATE", message="Too many votes from this network.")
-        _limit(scope="vote-ip-day", ident=ip_hash, rate_setting="ARENA_IP_DAILY_VOTE_RATE", message="This network has reached today's limit of votes.")
+    _limits(
+        ("vote-v", str(visitor.pk), "ARENA_VOTE_RATE", "You are voting very quickly."),
+        *(
+            [
+                ("vote-ip", ip_hash, "ARENA_IP_VOTE_RATE", "Too many votes from this network."),
+                ("vote-ip-day", ip_hash, "ARENA_IP_DAILY_VOTE_RATE", "This network has reached today's limit of votes."),
+            ]
+            if ip_hash
+            else []
+        ),
+    )
 
 
 def vote_submit(

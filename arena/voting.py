@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotation.models import Clip, System
 from auditorium import listening
+from auditorium.precompiled import PrecompiledInsert
 
 from . import conf
 from .models import ArenaSystem, Battle, Visitor, Vote
@@ -100,10 +101,13 @@ def vote_cast(*, public_id, visitor: Visitor, choice: str, feedback: str, ip_has
     return vote, battle
 
 
+VOTE_INSERT = PrecompiledInsert(Vote)
+
+
 def vote_insert(*, battle: Battle, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str) -> Vote:
     """The vote's row, with the heard seconds of the server's record; both paths call it inside their transaction."""
     heard = listen_seconds(battle)
-    return Vote.objects.create(
+    return VOTE_INSERT.create(
         battle=battle,
         visitor=visitor,
         choice=choice,

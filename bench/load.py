@@ -82,7 +82,9 @@ def build_fixtures(args):
         system = services.system_get_or_create(name=name)
         systems.append(ArenaSystem.objects.create(system=system))
     visitors = []
-    per_client = 2 * args.votes // args.clients + 1
+    # Three times the share of each client: open-loop arrivals pick free clients unevenly, and a client
+    # out of battles would end its arrivals uncounted.
+    per_client = 3 * 2 * args.votes // args.clients + 1
     ready_at = None
     from django.utils import timezone
 
@@ -122,7 +124,36 @@ def build_fixtures(args):
     return users, visitors
 
 
-PROFILE: dict = {"dir": None, "workers": []}
+PROFILE: dict = {"dir": None, "workers": [], "flags": ["--gil"]}
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_group() -> Counter:
+    """CPU seconds used so far by the server's workers, PostgreSQL, Redis and this client (from /proc)."""
+    groups = Counter()
+    workers = set(PROFILE["workers"])
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        seconds = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        pid = int(entry)
+        if pid in workers:
+            groups["server"] += seconds
+            groups["server (kernel)"] += int(fields[12]) / CLOCK_TICKS
+        elif name.startswith("postgres"):
+            groups["postgres"] += seconds
+        elif name.startswith("redis"):
+            groups["redis"] += seconds
+        elif pid == os.getpid():
+            groups["client"] += seconds
+    return groups
 
 
 def profile_start(name: str, seconds: float):
@@ -132,7 +163,7 @@ def profile_start(name: str, seconds: float):
     out = os.path.join(PROFILE["dir"], name.split()[0].strip("/").replace("/", "_") + ".txt")
     py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
     return subprocess.Popen(
-        [py_spy, "record", "--pid", str(PROFILE["workers"][0]), "--duration", str(int(seconds)), "--format", "raw", "--nonblocking", "-o", out],
+        [py_spy, "record", "--pid", str(PROFILE["workers"][0]), "--duration", str(int(seconds)), "--format", "raw", "--nonblocking", *PROFILE["flags"], "-o", out],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -142,13 +173,16 @@ async def run_phase(name, clients, work, seconds):
     latencies: list[float] = []
     failures = Counter()
     stop_at = time.perf_counter() + seconds
+    cpu_before = cpu_by_group()
     start = time.perf_counter()
     done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
     wall = time.perf_counter() - start
+    cpu = cpu_by_group()
+    cpu.subtract(cpu_before)
     if profiler is not None:
         profiler.send_signal(signal.SIGINT)
         profiler.wait(timeout=30)
-    return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures}
+    return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures, "cpu": cpu}
 
 
 def rate_of(result) -> float:
@@ -168,6 +202,13 @@ def report(result, baseline):
     if result["failures"]:
         line += f"   failures: {dict(result['failures'])}"
     print(line)
+    if result["count"]:
+        # Where the machine's time went, per operation: what the ratios cannot say on their own.
+        cpu = result["cpu"]
+        print(
+            f"{'':<30} CPU ms per operation: "
+            + ", ".join(f"{group} {cpu[group] * 1000 / result['count']:.2f}" for group in ("server", "server (kernel)", "postgres", "redis", "client"))
+        )
     return rate
 
 
@@ -313,6 +354,7 @@ async def drive(args, base_url, users, visitors):
             done["n"] += bool(ok)
 
         profiler = profile_start(name, min(seconds, 20))
+        cpu_before = cpu_by_group()
         start = time.perf_counter()
         at = start
         for _ in range(limit):
@@ -323,10 +365,12 @@ async def drive(args, base_url, users, visitors):
             tasks.append(asyncio.create_task(one(at)))
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - start
+        cpu = cpu_by_group()
+        cpu.subtract(cpu_before)
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(timeout=30)
-        return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson"}
+        return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson", "cpu": cpu}
 
     # The baseline runs a few seconds, not args.submits requests: at ~800/s that would be one
     # second, short enough for connection set-up and worker warm-up to move the ratio.

@@ -26,7 +26,7 @@ from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
 
 from auditorium.errors import ServiceError
-from auditorium.precompiled import Precompiled
+from auditorium.precompiled import Precompiled, PrecompiledInsert
 
 from .. import cached
 from ..active import draw_mode
@@ -235,6 +235,9 @@ def _pick(*, study: Study, annotator, seed: int, draw: int, now, special_first: 
     return pair
 
 
+ASSIGNMENT_INSERT = PrecompiledInsert(Assignment)
+
+
 def _take(*, pair: Pair, annotator, study: Study, seed: int, now, selection: str) -> Assignment:
     """The annotator's lock on `pair` (already row-locked and checked for room); the counters follow by trigger."""
     side = random.Random(f"{seed}:side:{pair.pk}").random() < 0.5
@@ -248,7 +251,7 @@ def _take(*, pair: Pair, annotator, study: Study, seed: int, now, selection: str
             setattr(assignment, name, value)
         assignment.save(update_fields=["state", "served_at", "lock_expires_at", "a_clip", "skip_reason", "selection"])
     else:
-        assignment = Assignment.objects.create(annotator=annotator, pair=pair, **fields)
+        assignment = ASSIGNMENT_INSERT.create(annotator=annotator, pair=pair, **fields)
     assignment.pair = pair
     return assignment
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from auditorium import listening
 from auditorium.errors import ServiceError
+from auditorium.precompiled import Precompiled, PrecompiledInsert
 
 from .. import cached
 from ..models import Assignment, Judgment, Pair
@@ -58,6 +59,22 @@ def listening_log_clean(raw) -> dict | None:
         raise ServiceError("listening_log.switches must be a non-negative number.", code="bad_log")
     log["switches"] = int(switches)
     return log
+
+
+def _submit_lock_query(*, assignment_id, annotator_id):
+    """The annotator's assignment, row-locked, with its pair and the annotator's consent (SUBMIT_LOCK runs it)."""
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("pair")
+        .annotate(consented_at=F("annotator__annotator_profile__consented_at"), withdrawn_at=F("annotator__annotator_profile__withdrawn_at"))
+        .filter(pk=assignment_id, annotator_id=annotator_id)
+        .order_by("pk")[:1]
+    )
+
+
+# Compiled to SQL once per process (auditorium.precompiled); the sentinels are values no id reaches.
+SUBMIT_LOCK = Precompiled(_submit_lock_query, {"assignment_id": 7_300_000_031, "annotator_id": 7_300_000_033})
+JUDGMENT_INSERT = PrecompiledInsert(Judgment)
 
 
 def _judgment_answer(judgment: Judgment) -> dict:
@@ -105,13 +122,7 @@ def judgment_submit(
         with transaction.atomic():
             # The assignment's row lock orders concurrent submits (and listening posts) of one
             # assignment; a second submit waits here and then finds it submitted.
-            assignment = (
-                Assignment.objects.select_for_update(of=("self",))
-                .select_related("pair")
-                .annotate(consented_at=F("annotator__annotator_profile__consented_at"), withdrawn_at=F("annotator__annotator_profile__withdrawn_at"))
-                .filter(pk=assignment_id, annotator=annotator)
-                .first()
-            )
+            assignment = SUBMIT_LOCK.first(assignment_id=assignment_id, annotator_id=annotator.pk)
             if assignment is None:
                 raise ServiceError("No such task for you.", code="not_found", status=404)
             if assignment.consented_at is None or assignment.withdrawn_at is not None:
@@ -140,7 +151,7 @@ def judgment_submit(
             pick = {"A": a_clip_id, "B": b_clip_id}
             # A judgment of this pair by this annotator, or this key used before, is refused by
             # the unique constraints (handled below); the pair's counters follow by trigger.
-            judgment = Judgment.objects.create(
+            judgment = JUDGMENT_INSERT.create(
                 annotator=annotator,
                 pair=pair,
                 assignment=assignment,

@@ -216,6 +216,9 @@ if DATABASE_URL:
             "max_size": env_int("DB_POOL_MAX_SIZE", 8, minimum=1),
             "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
         }
+    # The hot paths' queries run as prepared statements of the session (auditorium/precompiled.py);
+    # off behind a pooler that shares one session between clients (PgBouncer in transaction mode).
+    DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...); leave it unset for the embedded SQLite.")
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env_str("DATABASE_TEST_NAME", "test_auditorium")
@@ -263,7 +266,7 @@ if REDIS_URL:
     }
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "auditorium.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"pool_class": "auditorium.cache.SharedConnectionPool"},
         }
