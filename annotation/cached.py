@@ -1,7 +1,7 @@
 """What every request of the listening page reads and rarely changes, from the cache.
 
-Study settings (by name and by id) and an annotator's consent are read on every next
-and submit; they change only when a researcher edits a study or an annotator gives or
+Study settings (by name) and an annotator's consent are read on every next-pair
+request (a submit reads the study's rules in its own locking query); they change only when a researcher edits a study or an annotator gives or
 withdraws consent. Entries are dropped on every save or delete of those rows (signals
 wired in apps.py), so a change is seen by the next request; the timeout only bounds
 what a write that bypasses the signals (a queryset update) could leave behind.
@@ -16,25 +16,12 @@ from .models import AnnotatorProfile, Study
 TIMEOUT = 300
 
 
-def _study_key(pk: int) -> str:
-    return f"annotation:study:{pk}"
-
-
 def _name_key(name: str) -> str:
     return f"annotation:study-name:{name}"
 
 
 def _consent_key(user_id: int) -> str:
     return f"annotation:consent:{user_id}"
-
-
-def study_by_id(pk: int) -> Study | None:
-    study = cache_get(_study_key(pk))
-    if study is None:
-        study = Study.objects.filter(pk=pk).first()
-        if study is not None:
-            cache_set_many({_study_key(pk): study}, TIMEOUT)
-    return study
 
 
 def study_by_name(name: str) -> Study | None:
@@ -44,7 +31,7 @@ def study_by_name(name: str) -> Study | None:
         study = Study.objects.filter(name=name).first()
         if study is None:
             return None
-        cache_set_many({_name_key(name): study, _study_key(study.pk): study}, TIMEOUT)
+        cache_set_many({_name_key(name): study}, TIMEOUT)
     return study
 
 
@@ -68,7 +55,7 @@ def has_consented(user_id: int) -> bool:
 
 
 def study_forget(sender=None, instance=None, **kwargs) -> None:
-    cache_forget(_study_key(instance.pk), _name_key(instance.name))
+    cache_forget(_name_key(instance.name))
 
 
 def study_rename_forget(sender=None, instance=None, **kwargs) -> None:

@@ -18,14 +18,14 @@ from django.utils import timezone
 
 from annotation.models import Clip, System
 from auditorium import listening
-from auditorium.precompiled import PrecompiledInsert
+from auditorium.precompiled import PrecompiledInsert, PreparedSQL
 
 from . import conf
 from .models import ArenaSystem, Battle, Visitor, Vote
 from .selectors import SIDES, listen_seconds
 
 
-def _claim_sql() -> str:
+def _claim_sql(connection) -> str:
     qn = connection.ops.quote_name
     table = qn(Battle._meta.db_table)
     columns = ", ".join(f"{table}.{qn(field.column)}" for field in Battle._meta.concrete_fields)
@@ -47,6 +47,39 @@ def _claim_sql() -> str:
     )
 
 
+# Built once per process and vendor; a prepared statement of the session on PostgreSQL.
+CLAIM = PreparedSQL(_claim_sql)
+_EXTRA = [
+    f"{prefix}_{side}_{suffix}"
+    for side in SIDES
+    for prefix, suffix in (("clip", "duration"), ("system", "private"), ("system", "system_id"), ("system", "name"), ("system", "organisation"))
+] + ["recent_votes"]
+
+
+_converters: dict = {}
+
+
+def _battle_from_row(row, connection) -> Battle:
+    """The battle of the claim's row, its fields through the converters the ORM applies (JSON, dates, UUIDs)."""
+    fields = Battle._meta.concrete_fields
+    converters = _converters.get(connection.vendor)
+    if converters is None:
+        columns = [field.get_col(Battle._meta.db_table) for field in fields]
+        converters = _converters[connection.vendor] = [
+            (column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)) for field, column in zip(fields, columns)
+        ]
+    values = []
+    for (column, field_converters), value in zip(converters, row):
+        if value is not None:
+            for converter in field_converters:
+                value = converter(value, column, connection)
+        values.append(value)
+    battle = Battle.from_db(connection.alias, [field.attname for field in fields], values)
+    for name, value in zip(_EXTRA, row[len(fields) :]):
+        setattr(battle, name, value)
+    return battle
+
+
 def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
     """Mark the visitor's ready battle voted (inside the caller's transaction) and return it, loaded for the answer; None if it is not that."""
     since = now - timedelta(days=1)
@@ -58,11 +91,13 @@ def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
         visitor.pk,
         connection.ops.adapt_datetimefield_value(since),
     ]
-    # raw() applies the fields' converters (JSON, dates) to the returned row.
-    rows = list(Battle.objects.raw(_claim_sql(), params))
-    if not rows:
+    sql, params = CLAIM.statement(connection, params)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
         return None
-    battle = rows[0]
+    battle = _battle_from_row(row, connection)
     battle.visitor = visitor
     for side in SIDES:
         arena_system = ArenaSystem(id=getattr(battle, f"system_{side}_id"), is_private=bool(getattr(battle, f"system_{side}_private")))

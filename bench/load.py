@@ -1,7 +1,7 @@
 """Load test on loopback: judgment cycles and arena votes per second, p50/p99 latency, as ratios of a bare request.
 
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
-                                   [--open-share 0.5] [--open-seconds 20] [--profile DIR]
+                                   [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
 
 Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
 Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
@@ -11,11 +11,15 @@ the integrity figures: lost, duplicated, over-assigned.
 
 Baseline (same run, same server, same clients): GET /healthz/, a view that
 touches nothing, so the ratios show what the real work costs. Every phase prints
-its rate, p50, p99 and `xR of baseline rate`. The closed-loop phases (each client
-back to back) measure capacity; the open-loop phases then offer a fixed Poisson
-arrival rate at --open-share of that capacity and measure latency from each
-arrival's scheduled time, which is what a user sees at that load. A judgment
-cycle is next + submit, timed together. --profile DIR records one worker with
+its rate, p50, p99 and `xR of baseline rate`, and the CPU milliseconds each
+operation cost the server's workers, PostgreSQL, Redis and the clients (from
+/proc). Baseline and closed-loop phases run --rounds times, each ratio against
+its own round's baseline, and the summary gives the median: the machine's pace
+drifts between runs. The closed-loop phases (each client back to back) measure
+capacity; the open-loop phases then offer a fixed Poisson arrival rate at
+--open-share of that capacity and measure latency from each arrival's scheduled
+time, which is what a user sees at that load. A judgment cycle is next + submit,
+timed together. --profile DIR records one worker with
 py-spy during each phase (a dev tool: pip install py-spy; not a requirement).
 """
 
@@ -25,6 +29,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import secrets
 import signal
 import socket
@@ -60,8 +65,8 @@ def build_fixtures(args):
     User = get_user_model()
     study = Study.objects.create(name="load", overlap_target=1, overlap_share=0.0, min_listen_seconds=0.0, lock_ttl_seconds=3600)
     condition, _ = services.condition_get_or_create(prompt="load test prompt")
-    # Room for everyone until the submit budget is spent, twice: closed-loop, then open-loop.
-    n_pairs = 2 * args.submits + args.clients
+    # Room for everyone until the submit budget is spent in every round and in the open-loop phase.
+    n_pairs = (args.rounds + 1) * args.submits + args.clients
     clips = Clip.objects.bulk_create(
         [Clip(sha256=f"{i:064d}", file=f"bench/{i}.wav", duration=5.0, sample_rate=16000, channels=1) for i in range(n_pairs + 1)]
     )
@@ -82,9 +87,9 @@ def build_fixtures(args):
         system = services.system_get_or_create(name=name)
         systems.append(ArenaSystem.objects.create(system=system))
     visitors = []
-    # Three times the share of each client: open-loop arrivals pick free clients unevenly, and a client
+    # Twice the share of each client: open-loop arrivals pick free clients unevenly, and a client
     # out of battles would end its arrivals uncounted.
-    per_client = 3 * 2 * args.votes // args.clients + 1
+    per_client = 2 * (args.rounds + 1) * args.votes // args.clients + 1
     ready_at = None
     from django.utils import timezone
 
@@ -160,7 +165,7 @@ def profile_start(name: str, seconds: float):
     """py-spy on one worker for the phase, if asked (--profile DIR) and py-spy is installed; a dev tool, not a requirement."""
     if not PROFILE["dir"] or not PROFILE["workers"]:
         return None
-    out = os.path.join(PROFILE["dir"], name.split()[0].strip("/").replace("/", "_") + ".txt")
+    out = os.path.join(PROFILE["dir"], re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") + ".txt")
     py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
     return subprocess.Popen(
         [py_spy, "record", "--pid", str(PROFILE["workers"][0]), "--duration", str(int(seconds)), "--format", "raw", "--nonblocking", *PROFILE["flags"], "-o", out],
@@ -349,6 +354,7 @@ async def drive(args, base_url, users, visitors):
             finally:
                 free.put_nowait(i)
             if ok is None:
+                failures["arrival found no work left"] += 1
                 return
             latencies.append(time.perf_counter() - scheduled)
             done["n"] += bool(ok)
@@ -373,25 +379,33 @@ async def drive(args, base_url, users, visitors):
         return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson", "cpu": cpu}
 
     # The baseline runs a few seconds, not args.submits requests: at ~800/s that would be one
-    # second, short enough for connection set-up and worker warm-up to move the ratio.
+    # second, short enough for connection set-up and worker warm-up to move the ratio. The
+    # machine's pace drifts between runs (a shared VM: the same code gave x0.11-x0.14), so each
+    # round measures its own baseline next to its phases, and the ratios are the rounds' median.
     await run_phase("warm-up GET /healthz/", args.clients, closed_loop(health, 10 * args.clients), args.seconds)
-    baseline = await run_phase("baseline GET /healthz/", args.clients, closed_loop(health, args.baseline_requests), args.seconds)
-    report(baseline, baseline)
-    submits = await run_phase("judgment cycle (next+submit)", args.clients, closed_loop(cycle, args.submits), args.seconds)
-    report(submits, baseline)
-    votes = await run_phase("arena vote", args.clients, closed_loop(vote_once, args.votes), args.seconds)
-    report(votes, baseline)
+    rounds = []
+    for n in range(1, args.rounds + 1):
+        baseline = await run_phase(f"[{n}] baseline GET /healthz/", args.clients, closed_loop(health, args.baseline_requests), args.seconds)
+        report(baseline, baseline)
+        submits = await run_phase(f"[{n}] judgment cycle (next+submit)", args.clients, closed_loop(cycle, args.submits), args.seconds)
+        report(submits, baseline)
+        votes = await run_phase(f"[{n}] arena vote", args.clients, closed_loop(vote_once, args.votes), args.seconds)
+        report(votes, baseline)
+        rounds.append((baseline, submits, votes))
     half = args.open_share
-    open_submits = await open_loop("open-loop judgment cycle", cycle, max(1.0, half * rate_of(submits)), args.open_seconds, args.submits)
+    baseline = rounds[-1][0]
+    open_submits = await open_loop(
+        "open-loop judgment cycle", cycle, max(1.0, half * statistics.median(rate_of(r[1]) for r in rounds)), args.open_seconds, args.submits
+    )
     report(open_submits, baseline)
-    open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * rate_of(votes)), args.open_seconds, args.votes)
+    open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * statistics.median(rate_of(r[2]) for r in rounds)), args.open_seconds, args.votes)
     report(open_votes, baseline)
     for session in sessions:
         await session.close()
     for session, _ in vote_sessions:
         await session.close()
     await connector.close()
-    return [baseline, submits, votes, open_submits, open_votes], submitted, voted
+    return rounds, [open_submits, open_votes], submitted, voted
 
 
 def main() -> None:
@@ -401,6 +415,7 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="baseline + closed-loop phases repeated; ratios are the median of the rounds")
     parser.add_argument("--baseline-requests", type=int, default=4000, help="requests in the /healthz/ baseline phase")
     parser.add_argument("--open-share", type=float, default=0.5, help="open-loop phases offer this share of the closed-loop rate measured just before")
     parser.add_argument("--open-seconds", type=float, default=20.0, help="length of each open-loop phase")
@@ -450,7 +465,7 @@ def main() -> None:
         base_url = f"http://127.0.0.1:{port}"
         wait_for(base_url)
         PROFILE["workers"] = children_of(server.pid)
-        results, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
+        rounds, open_results, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -460,8 +475,14 @@ def main() -> None:
 
     print(f"server: gunicorn + {args.workers} uvicorn workers, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
     print("summary:")
-    for result in results:
-        report(result, results[0])
+    for phases in rounds:
+        for result in phases:
+            report(result, phases[0])
+    for result in open_results:
+        report(result, rounds[-1][0])
+    for position, name in ((1, "judgment cycle"), (2, "arena vote")):
+        ratios = sorted(rate_of(phases[position]) / rate_of(phases[0]) for phases in rounds)
+        print(f"{name}: x{statistics.median(ratios):.2f} of baseline rate, median of {len(ratios)} rounds (each x{', x'.join(f'{r:.2f}' for r in ratios)})")
     stored = Counter(Judgment.objects.filter(pair__study__name="load").values_list("assignment_id", flat=True))
     lost = sum(1 for _, assignment_id in submitted if assignment_id not in stored)
     duplicated = sum(n - 1 for n in stored.values() if n > 1)

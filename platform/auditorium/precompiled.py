@@ -76,9 +76,7 @@ class _Compiled:
         self.model_start, self.model_end = fields[0], fields[-1] + 1
         self.init_list = [column[0].target.attname for column in self.select[self.model_start : self.model_end]]
         self.populators = get_related_populators(self.klass_info, self.select, self.db)
-        self.prepared = None
-        if self.connection.vendor == "postgresql" and getattr(settings, "DB_PREPARED_STATEMENTS", False):
-            self.prepared = self._prepared_form(sentinels)
+        self.prepared = self._prepared_form(sentinels) if _prepares(self.connection) else None
 
     def _prepared_form(self, sentinels: dict) -> tuple[str, str, str, list]:
         """(name, PREPARE statement, EXECUTE statement, [(sentinel, how its value is prepared)])."""
@@ -97,27 +95,15 @@ class _Compiled:
             prepare_of.setdefault(name, prepare)
             return f"${number[name]}"
 
-        body = _PLACEHOLDER.sub(replace, self.sql)
-        name = "auditorium_" + hashlib.sha256(body.encode()).hexdigest()[:24]
-        execute = f"EXECUTE {name}({', '.join(['%s'] * len(order))})"
-        return name, f"PREPARE {name} AS {body}", execute, [(sentinel, prepare_of[sentinel]) for sentinel in order]
+        name, prepare_sql, execute_sql = _prepared_statements(_PLACEHOLDER.sub(replace, self.sql), len(order))
+        return name, prepare_sql, execute_sql, [(sentinel, prepare_of[sentinel]) for sentinel in order]
 
     def statement(self, connection, values: dict) -> tuple[str, list]:
         """The SQL and parameters to send on this connection for these values."""
         if self.prepared is None:
             return self.sql, self.params(values)
         name, prepare_sql, execute_sql, order = self.prepared
-        connection.ensure_connection()
-        session = connection.connection
-        prepared = _prepared_on.get(session)
-        if prepared is None:
-            prepared = _prepared_on[session] = set()
-        if name not in prepared:
-            # Session set-up, as Django's own connection set-up, is sent past the query log:
-            # it is paid once per connection, not by the request that happens to come first.
-            with connection.wrap_database_errors:
-                session.execute(prepare_sql)
-            prepared.add(name)
+        _prepare_once(connection, name, prepare_sql)
         return execute_sql, [prepare(values[sentinel]) if prepare is not None else values[sentinel] for sentinel, prepare in order]
 
     def params(self, values: dict) -> list:
@@ -145,6 +131,59 @@ class _Compiled:
         for name, position in self.annotation_col_map.items():
             setattr(obj, name, row[position])
         return obj
+
+
+def _prepared_statements(body: str, n_values: int) -> tuple[str, str, str]:
+    """(name, PREPARE, EXECUTE with n %s placeholders) for a statement whose values are $1..$n."""
+    name = "auditorium_" + hashlib.sha256(body.encode()).hexdigest()[:24]
+    return name, f"PREPARE {name} AS {body}", f"EXECUTE {name}({', '.join(['%s'] * n_values)})"
+
+
+def _prepare_once(connection, name: str, prepare_sql: str) -> None:
+    connection.ensure_connection()
+    session = connection.connection
+    prepared = _prepared_on.get(session)
+    if prepared is None:
+        prepared = _prepared_on[session] = set()
+    if name not in prepared:
+        # Session set-up, as Django's own connection set-up, is sent past the query log:
+        # it is paid once per connection, not by the request that happens to come first.
+        with connection.wrap_database_errors:
+            session.execute(prepare_sql)
+        prepared.add(name)
+
+
+def _prepares(connection) -> bool:
+    return connection.vendor == "postgresql" and getattr(settings, "DB_PREPARED_STATEMENTS", False)
+
+
+class PreparedSQL:
+    """Hand-written SQL (each value one %s) built once per process and vendor; a prepared statement on PostgreSQL.
+
+    `statement(connection, params)` gives what to execute: the SQL itself, or the EXECUTE of
+    the session's prepared copy.
+    """
+
+    def __init__(self, build: Callable):
+        self.build = build
+
+    def statement(self, connection, params: list) -> tuple[str, list]:
+        key = (id(self), connection.alias, connection.vendor)
+        entry = _compiled.get(key)
+        if entry is None:
+            sql = self.build(connection)
+            prepared = None
+            if _prepares(connection):
+                numbers = iter(range(1, len(params) + 1))
+                body = _PLACEHOLDER.sub(lambda match: "%" if match.group() == "%%" else f"${next(numbers)}", sql)
+                prepared = _prepared_statements(body, len(params))
+            entry = _compiled[key] = (sql, prepared)
+        sql, prepared = entry
+        if prepared is None:
+            return sql, params
+        name, prepare_sql, execute_sql = prepared
+        _prepare_once(connection, name, prepare_sql)
+        return execute_sql, params
 
 
 class Precompiled:

@@ -192,6 +192,25 @@ def test_rationale_minimum_is_enforced():
     assert exc.value.code == "rationale_too_short"
 
 
+def test_a_study_rule_changed_while_a_pair_is_open_applies_to_its_submit():
+    # The submit reads the study's rules in its locking query: a change made after the pair
+    # was served is the one that counts, with no cache in between.
+    study, _ = make_study(n_pairs=1)
+    user = member(study)
+    a = services.assignment_next(study=study, annotator=user)
+    study.rationale_min_length = 50
+    study.save()
+    with pytest.raises(ServiceError) as exc:
+        submit(a, user)
+    assert exc.value.code == "rationale_too_short" and "at least 50 characters" in exc.value.message
+    study.rationale_min_length = 0
+    study.min_listen_seconds = 60.0
+    study.save()
+    with pytest.raises(ServiceError) as exc:
+        submit(a, user)
+    assert exc.value.code == "listening_too_short"
+
+
 def test_late_submit_refused_when_the_slot_went_to_someone_else():
     study, _ = make_study(n_pairs=1, overlap=1)
     slow, fast = member(study), member(study)
