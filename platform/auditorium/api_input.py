@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+from rest_framework.settings import api_settings
 
 _prototypes: dict[type, serializers.Serializer] = {}
 _lock = threading.Lock()
@@ -33,5 +35,8 @@ def validated(serializer_class: type[serializers.Serializer], data) -> dict:
     try:
         return prototype.run_validation(data)
     except serializers.ValidationError as exc:
-        # is_valid() keeps the errors as a dict (or list); the raised error carries the same.
-        raise serializers.ValidationError(exc.detail) from None
+        detail = exc.detail
+        if isinstance(detail, list) and len(detail) == 1 and getattr(detail[0], "code", None) == "null":
+            # Serializer.errors says this for a null body instead of "may not be null".
+            detail = {api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail("No data provided", code="null")]}
+        raise serializers.ValidationError(detail) from None

@@ -165,13 +165,15 @@ def test_postgresql_connections_are_pooled_per_process():
     assert refused.returncode != 0 and "DB_CONN_MAX_AGE" in refused.stderr
 
 
-def test_cache_instances_share_one_redis_pool_per_process():
+def test_cache_instances_share_one_redis_pool_and_client_per_process():
     # Under ASGI every request context builds its own cache backend; they must not each dial Redis.
     code = (
         "import json, django; django.setup()\n"
         "from django.core.cache import caches\n"
         "first, second = caches.create_connection('default'), caches.create_connection('default')\n"
         "same = first._cache._get_connection_pool(True) is second._cache._get_connection_pool(True)\n"
+        # Django's own client builds a redis.Redis object for every command; one serves them all here.
+        "same = same and first._cache.get_client('k') is second._cache.get_client('k', write=True)\n"
         "created = None\n"
         "try:\n"
         "    for i in range(20):\n"
