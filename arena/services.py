@@ -90,8 +90,10 @@ def _require_terms(visitor: Visitor | None) -> Visitor:
     return visitor
 
 
-def _limits(*limits: tuple[str, str, str, str]) -> None:
-    """Count the request against each (scope, ident, rate setting, message), in order; 429 at the first one over."""
+def _limits(own: tuple[str, str, str, str], *, ip_hash: str = "", network: list[tuple[str, str, str]] = ()) -> None:
+    """Count the request against `own` (scope, ident, rate setting, message), then each of `network`
+    (scope, rate setting, message) for the address hash when there is one; 429 at the first one over."""
+    limits = [own, *((scope, ip_hash, setting, message) for scope, setting, message in network if ip_hash)]
     over, retry = ratelimit.hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
     if retry:
         raise ArenaError(f"{limits[over][3]} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
@@ -169,14 +171,11 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
     visitor = _require_terms(visitor)
     _limits(
         ("battle-v", str(visitor.pk), "ARENA_BATTLE_RATE", "You are starting battles very quickly."),
-        *(
-            [
-                ("battle-ip", ip_hash, "ARENA_IP_BATTLE_RATE", "Too many battles from this network."),
-                ("battle-ip-day", ip_hash, "ARENA_IP_DAILY_BATTLE_RATE", "This network has reached today's limit of battles."),
-            ]
-            if ip_hash
-            else []
-        ),
+        ip_hash=ip_hash,
+        network=[
+            ("battle-ip", "ARENA_IP_BATTLE_RATE", "Too many battles from this network."),
+            ("battle-ip-day", "ARENA_IP_DAILY_BATTLE_RATE", "This network has reached today's limit of battles."),
+        ],
     )
     route = prompt_route(prompt=prompt, lyrics=lyrics)
     seconds = float(conf.get("ARENA_CLIP_SECONDS"))
@@ -385,14 +384,11 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
 def _vote_limits(*, visitor: Visitor, ip_hash: str) -> None:
     _limits(
         ("vote-v", str(visitor.pk), "ARENA_VOTE_RATE", "You are voting very quickly."),
-        *(
-            [
-                ("vote-ip", ip_hash, "ARENA_IP_VOTE_RATE", "Too many votes from this network."),
-                ("vote-ip-day", ip_hash, "ARENA_IP_DAILY_VOTE_RATE", "This network has reached today's limit of votes."),
-            ]
-            if ip_hash
-            else []
-        ),
+        ip_hash=ip_hash,
+        network=[
+            ("vote-ip", "ARENA_IP_VOTE_RATE", "Too many votes from this network."),
+            ("vote-ip-day", "ARENA_IP_DAILY_VOTE_RATE", "This network has reached today's limit of votes."),
+        ],
     )
 
 
