@@ -1,7 +1,7 @@
 """Load test on loopback: judgment cycles and arena votes per second, p50/p99 latency, as ratios of a bare request.
 
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
-                                   [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
+                                   [--server asgi|wsgi] [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
 
 Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
 Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
@@ -19,7 +19,9 @@ drifts between runs. The closed-loop phases (each client back to back) measure
 capacity; the open-loop phases then offer a fixed Poisson arrival rate at
 --open-share of that capacity and measure latency from each arrival's scheduled
 time, which is what a user sees at that load. A judgment cycle is next + submit,
-timed together. --profile DIR records one worker with
+timed together. --server wsgi runs the same code on gunicorn's threaded WSGI
+workers instead of the deployed uvicorn workers, to see what the ASGI path costs
+per request. --profile DIR records one worker with
 py-spy during each phase (a dev tool: pip install py-spy; not a requirement).
 """
 
@@ -415,6 +417,7 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi", help="uvicorn workers (deployed) or gunicorn gthread workers")
     parser.add_argument("--rounds", type=int, default=3, help="baseline + closed-loop phases repeated; ratios are the median of the rounds")
     parser.add_argument("--baseline-requests", type=int, default=4000, help="requests in the /healthz/ baseline phase")
     parser.add_argument("--open-share", type=float, default=0.5, help="open-loop phases offer this share of the closed-loop rate measured just before")
@@ -456,9 +459,12 @@ def main() -> None:
         ARENA_DAILY_VOTE_CAP="1000000",
         ARENA_LEADERBOARD_DEBOUNCE_SECONDS="3600",
     )
+    # asgi: the deployed server (uvicorn workers; websockets too). wsgi: gunicorn's threaded
+    # workers, for comparison: no per-request thread hand-offs, HTTP only.
+    worker = ["auditorium.asgi:application", "-k", "uvicorn_worker.UvicornWorker"] if args.server == "asgi" else [
+        "auditorium.wsgi:application", "-k", "gthread", "--threads", str(args.clients // max(1, args.workers) + 1)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "auditorium.asgi:application", "-k", "uvicorn_worker.UvicornWorker", "-w", str(args.workers),
-         "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
+        [sys.executable, "-m", "gunicorn", *worker, "-w", str(args.workers), "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )
     try:
@@ -473,7 +479,8 @@ def main() -> None:
     from annotation.models import Judgment
     from arena.models import Vote
 
-    print(f"server: gunicorn + {args.workers} uvicorn workers, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
+    kind = "uvicorn workers" if args.server == "asgi" else "threaded WSGI workers"
+    print(f"server: gunicorn + {args.workers} {kind}, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
     print("summary:")
     for phases in rounds:
         for result in phases:
