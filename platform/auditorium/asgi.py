@@ -1,6 +1,5 @@
 """ASGI entry point: HTTP through Django, websockets under /ws/ through Channels."""
 
-import gc
 import os
 import sys
 from pathlib import Path
@@ -25,8 +24,3 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
-
-# What is loaded by now lives as long as the worker: keep it out of the collector's full passes.
-# A full pass over the ~140k start-up objects takes ~40 ms on a 2-core machine, with every thread
-# of the worker stopped; it showed in the open-loop phases' p99 (bench/load.py).
-gc.freeze()

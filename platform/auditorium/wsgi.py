@@ -1,4 +1,3 @@
-import gc
 import os
 import sys
 from pathlib import Path
@@ -10,6 +9,3 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 application = get_wsgi_application()
-
-# As in asgi.py: what is loaded by now lives as long as the worker, out of the collector's full passes.
-gc.freeze()
