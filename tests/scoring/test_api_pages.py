@@ -145,6 +145,9 @@ class RunProgressSocketTests(TransactionTestCase):
             anonymous = WebsocketCommunicator(application, f"/ws/scoring/runs/{run.pk}/", headers=[(b"origin", b"http://localhost")])
             connected, code = await anonymous.connect()
             assert not connected and code == 4403
+            # Let the refused consumer end inside this loop (its channel-layer receive included)
+            # rather than leave it to be cancelled when the loop shuts down.
+            await anonymous.disconnect()
 
         async_to_sync(scenario)()
         self.assertEqual(Verdict.objects.filter(run=run).count(), 1)

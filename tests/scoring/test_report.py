@@ -389,11 +389,17 @@ class LiveRefreshTests(TestCase):
         message = async_to_sync(scenario)()
         self.assertEqual((message["type"], message["reason"]), ("changed", "judgment"))
 
+    # Refusal needs no channel layer. With Redis, a refused consumer left running was cancelled at
+    # event-loop shutdown and once never finished, hanging the suite; the in-memory layer keeps
+    # this test about refusal codes.
+    @override_settings(CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}})
     def test_annotators_and_unknown_studies_are_refused(self):
         async def scenario(user, name):
             communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/scoring/studies/{name}/report/")
             communicator.scope["user"] = user
-            return await communicator.connect()
+            answer = await communicator.connect()
+            await communicator.disconnect()
+            return answer
 
         self.assertEqual(async_to_sync(scenario)(self.annotator, self.study.name), (False, 4403))
         self.assertEqual(async_to_sync(scenario)(self.researcher, "nope"), (False, 4404))

@@ -404,5 +404,8 @@ class TrainingSocketTests(TransactionTestCase):
             anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost")])
             connected, code = await anonymous.connect()
             assert not connected and code == 4403
+            # Let the refused consumer end inside this loop (its channel-layer receive included)
+            # rather than leave it to be cancelled when the loop shuts down.
+            await anonymous.disconnect()
 
         async_to_sync(scenario)()
