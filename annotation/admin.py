@@ -10,6 +10,7 @@ from auditorium.errors import ServiceError
 from auditorium.roles import is_admin, is_researcher
 
 from .dataset import DEFAULT_STUDY, dataset_export_archive, max_upload_bytes, pairs_import_upload
+from .forms import PairFilesForm
 from .models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, System
 
 
@@ -42,24 +43,9 @@ class StudyAnnotatorInline(admin.TabularInline):
     raw_id_fields = ("annotator",)
 
 
-class PairImportForm(forms.Form):
+class PairImportForm(PairFilesForm):
     study = forms.SlugField(initial=DEFAULT_STUDY, max_length=100, help_text="An existing study, or the name of a new one.")
-    jsonl = forms.FileField(
-        required=False,
-        label="JSONL file",
-        help_text="CMI-RewardBench rows. Leave empty to use the train.jsonl / test.jsonl at the top of the zip.",
-    )
-    archive = forms.FileField(label="Audio (zip)", help_text="The audio the rows name; paths are relative to the zip's root.")
-    skip_invalid = forms.BooleanField(required=False, label="Import the valid rows even if some rows are invalid")
-
-    def clean(self):
-        data = super().clean()
-        limit = max_upload_bytes()
-        for name in ("jsonl", "archive"):
-            upload = data.get(name)
-            if upload is not None and upload.size > limit:
-                self.add_error(name, f"This file is {upload.size:,} bytes; the limit is {limit:,} bytes.")
-        return data
+    field_order = ["study", "jsonl", "archive", "skip_invalid"]
 
 
 def _can_import(user) -> bool:
@@ -81,7 +67,7 @@ class StudyAdmin(admin.ModelAdmin):
     def import_pairs_view(self, request):
         if not _can_import(request.user):
             raise PermissionDenied
-        form = PairImportForm(request.POST or None, request.FILES or None)
+        form = PairImportForm(request.POST or None, request.FILES or None, max_bytes=max_upload_bytes())
         report = None
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data

@@ -108,10 +108,9 @@ class StudyAnnotatorAddForm(forms.Form):
         return [users[n] for n in names]
 
 
-class PairUploadForm(forms.Form):
-    """The researcher's import: the study picked from those the user may import into, never typed."""
+class PairFilesForm(forms.Form):
+    """The JSONL + audio zip of a pair import, each file refused past `max_bytes` (the admin's and the researcher's import)."""
 
-    study = forms.ModelChoiceField(queryset=Study.objects.none(), to_field_name="name", empty_label=None)
     jsonl = forms.FileField(
         required=False,
         label="JSONL file",
@@ -120,9 +119,8 @@ class PairUploadForm(forms.Form):
     archive = forms.FileField(label="Audio (zip)", help_text="The audio the rows name; paths are relative to the zip's root.")
     skip_invalid = forms.BooleanField(required=False, label="Import the valid rows even if some rows are invalid")
 
-    def __init__(self, *args, studies, max_bytes: int, **kwargs):
+    def __init__(self, *args, max_bytes: int, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["study"].queryset = studies
         self.max_bytes = max_bytes
 
     def clean(self):
@@ -132,3 +130,14 @@ class PairUploadForm(forms.Form):
             if upload is not None and upload.size > self.max_bytes:
                 self.add_error(name, f"This file is {upload.size:,} bytes; the limit is {self.max_bytes:,} bytes.")
         return data
+
+
+class PairUploadForm(PairFilesForm):
+    """The researcher's import: the study picked from those the user may import into, never typed."""
+
+    study = forms.ModelChoiceField(queryset=Study.objects.none(), to_field_name="name", empty_label=None)
+    field_order = ["study", "jsonl", "archive", "skip_invalid"]
+
+    def __init__(self, *args, studies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["study"].queryset = studies

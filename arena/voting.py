@@ -91,10 +91,7 @@ def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
         visitor.pk,
         connection.ops.adapt_datetimefield_value(since),
     ]
-    sql, params = CLAIM.statement(connection, params)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    row = CLAIM.execute(connection, params)
     if row is None:
         return None
     battle = _battle_from_row(row, connection)

@@ -174,9 +174,7 @@ def judgment_submit(
                 source=Judgment.Source.PLATFORM,
                 selection=assignment.selection,
             )
-            sql, params = SUBMITTED.statement(connection, [Assignment.State.SUBMITTED, assignment.pk])
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
+            SUBMITTED.execute(connection, [Assignment.State.SUBMITTED, assignment.pk])
     except IntegrityError:
         # The key was used before, or this annotator already judged this pair (in another assignment).
         return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False

@@ -161,7 +161,7 @@ class PreparedSQL:
     """Hand-written SQL (each value one %s) built once per process and vendor; a prepared statement on PostgreSQL.
 
     `statement(connection, params)` gives what to execute: the SQL itself, or the EXECUTE of
-    the session's prepared copy.
+    the session's prepared copy; `execute(connection, params)` runs it.
     """
 
     def __init__(self, build: Callable):
@@ -184,6 +184,13 @@ class PreparedSQL:
         name, prepare_sql, execute_sql = prepared
         _prepare_once(connection, name, prepare_sql)
         return execute_sql, params
+
+    def execute(self, connection, params: list):
+        """Run it with these values; the first row it returns (None if none, or if it returns no rows)."""
+        sql, params = self.statement(connection, params)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone() if cursor.description else None
 
 
 class Precompiled:

@@ -82,10 +82,8 @@ def test_hand_written_sql_runs_as_given_or_prepared_with_the_same_result(member)
     for prepared in (False, True):
         with override_settings(DB_PREPARED_STATEMENTS=prepared):
             fresh = PreparedSQL(statement.build)
-            sql, params = fresh.statement(connection, [study.pk, 1])
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                assert cursor.fetchone()[0] == 3
+            assert fresh.execute(connection, [study.pk, 1]) == (3,)
+            sql, _ = fresh.statement(connection, [study.pk, 1])
             assert sql.startswith("EXECUTE ") == (prepared and connection.vendor == "postgresql")
 
 
