@@ -91,7 +91,7 @@ def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
         visitor.pk,
         connection.ops.adapt_datetimefield_value(since),
     ]
-    row = CLAIM.execute(connection, params)
+    row = CLAIM.first(connection, params)
     if row is None:
         return None
     battle = _battle_from_row(row, connection)

@@ -82,9 +82,12 @@ def test_hand_written_sql_runs_as_given_or_prepared_with_the_same_result(member)
     for prepared in (False, True):
         with override_settings(DB_PREPARED_STATEMENTS=prepared):
             fresh = PreparedSQL(statement.build)
-            assert fresh.execute(connection, [study.pk, 1]) == (3,)
+            assert fresh.first(connection, [study.pk, 1]) == (3,)
             sql, _ = fresh.statement(connection, [study.pk, 1])
             assert sql.startswith("EXECUTE ") == (prepared and connection.vendor == "postgresql")
+            touch = PreparedSQL(lambda conn: "UPDATE annotation_pair SET overlap = overlap + %s WHERE study_id = %s")
+            assert touch.execute(connection, [0, study.pk]) == 3
+            assert touch.execute(connection, [0, -1]) == 0
 
 
 def test_a_compiled_insert_stores_the_row_the_orm_would(member):
