@@ -145,7 +145,27 @@ class Condition(models.Model):
         return self.reference_id is not None
 
 
-class Study(models.Model):
+class TriggerCounted(models.Model):
+    """A model with columns the database's triggers keep (COUNTERS): saving an instance never writes them back.
+
+    A full save() writes every column from the instance, which may have been read before
+    the counters moved (an admin edit while annotators work); those columns are left out.
+    """
+
+    COUNTERS: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding and not kwargs.get("force_insert") and kwargs.get("update_fields") is None and not args:
+            kwargs["update_fields"] = [field.name for field in self._meta.concrete_fields if not field.primary_key and field.name not in self.COUNTERS]
+        super().save(*args, **kwargs)
+
+
+class Study(TriggerCounted):
+    COUNTERS = ("n_pairs", "n_special")
+
     name = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200, blank=True)
     instructions = models.TextField(blank=True)
@@ -171,6 +191,10 @@ class Study(models.Model):
     )
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
+    # Kept by database triggers on the pairs (migration 0012): the next-pair lookup reads them
+    # instead of counting the study's pairs on every request.
+    n_pairs = models.IntegerField(default=0, editable=False)
+    n_special = models.IntegerField(default=0, editable=False, help_text="Gold and catch pairs.")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyAnnotator", related_name="studies", blank=True)
     # The researcher who created it may import pairs into it; admins may import into any study.
     owner = models.ForeignKey(
@@ -186,8 +210,10 @@ class Study(models.Model):
         return self.title or self.name
 
 
-class StudyAnnotator(models.Model):
+class StudyAnnotator(TriggerCounted):
     """Membership; the seed makes each annotator's pair order random but reproducible."""
+
+    COUNTERS = ("lock_version", "n_draws", "n_done")
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
@@ -198,6 +224,11 @@ class StudyAnnotator(models.Model):
     # taken: the next-pair lookup compares it with its own snapshot to know it read
     # after the request it waited for (assignment.py).
     lock_version = models.IntegerField(default=0, editable=False)
+    # Kept by database triggers (migration 0012): the annotator's locks ever taken in this study
+    # (which seeds their draws) and their judgments in it, so `next` reads one row instead of
+    # counting their whole history on every request.
+    n_draws = models.IntegerField(default=0, editable=False)
+    n_done = models.IntegerField(default=0, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["study", "annotator"], name="unique_study_annotator")]
@@ -233,7 +264,9 @@ def random_order_key() -> int:
     return secrets.randbelow(ORDER_PRIME)
 
 
-class Pair(models.Model):
+class Pair(TriggerCounted):
+    COUNTERS = ("n_judgments", "n_live")
+
     class Split(models.TextChoices):
         TRAIN = "train", "Train"
         TEST = "test", "Test"

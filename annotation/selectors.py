@@ -136,8 +136,8 @@ def assignment_with_content(*, assignment_id: int, study: Study) -> Assignment:
 
 
 def studies_with_counts() -> QuerySet[Study]:
+    # n_pairs is the study's own column (kept by triggers).
     return Study.objects.annotate(
-        n_pairs=Count("pairs", distinct=True),
         n_annotators=Count("memberships", filter=Q(memberships__is_active=True), distinct=True),
         n_judgments=Count("pairs__judgments", distinct=True),
     ).order_by("name")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import Judgment, Pair, Study
+from annotation.models import Judgment, Study
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
 from .judges import adapter_for, templates_for
@@ -175,9 +175,8 @@ def _count_per_study(queryset, field: str = "study"):
 
 
 def studies_for_reports():
-    """Every study with what its report rests on: pairs, human votes and scoring runs."""
+    """Every study with what its report rests on: pairs (the study's own counter), human votes and scoring runs."""
     return Study.objects.annotate(
-        n_pairs=_count_per_study(Pair.objects.all()),
         n_judgments=_count_per_study(Judgment.objects.all(), "pair__study"),
         n_runs=_count_per_study(ScoringRun.objects.all()),
     ).order_by("name")

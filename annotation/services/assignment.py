@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, Case, CharField, Exists, F, Func, OuterRef, Q, Subquery, Value, When
+from django.db.models import BigIntegerField, Case, CharField, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Concat, Mod
 from django.utils import timezone
@@ -49,23 +49,20 @@ def planner_stats_refresh(*models) -> None:
 CONTENT = ("condition__reference", "clip_a", "clip_b")
 
 
-def _count(query) -> Subquery:
-    """COUNT(*) of `query` as a scalar subquery (no GROUP BY on the outer query)."""
-    return Subquery(query.order_by().annotate(n=Func(F("id"), function="COUNT")).values("n")[:1])
-
-
 def _membership_query(*, study_id: int, annotator_id: int, now):
-    mine = Assignment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id)
-    live = mine.filter(state=Assignment.State.ACTIVE, lock_expires_at__gt=now).order_by("served_at").values("id")[:1]
+    live = (
+        Assignment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id, state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
+        .order_by("served_at")
+        .values("id")[:1]
+    )
     return (
-        StudyAnnotator.objects.select_for_update()
+        StudyAnnotator.objects.select_for_update(of=("self",))
         .filter(study_id=study_id, annotator_id=annotator_id, is_active=True)
         .annotate(
             current_id=Subquery(live),
-            draws=_count(mine),
-            done=_count(Judgment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id)),
-            n_pairs=_count(Pair.objects.filter(study_id=study_id)),
-            has_special=Exists(Pair.objects.filter(study_id=study_id, kind__in=SPECIAL_KINDS)),
+            # The study's counters, kept by triggers (migration 0012) as the row's own n_draws and n_done.
+            n_pairs=F("study__n_pairs"),
+            n_special=F("study__n_special"),
             # The row's lock_version as this statement's snapshot saw it (see below).
             seen_version=Subquery(StudyAnnotator.objects.filter(pk=OuterRef("pk")).values("lock_version")[:1]),
         )
@@ -82,15 +79,15 @@ def _annotator_state(*, study: Study, annotator, now) -> StudyAnnotator | None:
     """The membership row, locked, with what `next` needs about this annotator in the study, in one query.
 
     The row lock makes one annotator's concurrent requests take turns, so each later one
-    finds the lock the first one took. Annotated: their live lock (current_id), how many
-    pairs they were ever served here (draws, which seeds the draw), how many they judged
-    (done), whether the study has gold or catch pairs, and its pair count for progress.
+    finds the lock the first one took. The row carries how many pairs they were ever served
+    here (n_draws, which seeds the draw) and how many they judged (n_done); annotated: their
+    live lock (current_id), and the study's pair and gold/catch counts.
     """
     values = {"study_id": study.pk, "annotator_id": annotator.pk, "now": now}
     membership = MEMBERSHIP.first(**values)
     if membership is not None and membership.lock_version != membership.seen_version:
         # This statement waited for the row lock while another request of this annotator took a
-        # lock; the row came back in its new version but the counts above are from the older
+        # lock; the row came back in its new version but current_id is from the older
         # snapshot. Read again: the row lock is held now, so this read is current.
         membership = MEMBERSHIP.first(**values)
     return membership
@@ -116,28 +113,29 @@ def assignment_next(*, study: Study, annotator, now=None, consented: bool | None
     if not study.is_active:
         return None
     target = study.annotator_target or membership.n_pairs
-    progress = {"done": membership.done, "target": max(target, membership.done)}
+    progress = {"done": membership.n_done, "target": max(target, membership.n_done)}
 
     if membership.current_id is not None:
         current = Assignment.objects.select_related(*(f"pair__{path}" for path in CONTENT)).get(pk=membership.current_id)
         current.progress = progress
         return current
-    if study.annotator_target and membership.done >= study.annotator_target:
+    if study.annotator_target and membership.n_done >= study.annotator_target:
         return None
 
-    draw = membership.draws
+    draw = membership.n_draws
+    has_special = membership.n_special > 0
     rng = random.Random(f"{membership.seed}:{draw}")
     # Gold and catch pairs come at the study's rate; either pool stands in when the other is empty.
     special_first = rng.random() < study.gold_rate
     mode = draw_mode(selection=study.selection, seed=membership.seed, draw=draw, share=study.active_share)
-    if mode != ChosenBy.RANDOM and not (special_first and membership.has_special):
+    if mode != ChosenBy.RANDOM and not (special_first and has_special):
         # An active draw: the study's ranking first; with nothing ranked left, the random order below.
         for pair_id in active_candidates(study=study, annotator=annotator, mode=mode, now=now):
             assignment = _try_lock(pair_id=pair_id, annotator=annotator, study=study, seed=membership.seed, now=now, selection=mode)
             if assignment is not None:
                 assignment.progress = progress
                 return assignment
-    pick = {"study": study, "annotator": annotator, "seed": membership.seed, "draw": draw, "special_first": special_first, "has_special": membership.has_special}
+    pick = {"study": study, "annotator": annotator, "seed": membership.seed, "draw": draw, "special_first": special_first, "has_special": has_special}
     # A short list first; under contention every one of them may be taken, then look further.
     pair = _pick(now=now, limit=8, **pick)
     if pair is None:
