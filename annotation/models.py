@@ -307,6 +307,8 @@ class Pair(TriggerCounted):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["study", "kind"]),
+            # The next-pair lookup's probe for the same content judged in any study.
+            models.Index(fields=["condition", "clip_key"], name="pair_content"),
             models.Index(fields=["study", "order_key"]),
             # Only the pairs with room: the next-pair lookup is a range scan over these.
             models.Index(fields=["study", "order_key"], condition=Q(n_judgments__lt=F("overlap") - F("n_live")), name="pair_open_order"),

@@ -20,9 +20,9 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, Case, CharField, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import BigIntegerField, Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast, Concat, Mod
+from django.db.models.functions import Mod
 from django.utils import timezone
 
 from auditorium.errors import ServiceError
@@ -151,16 +151,14 @@ def assignment_next(*, study: Study, annotator, now=None, consented: bool | None
 
 def _pick_query(has_special: bool, special_first: bool, limit: int, skip_locked: bool, *, study_id, annotator_id, multiplier, offset, start):
     """The queryset `_pick` runs; its SQL is compiled once per variant (see PICK)."""
-    own = Assignment.objects.filter(annotator_id=annotator_id, pair__study_id=study_id).exclude(state=Assignment.State.EXPIRED).values("pair_id")
+    # Anti-joins probed per candidate through the (annotator, pair) unique indexes, not lists of
+    # the annotator's whole history: the branches stop after a few rows, so the cost stays flat
+    # as the history grows (bench/history.py).
+    own = Assignment.objects.filter(annotator_id=annotator_id, pair_id=OuterRef("pk")).exclude(state=Assignment.State.EXPIRED)
     # The same two clips under the same condition judged anywhere (either order, any study).
-    content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
-    judged_content = (
-        Judgment.objects.filter(annotator_id=annotator_id)
-        .annotate(content=Concat(Cast("pair__condition_id", CharField()), Value("/"), "pair__clip_key", output_field=CharField()))
-        .values("content")
-    )
+    judged_content = Judgment.objects.filter(annotator_id=annotator_id, pair__condition_id=OuterRef("condition_id"), pair__clip_key=OuterRef("clip_key"))
     room = Q(n_judgments__lt=F("overlap") - F("n_live"))
-    base = Pair.objects.filter(room, study_id=study_id).exclude(id__in=own).annotate(content=content_key).exclude(content__in=judged_content)
+    base = Pair.objects.filter(room, study_id=study_id).exclude(Exists(own)).exclude(Exists(judged_content))
     position = Mod(F("order_key") * Value(multiplier, output_field=BigIntegerField()) + Value(offset, output_field=BigIntegerField()), Value(ORDER_PRIME, output_field=BigIntegerField()))
     pools = [Q(kind__in=SPECIAL_KINDS), ~Q(kind__in=SPECIAL_KINDS)] if has_special else [Q()]
     started = Q(n_judgments__gt=0) | Q(n_live__gt=0)

@@ -42,7 +42,7 @@ def test_the_compiled_query_returns_what_the_orm_returns(member):
         compiled = MEMBERSHIP.first(study_id=study.pk, annotator_id=user.pk, now=now)
         orm = _membership_query(study_id=study.pk, annotator_id=user.pk, now=now).first()
     assert compiled is not None and compiled.pk == orm.pk
-    for name in ("draws", "done", "n_pairs", "has_special", "current_id", "seen_version", "seed"):
+    for name in ("n_draws", "n_done", "n_pairs", "n_special", "current_id", "seen_version", "seed"):
         assert getattr(compiled, name) == getattr(orm, name), name
     with transaction.atomic():
         assert MEMBERSHIP.first(study_id=study.pk + 1000, annotator_id=user.pk, now=now) is None
