@@ -5,14 +5,12 @@ per study: pairs and gold/catch pairs. Kept by triggers on both databases; a ful
 of a stale instance must not write old values back.
 """
 
-from datetime import timedelta
-
 import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment, Pair, Study, StudyAnnotator
+from tests.annotation.test_pair_counters import submit
 from tests.factories import AnnotatorFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
-from tests.listening import listen
 
 pytestmark = pytest.mark.django_db
 
@@ -25,14 +23,6 @@ def assert_counters_match(study):
         draws = Assignment.objects.filter(annotator_id=membership.annotator_id, pair__study=study).count()
         done = Judgment.objects.filter(annotator_id=membership.annotator_id, pair__study=study).count()
         assert (membership.n_draws, membership.n_done) == (draws, done), f"membership {membership.pk}"
-
-
-def submit(assignment, user, key):
-    listen(assignment, seconds=3.0)
-    return services.judgment_submit(
-        assignment_id=assignment.pk, annotator=user, alignment="A", alignment_confidence=3, musicality="B", musicality_confidence=3,
-        idempotency_key=key, now=assignment.served_at + timedelta(seconds=20),
-    )
 
 
 def test_counters_follow_draws_submits_skips_deletes_and_late_membership():
