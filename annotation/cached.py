@@ -1,10 +1,11 @@
 """What every request of the listening page reads and rarely changes, from the cache.
 
-Study settings (by name) and an annotator's consent are read on every next-pair
-request (a submit reads the study's rules in its own locking query); they change only when a researcher edits a study or an annotator gives or
-withdraws consent. Entries are dropped on every save or delete of those rows (signals
-wired in apps.py), so a change is seen by the next request; the timeout only bounds
-what a write that bypasses the signals (a queryset update) could leave behind.
+Study settings (by name) and an annotator's consent are read on every next-pair request
+(a submit reads the study's rules in its own locking query); they change only when a
+researcher edits a study or an annotator gives or withdraws consent. Entries are dropped
+on every save or delete of those rows (signals wired in apps.py), so a change is seen by
+the next request; the timeout only bounds what a write that bypasses the signals (a
+queryset update) could leave behind.
 """
 
 from __future__ import annotations

@@ -63,20 +63,21 @@ for i, key in ipairs(KEYS) do
 end
 return 0
 """
-_scripts: dict = {}
+_script = None
 
 
 def _count_many(counters: list[tuple[str, int, int]]) -> int | None:
     """Index of the first counter over its limit after counting this request, or None."""
     backend = caches["default"]
     if isinstance(backend, RedisCache):
+        global _script
         client = backend._cache.get_client(write=True)
-        script = _scripts.get(id(client))
-        if script is None:
-            script = _scripts[id(client)] = client.register_script(_COUNT_SCRIPT)
+        if _script is None:
+            # Registered once per process; it runs on whichever client is passed (it knows its hash).
+            _script = client.register_script(_COUNT_SCRIPT)
         # The key outlives its window slightly, so a late count never restarts at 1.
         args = [value for _, limit, window in counters for value in (limit, window + 5)]
-        over = int(script(keys=[backend.make_and_validate_key(key) for key, _, _ in counters], args=args))
+        over = int(_script(keys=[backend.make_and_validate_key(key) for key, _, _ in counters], args=args, client=client))
         return over - 1 if over else None
     for index, (key, limit, window) in enumerate(counters):
         if _count(key, window) > limit:

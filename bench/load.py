@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from datetime import timedelta
 
 from _setup import ROOT, django_setup, percentile
@@ -175,21 +176,31 @@ def profile_start(name: str, seconds: float):
     )
 
 
-async def run_phase(name, clients, work, seconds):
+@contextmanager
+def measured(name: str, seconds: float):
+    """A phase's wall time and CPU per group (and its py-spy record, if asked), into the dict it yields."""
     profiler = profile_start(name, min(seconds, 20))
+    result = {"name": name}
+    cpu_before = cpu_by_group()
+    result["start"] = time.perf_counter()
+    try:
+        yield result
+    finally:
+        result["wall"] = time.perf_counter() - result.pop("start")
+        result["cpu"] = cpu_by_group()
+        result["cpu"].subtract(cpu_before)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(timeout=30)
+
+
+async def run_phase(name, clients, work, seconds):
     latencies: list[float] = []
     failures = Counter()
     stop_at = time.perf_counter() + seconds
-    cpu_before = cpu_by_group()
-    start = time.perf_counter()
-    done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
-    wall = time.perf_counter() - start
-    cpu = cpu_by_group()
-    cpu.subtract(cpu_before)
-    if profiler is not None:
-        profiler.send_signal(signal.SIGINT)
-        profiler.wait(timeout=30)
-    return {"name": name, "count": sum(done), "wall": wall, "lat": latencies, "failures": failures, "cpu": cpu}
+    with measured(name, seconds) as result:
+        done = await asyncio.gather(*(work(i, latencies, failures, stop_at) for i in range(clients)))
+    return {**result, "count": sum(done), "lat": latencies, "failures": failures}
 
 
 def rate_of(result) -> float:
@@ -361,24 +372,16 @@ async def drive(args, base_url, users, visitors):
             latencies.append(time.perf_counter() - scheduled)
             done["n"] += bool(ok)
 
-        profiler = profile_start(name, min(seconds, 20))
-        cpu_before = cpu_by_group()
-        start = time.perf_counter()
-        at = start
-        for _ in range(limit):
-            at += rng.expovariate(rate)
-            if at - start > seconds:
-                break
-            await asyncio.sleep(max(0.0, at - time.perf_counter()))
-            tasks.append(asyncio.create_task(one(at)))
-        await asyncio.gather(*tasks)
-        wall = time.perf_counter() - start
-        cpu = cpu_by_group()
-        cpu.subtract(cpu_before)
-        if profiler is not None:
-            profiler.send_signal(signal.SIGINT)
-            profiler.wait(timeout=30)
-        return {"name": name, "count": done["n"], "wall": wall, "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson", "cpu": cpu}
+        with measured(name, seconds) as result:
+            start = at = result["start"]
+            for _ in range(limit):
+                at += rng.expovariate(rate)
+                if at - start > seconds:
+                    break
+                await asyncio.sleep(max(0.0, at - time.perf_counter()))
+                tasks.append(asyncio.create_task(one(at)))
+            await asyncio.gather(*tasks)
+        return {**result, "count": done["n"], "lat": latencies, "failures": failures, "offered": rate, "arrival": "Poisson"}
 
     # The baseline runs a few seconds, not args.submits requests: at ~800/s that would be one
     # second, short enough for connection set-up and worker warm-up to move the ratio. The
