@@ -365,3 +365,189 @@ def evaluate(rows: Iterable[dict], *, view: str, dimensions: tuple[str, ...] = D
         out[dim] = block
     out["headline"] = mean_or_none([out[d]["all"]["accuracy"] for d in dimensions], None)
     return out
+
+
+# --- Many judges on the same items (benchmarks) ------------------------------------------------------
+#
+# A benchmark scores S submissions on the same N items at once: every figure below works on an
+# S x N matrix of match scores, so intervals and pairwise tests for all submissions come from one
+# set of resamples (the same resampled items for every submission, which is what makes the
+# comparisons paired).
+
+
+def item_scores(pred, truth) -> np.ndarray:
+    """Match scores (S x N) of predicted label codes (S x N) against the truth codes (N).
+
+    A missing prediction (NO_LABEL) scores 0: an item a judge did not answer counts as wrong, so a
+    judge cannot raise its accuracy by answering only the items it is sure of. Items whose truth is
+    NO_LABEL must be dropped by the caller (they have no answer to score against).
+    """
+    pred = np.atleast_2d(np.asarray(pred, dtype=int))
+    truth = np.asarray(truth, dtype=int)
+    if (truth == NO_LABEL).any():
+        raise ValueError("every item needs a truth label; leave out the items without one")
+    scores = match_scores(pred, np.broadcast_to(truth, pred.shape))
+    return np.nan_to_num(scores, nan=0.0)
+
+
+def cluster_bootstrap(scores, clusters=None, *, rounds: int, seed: int, chunk: int = 100) -> np.ndarray:
+    """Bootstrap accuracies (rounds x S) of S submissions, resampling clusters of items with replacement.
+
+    scores: S x N match scores; clusters: a code per item (items that share a condition are not
+    independent, so they are drawn together), None for one cluster per item. Every round draws
+    the same clusters for every submission. A cluster drawn k times counts k times: the draw is a
+    multinomial count per cluster, and each round's accuracy is (counts @ cluster sums) / (counts
+    @ cluster sizes), all as matrix products.
+    """
+    scores = np.atleast_2d(np.asarray(scores, dtype=float))
+    n_sub, n_items = scores.shape
+    if n_items == 0 or rounds <= 0:
+        return np.full((max(rounds, 0), n_sub), np.nan)
+    codes = np.arange(n_items) if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].reshape(-1)
+    n_clusters = int(codes.max()) + 1
+    sizes = np.bincount(codes, minlength=n_clusters).astype(float)
+    sums = np.stack([np.bincount(codes, weights=row, minlength=n_clusters) for row in scores])  # S x C
+    rng = np.random.default_rng(seed)
+    out = np.empty((rounds, n_sub))
+    uniform = np.full(n_clusters, 1.0 / n_clusters)
+    for start in range(0, rounds, chunk):
+        stop = min(start + chunk, rounds)
+        counts = rng.multinomial(n_clusters, uniform, size=stop - start).astype(float)
+        out[start:stop] = (counts @ sums.T) / (counts @ sizes)[:, None]
+    return out
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of a vector of p-values (family-wise error over all pairs)."""
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    if m == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def paired_tests(boot, *, alpha: float = 0.05) -> dict:
+    """Paired bootstrap test between every two submissions from the same resamples (rounds x S).
+
+    The p-value of i against j is twice the smaller share of rounds in which the difference of
+    their accuracies falls on either side of 0 (capped at 1); p-values are Holm-adjusted over all
+    pairs. Returns "p" (S x S adjusted, 1 on the diagonal) and "significant" (S x S bools).
+    """
+    boot = np.asarray(boot, dtype=float)
+    n_sub = boot.shape[1]
+    p = np.ones((n_sub, n_sub))
+    if n_sub > 1 and boot.shape[0] > 0:
+        upper = np.triu_indices(n_sub, k=1)
+        diff = boot[:, upper[0]] - boot[:, upper[1]]
+        raw = np.minimum(1.0, 2 * np.minimum((diff <= 0).mean(axis=0), (diff >= 0).mean(axis=0)))
+        adjusted = holm(raw)
+        p[upper] = adjusted
+        p[(upper[1], upper[0])] = adjusted
+    return {"p": p, "significant": p < alpha}
+
+
+def significance_groups(acc, significant) -> np.ndarray:
+    """Rank of each submission: 1 + the number of submissions significantly better than it.
+
+    Submissions that share a rank form a group: none of them is significantly worse than one of
+    the others ranked above it by the test (a judge's place is only as precise as the data allows).
+    """
+    acc = np.asarray(acc, dtype=float)
+    significant = np.asarray(significant, dtype=bool)
+    better = (acc[None, :] > acc[:, None]) & significant
+    return 1 + better.sum(axis=1)
+
+
+def human_ceiling(item_of_vote, labels) -> dict:
+    """Agreement of a held-out annotator with the majority of the other annotators on the same item.
+
+    item_of_vote: an item code per vote; labels: label codes per vote (NO_LABEL left out). Each vote
+    on an item with at least two votes is scored (1 / 0.5 / 0) against the majority of the rest;
+    a vote whose rest has no majority is not scored. Returns {"accuracy", "n"}.
+    """
+    labels = np.asarray(labels, dtype=int)
+    items = np.asarray(item_of_vote)
+    keep = labels != NO_LABEL
+    labels, items = labels[keep], items[keep]
+    if labels.size == 0:
+        return {"accuracy": None, "n": 0}
+    codes = np.unique(items, return_inverse=True)[1].reshape(-1)
+    width = len(LABELS)
+    counts = np.bincount(codes * width + labels, minlength=(codes.max() + 1) * width).reshape(-1, width)
+    rest = counts[codes].copy()
+    rest[np.arange(labels.size), labels] -= 1
+    n_rest = rest.sum(axis=1)
+    top = rest.argmax(axis=1)
+    decided = (n_rest > 0) & (2 * rest.max(axis=1) > n_rest)
+    if not decided.any():
+        return {"accuracy": None, "n": 0}
+    scores = match_scores(labels[decided], top[decided])
+    return {"accuracy": float(scores.mean()), "n": int(decided.sum())}
+
+
+def chance_accuracy(truth) -> float | None:
+    """Expected accuracy of a fair coin between A and B against these truth codes (0.5 per item whatever its label)."""
+    truth = np.asarray(truth, dtype=int)
+    truth = truth[truth != NO_LABEL]
+    if truth.size == 0:
+        return None
+    expected = (match_scores(np.full(truth.size, CODE[MODEL_A]), truth) + match_scores(np.full(truth.size, CODE[MODEL_B]), truth)) / 2
+    return float(expected.mean())
+
+
+def calibration(prob_a, truth, *, bins: int = 10) -> dict | None:
+    """Brier score and reliability bins of stated probabilities that A is preferred.
+
+    Only items whose truth is A or B and that carry a probability count. Returns None when none
+    does; otherwise {"brier", "n", "bins": [{"low", "high", "n", "mean_prob", "share_a"}]} with
+    the empty bins left out.
+    """
+    prob = np.asarray(prob_a, dtype=float)
+    truth = np.asarray(truth, dtype=int)
+    keep = np.isfinite(prob) & ((truth == CODE[MODEL_A]) | (truth == CODE[MODEL_B]))
+    if not keep.any():
+        return None
+    prob, outcome = prob[keep], (truth[keep] == CODE[MODEL_A]).astype(float)
+    index = np.minimum((prob * bins).astype(int), bins - 1)
+    rows = []
+    for b in range(bins):
+        mask = index == b
+        if mask.any():
+            rows.append({"low": b / bins, "high": (b + 1) / bins, "n": int(mask.sum()), "mean_prob": float(prob[mask].mean()), "share_a": float(outcome[mask].mean())})
+    return {"brier": float(np.mean((prob - outcome) ** 2)), "n": int(keep.sum()), "bins": rows}
+
+
+def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Accuracy of S submissions (pred: S x N label codes) on the same N items, with everything a leaderboard shows.
+
+    Returns lists over submissions: "accuracy", "answered" (items given a label), "ci" (95%
+    percentile interval from `cluster_bootstrap`, None without rounds), "rank" (from
+    `significance_groups`; without rounds, 1 + the number with a strictly higher accuracy), and
+    "p" (S x S Holm-adjusted paired p-values, None without rounds); plus "n" and "chance".
+    """
+    pred = np.asarray(pred, dtype=int).reshape(-1, len(truth))
+    scores = item_scores(pred, truth)
+    n_items = scores.shape[1]
+    acc = scores.mean(axis=1) if n_items else np.full(scores.shape[0], np.nan)
+    out = {
+        "n": n_items,
+        "accuracy": [None if not np.isfinite(a) else float(a) for a in acc],
+        "answered": [int(x) for x in (pred != NO_LABEL).sum(axis=1)],
+        "chance": chance_accuracy(truth),
+        "ci": None,
+        "p": None,
+    }
+    if rounds > 0 and n_items:
+        boot = cluster_bootstrap(scores, clusters, rounds=rounds, seed=seed)
+        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+        out["ci"] = [[float(a), float(b)] for a, b in zip(low, high)]
+        tests = paired_tests(boot, alpha=alpha)
+        out["p"] = tests["p"].tolist()
+        out["rank"] = [int(r) for r in significance_groups(acc, tests["significant"])]
+    else:
+        out["rank"] = [int(r) for r in 1 + (acc[None, :] > acc[:, None]).sum(axis=1)]
+    return out

@@ -158,6 +158,7 @@ INSTALLED_APPS = [
     "channels",
     "annotation",
     "scoring",
+    "scoring.benchmarks",
     "arena",
 ]
 
@@ -472,3 +473,14 @@ ARENA_HTTP_TIMEOUT = env_float("ARENA_HTTP_TIMEOUT", 120.0, minimum=0.1)
 ARENA_HEALTH_TIMEOUT = env_float("ARENA_HEALTH_TIMEOUT", 5.0, minimum=0.1)
 ARENA_VISITOR_COOKIE = env_str("ARENA_VISITOR_COOKIE", "arena_visitor")
 env_check_prefix("ARENA_", {name for name in globals() if name.startswith("ARENA_")})
+
+# Judge benchmarks (scoring/benchmarks, docs/benchmarks.md).
+BENCHMARK_DAILY_SUBMISSIONS = env_int("BENCHMARK_DAILY_SUBMISSIONS", 5, minimum=0)
+# Off: the leaderboard is shown to researchers and team members only.
+BENCHMARK_LEADERBOARD_PUBLIC = env_bool("BENCHMARK_LEADERBOARD_PUBLIC", False)
+BENCHMARK_MAX_FILE_BYTES = env_int("BENCHMARK_MAX_FILE_BYTES", 64 * 1024 * 1024, minimum=1)
+BENCHMARK_HTTP_CONCURRENCY = env_int("BENCHMARK_HTTP_CONCURRENCY", 4, minimum=1)
+BENCHMARK_HTTP_TIMEOUT = env_float("BENCHMARK_HTTP_TIMEOUT", 60.0, minimum=0.01)
+BENCHMARK_HTTP_RETRIES = env_int("BENCHMARK_HTTP_RETRIES", 2, minimum=0)
+BENCHMARK_AUDIO_URL_TTL = env_int("BENCHMARK_AUDIO_URL_TTL", 3600, minimum=1)
+env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("BENCHMARK_")})

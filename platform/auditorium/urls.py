@@ -35,6 +35,8 @@ urlpatterns = [
     path("api/studies/<slug:name>/", include(scoring_study_api)),
     path("api/scoring/", include("scoring.api_urls")),
     path("scoring/", include("scoring.urls")),
+    path("benchmarks/", include("scoring.benchmarks.urls")),
+    path("api/benchmarks/", include("scoring.benchmarks.api_urls")),
     path("arena/", include("arena.urls")),
     path("", include("annotation.urls")),
 ]

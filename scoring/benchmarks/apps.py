@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class BenchmarksConfig(AppConfig):
+    name = "scoring.benchmarks"
+    label = "benchmarks"
+    verbose_name = "Judge benchmarks"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,222 @@
+"""The files a benchmark reads and writes: export rows (the task's input) and prediction files.
+
+Plain Python: no database. docs/benchmarks.md describes both layouts; the rules for a prediction
+file are:
+
+- One JSON object per line (JSONL), or a JSON array of objects / {"predictions": [...]}; for an
+  array, "line" in a message means the entry's 1-based position.
+- Every row needs an `id` of the benchmark. An unknown id, an id given twice, a line that is not
+  a JSON object, a label outside the vocabulary or a probability outside [0, 1] refuses the whole
+  file, with every offending line named (up to MAX_ERRORS); nothing is stored.
+- An id of the benchmark that the file does not give is a **missing** item: it is counted wrong,
+  and the submission's coverage shows how many there were.
+- A row may answer one dimension only: the other counts as missing for that item.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, prefer
+
+MIREX, CMI_RESULTS = "mirex", "cmi-results"
+MAX_ERRORS = 20
+CMI_SOURCE, ARENA_SOURCE = "cmi-arena-annotation", "Music Arena"
+
+# CMI-RewardBench's results.jsonl: the label its inference writes per dimension, and the per-clip
+# scores it writes beside them (A's under the plain key, B's under "<key>_b").
+CMI_LABEL_KEYS = {ALIGNMENT: "predicted_preference-alignment", MUSICALITY: "predicted_preference-musicality"}
+CMI_SCORE_KEYS = {ALIGNMENT: "predicted_text-music alignment", MUSICALITY: "predicted_musicality"}
+# Its Music Arena rows carry one prediction, from the musicality scores; so does our arena item.
+CMI_ARENA_KEY = "predicted_preference"
+
+_SPELLINGS_HELP = "A, B, model_a, model_b, both or neither"
+
+
+class PredictionFileError(ValueError):
+    """A refused prediction file; `errors` lists one message per offending line."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        more = "" if len(errors) < MAX_ERRORS else f" (only the first {MAX_ERRORS} problems are listed)"
+        super().__init__("The file was refused and nothing was stored: " + "; ".join(errors) + more)
+
+
+@dataclass
+class ParsedPredictions:
+    """Predictions keyed by item id: {id: {"alignment": code, "musicality": code, "prob_alignment": p, ...}}."""
+
+    layout: str
+    rows: dict = field(default_factory=dict)
+
+
+def _label(value, where: str, key: str, errors: list) -> int:
+    if value is None or value == "":
+        return NO_LABEL
+    code = label_code(value)
+    if code == NO_LABEL:
+        errors.append(f"{where}: {key} {str(value)[:40]!r} is not one of {_SPELLINGS_HELP}")
+    return code
+
+
+def _probability(value, where: str, key: str, errors: list) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        errors.append(f"{where}: {key} must be a number from 0 to 1")
+        return None
+    return float(value)
+
+
+def _mirex_row(row: dict, where: str, errors: list) -> dict:
+    out: dict = {}
+    both = _label(row.get("preferred"), where, "preferred", errors)
+    prob_both = _probability(row.get("probability_a"), where, "probability_a", errors)
+    for dim in DIMENSIONS:
+        code = _label(row.get(f"preferred_{dim}"), where, f"preferred_{dim}", errors)
+        prob = _probability(row.get(f"probability_a_{dim}"), where, f"probability_a_{dim}", errors)
+        code = both if code == NO_LABEL else code
+        prob = prob_both if prob is None else prob
+        if code == NO_LABEL and prob is not None:
+            # A probability alone decides like two scores do: A only when it is above one half.
+            code = CODE[MODEL_A] if prob > 0.5 else CODE[MODEL_B]
+        out[dim] = code
+        out[f"prob_{dim}"] = prob
+    return out
+
+
+def _cmi_row(row: dict, where: str, errors: list) -> dict:
+    out: dict = {}
+    arena = ARENA_SOURCE in str(row.get("source", ""))
+    for dim in DIMENSIONS:
+        key = CMI_ARENA_KEY if arena and dim == MUSICALITY else CMI_LABEL_KEYS[dim]
+        code = _label(row.get(key), where, key, errors)
+        if code == NO_LABEL and not (arena and dim == ALIGNMENT):
+            # The label is written whenever both scores exist; rebuild it from them when a tool
+            # kept the scores only, with the same tie rule.
+            score_key = CMI_SCORE_KEYS[dim]
+            code = label_code(prefer(row.get(score_key), row.get(f"{score_key}_b")))
+        out[dim] = code
+        out[f"prob_{dim}"] = None
+    return out
+
+
+def _is_cmi(row: dict) -> bool:
+    return any(str(key).startswith("predicted_") for key in row)
+
+
+def _entries(text: str) -> list[tuple[int, object, str | None]]:
+    """(line number, decoded value or None, error) per non-empty line or array entry."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return [(exc.lineno, None, f"line {exc.lineno}: not valid JSON ({exc.msg})")]
+        return [(i, entry, None) for i, entry in enumerate(data, start=1)]
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("predictions"), list):
+            return [(i, entry, None) for i, entry in enumerate(data["predictions"], start=1)]
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append((number, json.loads(line), None))
+        except json.JSONDecodeError as exc:
+            entries.append((number, None, f"line {number}: not valid JSON ({exc.msg})"))
+    return entries
+
+
+def parse_predictions(data: bytes, *, item_ids: set[str]) -> ParsedPredictions:
+    """Read a MIREX-layout prediction file or CMI-RewardBench's results.jsonl; raise PredictionFileError."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PredictionFileError([f"the file is not UTF-8 text (byte {exc.start})"]) from None
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    parsed = ParsedPredictions(layout="")
+    for number, row, problem in _entries(text):
+        if len(errors) >= MAX_ERRORS:
+            break
+        where = f"line {number}"
+        if problem:
+            errors.append(problem)
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"{where}: expected a JSON object")
+            continue
+        item_id = row.get("id")
+        if not isinstance(item_id, str) or not item_id:
+            errors.append(f"{where}: no `id` (every row needs the item's id from items.jsonl)")
+            continue
+        if item_id not in item_ids:
+            errors.append(f"{where}: id {item_id[:60]!r} is not an item of this benchmark")
+            continue
+        if item_id in seen:
+            errors.append(f"{where}: id {item_id!r} was already given on line {seen[item_id]}")
+            continue
+        seen[item_id] = number
+        layout = CMI_RESULTS if _is_cmi(row) else MIREX
+        if parsed.layout and layout != parsed.layout:
+            errors.append(f"{where}: mixes the {layout} layout with the {parsed.layout} layout of the lines before")
+            continue
+        parsed.layout = layout
+        before = len(errors)
+        values = _cmi_row(row, where, errors) if layout == CMI_RESULTS else _mirex_row(row, where, errors)
+        if len(errors) == before and all(values[d] == NO_LABEL for d in DIMENSIONS):
+            errors.append(f"{where}: no preference for any dimension (give `preferred`, `preferred_<dimension>` or `probability_a`)")
+        parsed.rows[item_id] = values
+    if errors:
+        raise PredictionFileError(errors[:MAX_ERRORS])
+    if not parsed.rows:
+        raise PredictionFileError(["the file holds no predictions"])
+    return parsed
+
+
+# --- Export rows ---------------------------------------------------------------------------------------
+
+_LETTER = {CODE[MODEL_A]: "model_a", CODE[MODEL_B]: "model_b", CODE["both"]: "both"}
+
+
+def export_row(*, item_id: str, source: str, prompt: str, lyrics: str, modality: str, audio_a: str, audio_b: str, reference: str, cluster: str, labels: dict | None) -> dict:
+    """One line of items.jsonl: the task's input (id, prompt, lyrics, audio A/B, reference).
+
+    The audio paths appear twice: under the MIREX/arena names (`audio_a`, `audio_b`,
+    `reference_audio`) and under the names CMI-RewardBench's inference reads (`audio-path`,
+    `audio2`, `ref-audio-path`), with `source` and `split` set so that its tool selects every item.
+    `labels` (dev benchmarks only) adds the human majority per dimension in CMI-Pref's keys.
+    """
+    row = {
+        "id": item_id,
+        "prompt": prompt,
+        "lyrics": lyrics,
+        "audio_a": audio_a,
+        "audio_b": audio_b,
+        "reference_audio": reference,
+        "modality": modality,
+        "audio-path": audio_a,
+        "audio2": audio_b,
+        "ref-audio-path": reference,
+        "prompt id": cluster,
+        "source": source,
+        "split": "test",
+    }
+    if labels is not None:
+        if source == ARENA_SOURCE:
+            truth = (labels.get(MUSICALITY) or {}).get("truth", NO_LABEL)
+            row["preference"] = {CODE[MODEL_A]: "A", CODE[MODEL_B]: "B"}.get(truth, "")
+        else:
+            for dim in DIMENSIONS:
+                block = labels.get(dim) or {}
+                row[f"preference-{dim}"] = _LETTER.get(block.get("truth", NO_LABEL), "")
+                confidence = block.get("confidence")
+                row[f"confidence_preference-{dim}"] = "" if confidence is None else f"{confidence:.1f}"
+    return row

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from scoring.benchmarks import selectors
+from scoring.evaluation import DIMENSIONS
+
+from ._common import benchmark_named
+
+
+class Command(BaseCommand):
+    help = "Print every submission's accuracy, interval, n and significance group per dimension (operator view: all parts)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--part", choices=selectors.PARTS, help="Default: the part the leaderboard shows (public while open, private after).")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **opts):
+        benchmark = benchmark_named(opts["name"])
+        part = opts["part"] or (selectors.ALL if benchmark.is_dev else selectors.shown_part(benchmark))
+        frame = selectors.load_frame(benchmark)
+        names = {s.pk: s for s in frame.submissions}
+        out = {"benchmark": benchmark.name, "version": benchmark.version, "state": benchmark.state, "part": part, "rounds": benchmark.bootstrap_rounds, "dimensions": {}}
+        for dim in DIMENSIONS:
+            table = selectors.scores(benchmark, part=part, dim=dim, frame=frame)
+            rows = [
+                {
+                    "submission": r["submission"],
+                    "team": names[r["submission"]].team.name,
+                    "label": names[r["submission"]].label,
+                    "accuracy": r["accuracy"],
+                    "interval": r["ci"],
+                    "n": r["n"],
+                    "answered": r["answered"],
+                    "group": r["rank"],
+                    "errors": r["errors"],
+                }
+                for r in table["rows"]
+            ]
+            rows.sort(key=lambda r: (r["group"], -(r["accuracy"] or 0.0)))
+            out["dimensions"][dim] = {"n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "submissions": rows}
+        if opts["json"]:
+            self.stdout.write(json.dumps(out, indent=2))
+            return
+        for dim, block in out["dimensions"].items():
+            self.stdout.write(f"{dim} ({part}, n={block['n']}, chance {block['chance']}, ceiling {block['ceiling']['accuracy']})")
+            for r in block["submissions"]:
+                ci = "—" if r["interval"] is None else f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]"
+                acc = "—" if r["accuracy"] is None else f"{r['accuracy']:.3f}"
+                self.stdout.write(f"  group {r['group']}  {r['team']}/{r['label'] or r['submission']}: {acc} {ci} answered {r['answered']}/{r['n']}")

@@ -1,0 +1,265 @@
+"""Reads for judge benchmarks: who may see what, and the scores (through scoring.evaluation).
+
+Visibility (docs/benchmarks.md, "What a team sees"):
+
+- Researchers see everything: both parts, every submission, the labels.
+- While a benchmark is open, the leaderboard ranks every submission on the **public** part; a
+  team additionally sees its own submissions' private accuracy, interval and n (never a rank or
+  test against others on the private part). After the close, the leaderboard shows the
+  **private** part.
+- A dev benchmark has no secret: its labels are in its export, so both parts are shown.
+- The leaderboard is shown to researchers, to members of any team, and to everyone when
+  BENCHMARK_LEADERBOARD_PUBLIC is on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.core.cache import cache
+
+from auditorium.roles import is_researcher
+from scoring.evaluation import (
+    ALIGNMENT,
+    DIMENSIONS,
+    MODALITIES,
+    MUSICALITY,
+    NO_LABEL,
+    breakdown,
+    calibration,
+    compare_submissions,
+    human_ceiling,
+    item_scores,
+)
+
+from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
+
+PUBLIC, PRIVATE, ALL = "public", "private", "all"
+PARTS = (PUBLIC, PRIVATE, ALL)
+
+
+# --- Who may see what -----------------------------------------------------------------------------------
+
+
+def user_teams(user) -> list[Team]:
+    if not getattr(user, "is_authenticated", False):
+        return []
+    return list(Team.objects.filter(members=user))
+
+
+def can_view_leaderboard(user) -> bool:
+    if settings.BENCHMARK_LEADERBOARD_PUBLIC or is_researcher(user):
+        return True
+    return bool(user_teams(user))
+
+
+def shown_part(benchmark: Benchmark) -> str:
+    """The part the leaderboard ranks on: public until the close, private after."""
+    return PUBLIC if benchmark.is_open else PRIVATE
+
+
+def can_see_private(user, benchmark: Benchmark, submission: Submission) -> bool:
+    if benchmark.is_dev or not benchmark.is_open or is_researcher(user):
+        return True
+    return getattr(user, "is_authenticated", False) and submission.team.members.filter(pk=user.pk).exists()
+
+
+def can_view_submission(user, submission: Submission) -> bool:
+    if is_researcher(user):
+        return True
+    if submission.team.members.filter(pk=getattr(user, "pk", None)).exists():
+        return True
+    return can_view_leaderboard(user)
+
+
+def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
+    """Only on dev benchmarks (their labels are public anyway), and only for researchers and teams."""
+    return benchmark.is_dev and (is_researcher(user) or bool(user_teams(user)))
+
+
+def benchmarks_visible(user):
+    return Benchmark.objects.all() if can_view_leaderboard(user) else Benchmark.objects.none()
+
+
+# --- Scores -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Frame:
+    """A benchmark's items and its scored submissions as arrays (items in position order)."""
+
+    item_pks: np.ndarray
+    item_ids: list
+    private: np.ndarray
+    clusters: np.ndarray
+    modality: np.ndarray
+    truth: dict  # dim -> codes (N)
+    confidence: dict  # dim -> floats (N, NaN for none)
+    votes: dict  # dim -> (item index per vote, code per vote)
+    submissions: list
+    pred: dict  # dim -> S x N codes
+    prob: dict  # dim -> S x N floats (NaN for none)
+    errors: np.ndarray  # S x N bools: an outside judge gave no answer
+
+
+def load_frame(benchmark: Benchmark) -> Frame:
+    items = list(BenchmarkItem.objects.filter(benchmark=benchmark).order_by("position").values_list("id", "item_id", "is_private", "cluster", "modality", "labels"))
+    pks = np.array([i[0] for i in items], dtype=np.int64)
+    index = {pk: n for n, pk in enumerate(pks)}
+    truth, confidence, votes = {}, {}, {}
+    for dim in DIMENSIONS:
+        blocks = [(i[5] or {}).get(dim) or {} for i in items]
+        truth[dim] = np.array([b.get("truth", NO_LABEL) for b in blocks], dtype=int)
+        confidence[dim] = np.array([np.nan if b.get("confidence") is None else b["confidence"] for b in blocks], dtype=float)
+        owner = [n for n, b in enumerate(blocks) for _ in b.get("votes", [])]
+        codes = [c for b in blocks for c in b.get("votes", [])]
+        votes[dim] = (np.array(owner, dtype=int), np.array(codes, dtype=int))
+    submissions = list(Submission.objects.filter(benchmark=benchmark, state=Submission.State.DONE).select_related("team").order_by("id"))
+    row_of = {s.pk: n for n, s in enumerate(submissions)}
+    shape = (len(submissions), len(items))
+    pred = {dim: np.full(shape, NO_LABEL, dtype=int) for dim in DIMENSIONS}
+    prob = {dim: np.full(shape, np.nan) for dim in DIMENSIONS}
+    errors = np.zeros(shape, dtype=bool)
+    rows = Prediction.objects.filter(submission__in=submissions).values_list("submission_id", "item_id", "alignment", "musicality", "prob_alignment", "prob_musicality", "error")
+    for sub_id, item_pk, align, music, p_align, p_music, error in rows.iterator(chunk_size=5000):
+        s, n = row_of[sub_id], index[item_pk]
+        pred[ALIGNMENT][s, n], pred[MUSICALITY][s, n] = align, music
+        if p_align is not None:
+            prob[ALIGNMENT][s, n] = p_align
+        if p_music is not None:
+            prob[MUSICALITY][s, n] = p_music
+        errors[s, n] = bool(error)
+    return Frame(
+        item_pks=pks,
+        item_ids=[i[1] for i in items],
+        private=np.array([i[2] for i in items], dtype=bool),
+        clusters=np.array([i[3] for i in items]),
+        modality=np.array([i[4] for i in items]),
+        truth=truth,
+        confidence=confidence,
+        votes=votes,
+        submissions=submissions,
+        pred=pred,
+        prob=prob,
+        errors=errors,
+    )
+
+
+def _part_mask(frame: Frame, part: str) -> np.ndarray:
+    if part == PUBLIC:
+        return ~frame.private
+    if part == PRIVATE:
+        return frame.private.copy()
+    return np.ones(len(frame.private), dtype=bool)
+
+
+def _stamp(benchmark: Benchmark) -> str:
+    last = Submission.objects.filter(benchmark=benchmark).order_by("-id").values_list("id", "state", "finished_at").first()
+    changed = Submission.objects.filter(benchmark=benchmark).order_by("-finished_at").values_list("finished_at", flat=True).first()
+    return hashlib.sha256(f"{benchmark.pk}:{last}:{changed}".encode()).hexdigest()[:32]
+
+
+def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = None, frame: Frame | None = None) -> dict:
+    """Every scored submission of the benchmark on one part and dimension (optionally one modality).
+
+    Returns {"n", "chance", "ceiling", "rows": [per submission, in submission order: "submission",
+    "accuracy", "ci", "n", "answered", "rank", "errors"], "p": S x S}. Cached until a submission
+    is added or finishes.
+    """
+    if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
+        raise ValueError("unknown part, dimension or modality")
+    key = f"benchmark-scores:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    frame = frame or load_frame(benchmark)
+    mask = _part_mask(frame, part) & (frame.truth[dim] != NO_LABEL)
+    if modality:
+        mask &= frame.modality == modality
+    truth = frame.truth[dim][mask]
+    pred = frame.pred[dim][:, mask]
+    result = compare_submissions(pred, truth, clusters=frame.clusters[mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
+    vote_item, vote_code = frame.votes[dim]
+    in_part = mask[vote_item] if vote_item.size else np.zeros(0, dtype=bool)
+    rows = []
+    for s, submission in enumerate(frame.submissions):
+        rows.append(
+            {
+                "submission": submission.pk,
+                "accuracy": result["accuracy"][s],
+                "ci": result["ci"][s] if result["ci"] else None,
+                "n": result["n"],
+                "answered": result["answered"][s],
+                "rank": result["rank"][s],
+                "errors": int(frame.errors[s, mask].sum()),
+            }
+        )
+    out = {
+        "n": result["n"],
+        "chance": result["chance"],
+        "ceiling": human_ceiling(vote_item[in_part], vote_code[in_part]),
+        "rows": rows,
+        "p": result["p"],
+    }
+    cache.set(key, out, 3600)
+    return out
+
+
+def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: str) -> dict:
+    """One submission's figures per dimension on one part: modality and confidence breakdowns, calibration."""
+    frame = load_frame(benchmark)
+    s = next(n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk)
+    out = {}
+    for dim in DIMENSIONS:
+        mask = _part_mask(frame, part) & (frame.truth[dim] != NO_LABEL)
+        truth = frame.truth[dim][mask]
+        row = item_scores(frame.pred[dim][s, mask][None, :], truth)[0]
+        figures = breakdown(row, list(frame.modality[mask]), frame.confidence[dim][mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
+        out[dim] = {
+            "all": figures["all"],
+            "answered": int((frame.pred[dim][s, mask] != NO_LABEL).sum()),
+            "errors": int(frame.errors[s, mask].sum()),
+            "by_modality": figures["by_modality"],
+            "by_confidence": figures["by_confidence"]["all"],
+            "calibration": calibration(frame.prob[dim][s, mask], truth),
+        }
+    return out
+
+
+def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
+    """The leaderboard as this user may see it: ranked rows on the shown part (+ own private figures while open)."""
+    part = shown_part(benchmark) if not benchmark.is_dev else ALL
+    table = scores(benchmark, part=part, dim=dim, modality=modality)
+    subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
+    own_private = {}
+    if benchmark.is_open and not benchmark.is_dev:
+        researcher = is_researcher(user)
+        mine = {t.pk for t in user_teams(user)}
+        private = scores(benchmark, part=PRIVATE, dim=dim, modality=modality)
+        for row in private["rows"]:
+            sub = subs[row["submission"]]
+            if researcher or sub.team_id in mine:
+                own_private[row["submission"]] = {k: row[k] for k in ("accuracy", "ci", "n")}
+    rows = []
+    for row in table["rows"]:
+        sub = subs[row["submission"]]
+        rows.append({**row, "name": sub.display_name, "team": sub.team.name, "kind": sub.kind, "private": own_private.get(sub.pk), "created_at": sub.created_at})
+    rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
+    return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows}
+
+
+def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min_confidence: float = 4.0, limit: int = 50) -> list[dict]:
+    """Dev benchmarks only: items where the submission contradicts a confident human majority."""
+    if not benchmark.is_dev:
+        return []
+    frame = load_frame(benchmark)
+    s = next(n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk)
+    truth, pred = frame.truth[dim], frame.pred[dim][s]
+    confident = (truth != NO_LABEL) & (frame.confidence[dim] >= min_confidence)
+    wrong = confident & (pred != NO_LABEL) & (pred != truth) & (truth != 2) & (pred != 2)
+    picks = np.flatnonzero(wrong)[:limit]
+    items = {i.pk: i for i in BenchmarkItem.objects.filter(pk__in=frame.item_pks[picks]).select_related("clip_a", "clip_b", "reference")}
+    return [{"item": items[int(frame.item_pks[n])], "truth": int(truth[n]), "pred": int(pred[n]), "confidence": float(frame.confidence[dim][n])} for n in picks]

@@ -1,0 +1,386 @@
+"""Writes for judge benchmarks: create (freeze items), close, export, teams and submissions."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.models import Judgment, Pair, Study
+from auditorium.errors import ServiceError
+from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, pair_majority
+
+from . import formats
+from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
+
+# --- Creating a benchmark ---------------------------------------------------------------------------
+
+
+def _clip_label(pair: Pair, clip_id: int | None, tie: str) -> int:
+    if tie:
+        return CODE["both"]
+    if clip_id == pair.clip_a_id:
+        return CODE[MODEL_A]
+    if clip_id == pair.clip_b_id:
+        return CODE[MODEL_B]
+    return NO_LABEL
+
+
+def _label_block(codes: list[int], confidences: list[float]) -> dict:
+    table = pair_majority([0] * len(codes), codes, confidences) if codes else None
+    truth = int(table["majority"][0]) if table is not None and len(table["majority"]) else NO_LABEL
+    confidence = float(table["confidence"][0]) if truth != NO_LABEL and np.isfinite(table["confidence"][0]) else None
+    return {"votes": codes, "confidences": confidences, "truth": truth, "confidence": confidence}
+
+
+def _study_candidates(study: Study) -> list[dict]:
+    """The study's regular test pairs with at least one counted vote, and their frozen labels."""
+    pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=Pair.Split.TEST, kind=Pair.Kind.REGULAR).select_related("condition")}
+    votes: dict[int, dict] = {}
+    judgments = (
+        Judgment.objects.filter(pair_id__in=pairs.keys())
+        .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
+        .order_by("id")
+        .values_list("pair_id", "alignment_choice_id", "alignment_tie", "alignment_confidence", "musicality_choice_id", "musicality_tie", "musicality_confidence")
+    )
+    for pair_id, a_choice, a_tie, a_conf, m_choice, m_tie, m_conf in judgments:
+        pair = pairs[pair_id]
+        entry = votes.setdefault(pair_id, {ALIGNMENT: ([], []), MUSICALITY: ([], [])})
+        for dim, choice, tie, conf in ((ALIGNMENT, a_choice, a_tie, a_conf), (MUSICALITY, m_choice, m_tie, m_conf)):
+            code = _clip_label(pair, choice, tie)
+            if code != NO_LABEL:
+                entry[dim][0].append(code)
+                entry[dim][1].append(float(conf))
+    out = []
+    for pair_id, entry in sorted(votes.items()):
+        pair = pairs[pair_id]
+        labels = {dim: _label_block(*entry[dim]) for dim in DIMENSIONS}
+        if all(labels[d]["truth"] == NO_LABEL for d in DIMENSIONS):
+            continue
+        condition = pair.condition
+        out.append(
+            {
+                "pair": pair,
+                "battle": None,
+                "source": formats.CMI_SOURCE,
+                "prompt": condition.prompt,
+                "lyrics": condition.lyrics,
+                "modality": condition.modality,
+                "clip_a_id": pair.clip_a_id,
+                "clip_b_id": pair.clip_b_id,
+                "reference_id": condition.reference_id,
+                "cluster": condition.content_key,
+                "labels": labels,
+            }
+        )
+    return out
+
+
+def _arena_candidates() -> list[dict]:
+    """Voted arena battles with a clear vote (A or B); ties and both-bad name no better clip and are left out."""
+    from arena.models import Battle, Vote
+
+    battles = Battle.objects.filter(status=Battle.Status.VOTED, clip_a__isnull=False, clip_b__isnull=False, vote__choice__in=[Vote.Choice.A, Vote.Choice.B])
+    out = []
+    for battle in battles.select_related("vote").order_by("id"):
+        code = CODE[MODEL_A] if battle.vote.choice == Vote.Choice.A else CODE[MODEL_B]
+        labels = {MUSICALITY: _label_block([code], []), ALIGNMENT: _label_block([], [])}
+        lyrics = battle.lyrics or ""
+        out.append(
+            {
+                "pair": None,
+                "battle": battle,
+                "source": formats.ARENA_SOURCE,
+                "prompt": battle.prompt,
+                "lyrics": lyrics,
+                "modality": "text+lyrics" if lyrics.strip() else "text",
+                "clip_a_id": battle.clip_a_id,
+                "clip_b_id": battle.clip_b_id,
+                "reference_id": None,
+                "cluster": hashlib.sha256(f"{battle.prompt}\x00{lyrics}".encode()).hexdigest(),
+                "labels": labels,
+            }
+        )
+    return out
+
+
+def benchmark_create(
+    *,
+    name: str,
+    study: Study | None = None,
+    include_arena: bool = False,
+    title: str = "",
+    description: str = "",
+    version: int = 1,
+    seed: int = 0,
+    public_share: float = 0.5,
+    is_dev: bool = False,
+    max_items: int | None = None,
+    bootstrap_rounds: int = 1000,
+    user=None,
+) -> Benchmark:
+    """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts."""
+    if Benchmark.objects.filter(name=name).exists():
+        raise ServiceError(f"A benchmark named {name!r} exists already; a new version needs a new name (e.g. {name}-v{version + 1}).", code="exists", status=409)
+    if study is None and not include_arena:
+        raise ServiceError("Pick a study (its test split) and/or the arena's battles: a benchmark needs items.", code="no_source")
+    if not 0.0 < public_share < 1.0:
+        raise ServiceError("The public share must be between 0 and 1 (exclusive), e.g. 0.5.", code="bad_share")
+    if bootstrap_rounds < 100:
+        raise ServiceError("Use at least 100 bootstrap rounds.", code="bad_rounds")
+    candidates = (_study_candidates(study) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    if not candidates:
+        where = f"study {study.name}'s test split" if study is not None else "the arena"
+        raise ServiceError(f"No item to freeze: {where} has no pair with a counted human vote.", code="empty")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(candidates))
+    if max_items is not None:
+        order = order[:max_items]
+    n_public = max(1, min(len(order) - 1, round(public_share * len(order)))) if len(order) > 1 else len(order)
+    private = np.zeros(len(order), dtype=bool)
+    private[rng.permutation(len(order))[n_public:]] = True
+    with transaction.atomic():
+        benchmark = Benchmark.objects.create(
+            name=name,
+            title=title[:200],
+            description=description,
+            version=version,
+            seed=seed,
+            public_share=public_share,
+            is_dev=is_dev,
+            study=study,
+            includes_arena=include_arena,
+            bootstrap_rounds=bootstrap_rounds,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        items = []
+        for position, index in enumerate(order):
+            c = candidates[int(index)]
+            items.append(
+                BenchmarkItem(
+                    benchmark=benchmark,
+                    item_id=f"{name}-{position + 1:05d}",
+                    position=position,
+                    pair=c["pair"],
+                    battle=c["battle"],
+                    source=c["source"],
+                    prompt=c["prompt"],
+                    lyrics=c["lyrics"],
+                    modality=c["modality"],
+                    clip_a_id=c["clip_a_id"],
+                    clip_b_id=c["clip_b_id"],
+                    reference_id=c["reference_id"],
+                    cluster=c["cluster"],
+                    is_private=bool(private[position]),
+                    labels=c["labels"],
+                )
+            )
+        BenchmarkItem.objects.bulk_create(items, batch_size=1000)
+        benchmark.n_items = len(items)
+        benchmark.manifest = _manifest(benchmark)
+        benchmark.save(update_fields=["n_items", "manifest"])
+    return benchmark
+
+
+def _audio_name(clip) -> str:
+    return f"audio/{clip.sha256}{clip.extension or '.wav'}"
+
+
+def _manifest(benchmark: Benchmark) -> dict:
+    manifest = {}
+    for item in benchmark.items.select_related("clip_a", "clip_b", "reference"):
+        for clip in (item.clip_a, item.clip_b, item.reference):
+            if clip is not None:
+                manifest[_audio_name(clip)] = clip.sha256
+    return dict(sorted(manifest.items()))
+
+
+def benchmark_close(*, benchmark: Benchmark) -> Benchmark:
+    """Close: the leaderboard switches to the private part; no more submissions."""
+    if benchmark.state == Benchmark.State.CLOSED:
+        return benchmark
+    benchmark.state, benchmark.closed_at = Benchmark.State.CLOSED, timezone.now()
+    benchmark.save(update_fields=["state", "closed_at"])
+    return benchmark
+
+
+# --- Export ------------------------------------------------------------------------------------------
+
+
+def export_rows(benchmark: Benchmark) -> list[dict]:
+    """items.jsonl rows, in item order; labels only on a dev benchmark."""
+    rows = []
+    for item in benchmark.items.select_related("clip_a", "clip_b", "reference").order_by("position"):
+        rows.append(
+            formats.export_row(
+                item_id=item.item_id,
+                source=item.source,
+                prompt=item.prompt,
+                lyrics=item.lyrics,
+                modality=item.modality,
+                audio_a=_audio_name(item.clip_a),
+                audio_b=_audio_name(item.clip_b),
+                reference=_audio_name(item.reference) if item.reference else "",
+                cluster=hashlib.sha256(item.cluster.encode()).hexdigest()[:12],
+                labels=item.labels if benchmark.is_dev else None,
+            )
+        )
+    return rows
+
+
+def _export_files(benchmark: Benchmark):
+    """(name, bytes or clip) for every file of the package, the manifest last."""
+    rows = export_rows(benchmark)
+    items = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
+    info = {
+        "name": benchmark.name,
+        "version": benchmark.version,
+        "title": benchmark.title,
+        "dev": benchmark.is_dev,
+        "labels_included": benchmark.is_dev,
+        "n_items": len(rows),
+        "created_at": benchmark.created_at.isoformat(),
+        "prediction_layouts": [formats.MIREX, formats.CMI_RESULTS],
+    }
+    meta = (json.dumps(info, indent=2) + "\n").encode()
+    clips = {}
+    for item in benchmark.items.select_related("clip_a", "clip_b", "reference"):
+        for clip in (item.clip_a, item.clip_b, item.reference):
+            if clip is not None:
+                clips[_audio_name(clip)] = clip
+    sums = {"items.jsonl": hashlib.sha256(items).hexdigest(), "benchmark.json": hashlib.sha256(meta).hexdigest()}
+    sums.update({name: clip.sha256 for name, clip in clips.items()})
+    manifest = "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())).encode()
+    yield "items.jsonl", items
+    yield "benchmark.json", meta
+    for name, clip in sorted(clips.items()):
+        yield name, clip
+    yield "MANIFEST.sha256", manifest
+
+
+def _clip_bytes(clip) -> bytes:
+    with clip.file.open("rb") as handle:
+        data = handle.read()
+    if hashlib.sha256(data).hexdigest() != clip.sha256:
+        raise ServiceError(f"Clip {clip.public_id} on disk does not match its checksum; the export was stopped.", code="checksum", status=500)
+    return data
+
+
+def export_to_dir(*, benchmark: Benchmark, out: str | Path) -> Path:
+    """Write the input package into `out` (created; must be empty if it exists)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise ServiceError(f"{out} is not empty; give a new or empty folder.", code="not_empty")
+    for name, content in _export_files(benchmark):
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else _clip_bytes(content))
+    return out
+
+
+def export_zip(*, benchmark: Benchmark) -> bytes:
+    """The same package as one zip (the download on the benchmark's page)."""
+    buffer = io.BytesIO()
+    root = f"{benchmark.name}-v{benchmark.version}"
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in _export_files(benchmark):
+            archive.writestr(f"{root}/{name}", content if isinstance(content, bytes) else _clip_bytes(content))
+    return buffer.getvalue()
+
+
+# --- Teams and submissions ----------------------------------------------------------------------------
+
+
+def team_create(*, name: str, members=()) -> Team:
+    team, _ = Team.objects.get_or_create(name=name)
+    if members:
+        team.members.add(*members)
+    return team
+
+
+def _check_can_submit(*, benchmark: Benchmark, team: Team, user=None) -> None:
+    if not benchmark.is_open:
+        raise ServiceError(f"Benchmark {benchmark.name} is closed; it takes no more submissions.", code="closed", status=409)
+    if user is not None and not getattr(user, "is_superuser", False) and not team.members.filter(pk=user.pk).exists():
+        raise ServiceError(f"You are not a member of team {team.name}.", code="not_member", status=403)
+    limit = settings.BENCHMARK_DAILY_SUBMISSIONS
+    day_start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    used = Submission.objects.filter(team=team, benchmark=benchmark, created_at__gte=day_start).count()
+    if used >= limit:
+        retry = int((day_start + timedelta(days=1) - timezone.now()).total_seconds()) + 1
+        raise ServiceError(
+            f"Team {team.name} has used its {limit} submissions to {benchmark.name} for today (UTC); the count starts again at midnight UTC.",
+            code="daily_limit",
+            status=429,
+            retry_after=retry,
+        )
+
+
+def submission_from_file(*, benchmark: Benchmark, team: Team, data: bytes, label: str = "", user=None) -> Submission:
+    """Store a prediction file as a scored submission, or refuse it whole (PredictionFileError / ServiceError)."""
+    if len(data) > settings.BENCHMARK_MAX_FILE_BYTES:
+        raise ServiceError(f"The file is larger than {settings.BENCHMARK_MAX_FILE_BYTES} bytes.", code="too_large", status=413)
+    items = dict(benchmark.items.values_list("item_id", "id"))
+    try:
+        parsed = formats.parse_predictions(data, item_ids=set(items))
+    except formats.PredictionFileError as exc:
+        raise ServiceError(str(exc), code="bad_file", extra={"errors": exc.errors}) from None
+    with transaction.atomic():
+        # Locks the team's row so two uploads at once cannot both pass the daily limit.
+        Team.objects.select_for_update().get(pk=team.pk)
+        _check_can_submit(benchmark=benchmark, team=team, user=user)
+        submission = Submission.objects.create(
+            benchmark=benchmark,
+            team=team,
+            label=label[:200],
+            kind=Submission.Kind.FILE,
+            state=Submission.State.DONE,
+            file_format=parsed.layout,
+            file_sha256=hashlib.sha256(data).hexdigest(),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            finished_at=timezone.now(),
+        )
+        predictions_store(submission=submission, rows=parsed.rows, items=items)
+    return submission
+
+
+def predictions_store(*, submission: Submission, rows: dict, items: dict) -> int:
+    """Write (replace) a submission's predictions: rows {item_id: {dim: code, prob_<dim>: p, "error": str}}."""
+    Prediction.objects.filter(submission=submission).delete()
+    objects = [
+        Prediction(
+            submission=submission,
+            item_id=items[item_id],
+            alignment=int(values.get(ALIGNMENT, NO_LABEL)),
+            musicality=int(values.get(MUSICALITY, NO_LABEL)),
+            prob_alignment=values.get(f"prob_{ALIGNMENT}"),
+            prob_musicality=values.get(f"prob_{MUSICALITY}"),
+            error=str(values.get("error", ""))[:200],
+        )
+        for item_id, values in rows.items()
+    ]
+    Prediction.objects.bulk_create(objects, batch_size=2000)
+    return len(objects)
+
+
+def labels_from_verdict(verdict) -> dict:
+    """A stored judge verdict as prediction values (its labels are in the pair's order, like items)."""
+    labels = (verdict.details or {}).get("labels", {}) if verdict.status == "ok" else {}
+    return {dim: label_code(labels.get(dim)) for dim in DIMENSIONS}
+
+
+def submission_read_file(path: str | os.PathLike) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ServiceError(f"Cannot read {path}: {exc.strerror}.", code="no_file") from None
