@@ -1,3 +1,10 @@
 from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns: list = [
+    path("", api.BenchmarkListApi.as_view(), name="api-benchmark-list"),
+    path("submissions/<int:submission_id>/", api.SubmissionDetailApi.as_view(), name="api-benchmark-submission"),
+    path("<slug:name>/leaderboard/", api.LeaderboardApi.as_view(), name="api-benchmark-leaderboard"),
+    path("<slug:name>/submissions/", api.SubmissionCreateApi.as_view(), name="api-benchmark-submit"),
+]

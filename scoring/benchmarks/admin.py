@@ -1,0 +1,24 @@
+from django.contrib import admin
+
+from .models import Benchmark, Submission, Team
+
+
+@admin.register(Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "state", "is_dev", "n_items", "created_at")
+    list_filter = ("state", "is_dev")
+    # Items and labels are frozen at creation; only the description and the state are edited here.
+    readonly_fields = ("name", "version", "seed", "public_share", "is_dev", "study", "includes_arena", "manifest", "n_items", "bootstrap_rounds", "created_by", "created_at", "closed_at")
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at")
+    filter_horizontal = ("members",)
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "benchmark", "team", "label", "kind", "state", "n_timeouts", "n_errors", "created_at")
+    list_filter = ("kind", "state")
+    readonly_fields = ("benchmark", "team", "kind", "file_format", "file_sha256", "judge", "scoring_run", "created_by", "created_at", "finished_at")

@@ -1,0 +1,122 @@
+"""DRF API: benchmarks, the leaderboard as the caller may see it, prediction-file submissions, a submission's figures.
+
+Every answer is built from the same visibility rules as the pages (selectors): no field carries an
+item's label, and another team's private figures appear only after the close.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from auditorium.errors import ServiceError
+from scoring.evaluation import DIMENSIONS, MODALITIES
+
+from . import selectors, services
+from .models import Benchmark, Submission, Team
+
+
+def _visible_benchmark(request, name: str) -> Benchmark:
+    bench = get_object_or_404(Benchmark, name=name)
+    if not selectors.can_view_leaderboard(request.user):
+        raise Http404("No such benchmark.")
+    return bench
+
+
+def _benchmark_json(bench: Benchmark) -> dict:
+    return {"name": bench.name, "title": bench.title, "version": bench.version, "state": bench.state, "dev": bench.is_dev, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+
+
+class BenchmarkListApi(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(summary="Benchmarks the caller may see", responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        return Response({"results": [_benchmark_json(b) for b in selectors.benchmarks_visible(request.user)]})
+
+
+class LeaderboardApi(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        summary="The judge leaderboard as the caller may see it",
+        parameters=[OpenApiParameter("dim", str, enum=list(DIMENSIONS)), OpenApiParameter("modality", str, enum=list(MODALITIES))],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request, name: str):
+        bench = _visible_benchmark(request, name)
+        dim = request.query_params.get("dim", "musicality")
+        modality = request.query_params.get("modality") or None
+        if dim not in DIMENSIONS or (modality and modality not in MODALITIES):
+            raise ServiceError(f"dim must be one of {', '.join(DIMENSIONS)}; modality one of {', '.join(MODALITIES)}.")
+        board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
+        rows = [
+            {
+                "submission": r["submission"],
+                "team": r["team"],
+                "name": r["name"],
+                "kind": r["kind"],
+                "group": r["rank"],
+                "accuracy": r["accuracy"],
+                "interval": r["ci"],
+                "n": r["n"],
+                "answered": r["answered"],
+                "unanswered_errors": r["errors"],
+                "own_private": r["private"],
+            }
+            for r in board["rows"]
+        ]
+        return Response({"benchmark": _benchmark_json(bench), "part": board["part"], "dimension": dim, "modality": modality, "n": board["n"], "chance": board["chance"], "ceiling": board["ceiling"], "rows": rows})
+
+
+class SubmissionCreateApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        summary="Upload a prediction file (multipart: team, file, label)",
+        request={"multipart/form-data": {"type": "object", "properties": {"team": {"type": "string"}, "label": {"type": "string"}, "file": {"type": "string", "format": "binary"}}}},
+        responses={201: OpenApiTypes.OBJECT},
+    )
+    def post(self, request, name: str):
+        bench = get_object_or_404(Benchmark, name=name)
+        team = Team.objects.filter(name=request.data.get("team", ""), members=request.user).first()
+        if team is None:
+            raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ServiceError("Attach the prediction file as `file`.", code="no_file")
+        submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.data.get("label", ""), user=request.user)
+        return Response({"submission": submission.pk, "format": submission.file_format, "answered": submission.predictions.count(), "items": bench.n_items}, status=status.HTTP_201_CREATED)
+
+
+class SubmissionDetailApi(APIView):
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(summary="A submission's figures on the parts the caller may see", responses=OpenApiTypes.OBJECT)
+    def get(self, request, submission_id: int):
+        submission = get_object_or_404(Submission.objects.select_related("benchmark", "team"), pk=submission_id)
+        if not selectors.can_view_submission(request.user, submission):
+            raise Http404("No such submission.")
+        bench = submission.benchmark
+        parts = [selectors.ALL] if bench.is_dev else [selectors.shown_part(bench)]
+        if not bench.is_dev and bench.is_open and selectors.can_see_private(request.user, bench, submission):
+            parts.append(selectors.PRIVATE)
+        figures = {part: selectors.submission_breakdown(bench, submission, part=part) for part in parts}
+        return Response(
+            {
+                "submission": submission.pk,
+                "team": submission.team.name,
+                "label": submission.label,
+                "kind": submission.kind,
+                "state": submission.state,
+                "timeouts": submission.n_timeouts,
+                "errors": submission.n_errors,
+                "parts": figures,
+            }
+        )

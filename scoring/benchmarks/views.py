@@ -1,0 +1,174 @@
+"""HTML pages: benchmark list and creation, the judge leaderboard, uploads, submission pages, signed audio."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST, require_safe
+
+from annotation.models import Clip, Study
+from auditorium.errors import ServiceError
+from auditorium.ranged import ranged_file_response
+from auditorium.roles import is_researcher
+from scoring.evaluation import DIMENSIONS, MODALITIES
+
+from . import audio, selectors, services
+from .models import Benchmark, Submission, Team
+
+CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
+LABELS = {0: "A", 1: "B", 2: "both"}
+
+
+def _forbidden(request: HttpRequest) -> HttpResponse:
+    return render(request, "benchmarks/forbidden.html", status=403)
+
+
+@require_safe
+def benchmark_list(request: HttpRequest) -> HttpResponse:
+    if not selectors.can_view_leaderboard(request.user):
+        return _forbidden(request) if request.user.is_authenticated else redirect(f"/accounts/login/?next={request.path}")
+    return render(request, "benchmarks/list.html", {"benchmarks": selectors.benchmarks_visible(request.user), "researcher": is_researcher(request.user)})
+
+
+@login_required
+def benchmark_create(request: HttpRequest) -> HttpResponse:
+    if not is_researcher(request.user):
+        return _forbidden(request)
+    form = dict(CREATE_FORM)
+    status = 200
+    if request.method == "POST":
+        form.update({k: request.POST.get(k, "").strip() for k in CREATE_FORM})
+        try:
+            study = Study.objects.filter(name=form["study"]).first() if form["study"] else None
+            if form["study"] and study is None:
+                raise ServiceError(f"No study named {form['study']!r}.")
+            try:
+                seed, share, rounds = int(form["seed"] or 0), float(form["public_share"] or 0.5), int(form["rounds"] or 1000)
+            except ValueError:
+                raise ServiceError("Seed and rounds must be whole numbers and the public share a number such as 0.5.") from None
+            if not form["name"] or not all(c.isalnum() or c in "-_" for c in form["name"]):
+                raise ServiceError("The name must be letters, digits, hyphens or underscores (it appears in every item id).")
+            bench = services.benchmark_create(
+                name=form["name"], title=form["title"], study=study, include_arena=bool(form["arena"]), seed=seed,
+                public_share=share, is_dev=bool(form["dev"]), bootstrap_rounds=rounds, user=request.user,
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+            status = 400
+        else:
+            messages.success(request, f"Benchmark {bench.name} created with {bench.n_items} items.")
+            return redirect("benchmarks:detail", name=bench.name)
+    context = {"form": form, "studies": Study.objects.order_by("name")}
+    return render(request, "benchmarks/create.html", context, status=status)
+
+
+def _filters(request: HttpRequest) -> tuple[str, str | None]:
+    dim = request.GET.get("dim", "musicality")
+    modality = request.GET.get("modality") or None
+    if dim not in DIMENSIONS:
+        dim = "musicality"
+    if modality not in MODALITIES:
+        modality = None
+    return dim, modality
+
+
+@require_safe
+def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
+    bench = get_object_or_404(Benchmark, name=name)
+    if not selectors.can_view_leaderboard(request.user):
+        return _forbidden(request) if request.user.is_authenticated else redirect(f"/accounts/login/?next={request.path}")
+    dim, modality = _filters(request)
+    board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
+    context = {
+        "bench": bench,
+        "board": board,
+        "dims": DIMENSIONS,
+        "modalities": MODALITIES,
+        "teams": selectors.user_teams(request.user),
+        "researcher": is_researcher(request.user),
+    }
+    return render(request, "benchmarks/detail.html", context)
+
+
+@require_safe
+def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
+    bench = get_object_or_404(Benchmark, name=name)
+    if not selectors.can_view_leaderboard(request.user):
+        raise Http404("No such benchmark.")
+    response = HttpResponse(services.export_zip(benchmark=bench), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{bench.name}-v{bench.version}.zip"'
+    return response
+
+
+@login_required
+@require_POST
+def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
+    bench = get_object_or_404(Benchmark, name=name)
+    team = Team.objects.filter(name=request.POST.get("team", ""), members=request.user).first()
+    upload = request.FILES.get("file")
+    try:
+        if team is None:
+            raise ServiceError("Pick one of your teams.")
+        if upload is None:
+            raise ServiceError("Choose a prediction file to upload.")
+        submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.POST.get("label", ""), user=request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("benchmarks:detail", name=bench.name)
+    messages.success(request, f"Submission {submission.pk} scored: {submission.predictions.count()} of {bench.n_items} items answered.")
+    return redirect("benchmarks:submission", submission_id=submission.pk)
+
+
+@login_required
+@require_POST
+def benchmark_close(request: HttpRequest, name: str) -> HttpResponse:
+    if not is_researcher(request.user):
+        return _forbidden(request)
+    bench = get_object_or_404(Benchmark, name=name)
+    services.benchmark_close(benchmark=bench)
+    messages.success(request, f"{bench.name} is closed: the leaderboard now shows the private part.")
+    return redirect("benchmarks:detail", name=bench.name)
+
+
+@require_safe
+def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission = get_object_or_404(Submission.objects.select_related("benchmark", "team"), pk=submission_id)
+    if not selectors.can_view_submission(request.user, submission):
+        raise Http404("No such submission.")
+    bench = submission.benchmark
+    parts = [selectors.ALL] if bench.is_dev else [selectors.shown_part(bench)]
+    if not bench.is_dev and bench.is_open and selectors.can_see_private(request.user, bench, submission):
+        parts.append(selectors.PRIVATE)
+    figures = {part: selectors.submission_breakdown(bench, submission, part=part) for part in parts}
+    listen = []
+    if selectors.can_listen_disagreements(request.user, bench):
+        for dim in DIMENSIONS:
+            for row in selectors.disagreements(bench, submission, dim=dim, limit=10):
+                item = row["item"]
+                listen.append(
+                    {
+                        "dim": dim,
+                        "item": item,
+                        "truth": LABELS[row["truth"]],
+                        "pred": LABELS[row["pred"]],
+                        "confidence": row["confidence"],
+                        "audio_a": audio.signed_url(request, bench, item.clip_a),
+                        "audio_b": audio.signed_url(request, bench, item.clip_b),
+                    }
+                )
+    context = {"submission": submission, "bench": bench, "figures": figures, "listen": listen, "modalities": MODALITIES}
+    return render(request, "benchmarks/submission.html", context)
+
+
+@require_safe
+def signed_audio(request: HttpRequest, token: str) -> HttpResponse:
+    """Audio of a benchmark's clip for whoever holds an unexpired signed link (outside judges, dev listening)."""
+    try:
+        clip_id = audio.unsign(token)
+    except signing.BadSignature:
+        raise Http404("This audio link is unknown or has expired.") from None
+    clip = get_object_or_404(Clip, public_id=clip_id)
+    return ranged_file_response(request, clip.file.path, etag=clip.sha256)
