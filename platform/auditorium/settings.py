@@ -483,4 +483,6 @@ BENCHMARK_HTTP_CONCURRENCY = env_int("BENCHMARK_HTTP_CONCURRENCY", 4, minimum=1)
 BENCHMARK_HTTP_TIMEOUT = env_float("BENCHMARK_HTTP_TIMEOUT", 60.0, minimum=0.01)
 BENCHMARK_HTTP_RETRIES = env_int("BENCHMARK_HTTP_RETRIES", 2, minimum=0)
 BENCHMARK_AUDIO_URL_TTL = env_int("BENCHMARK_AUDIO_URL_TTL", 3600, minimum=1)
+# Where outside judges reach this server's signed audio links.
+BENCHMARK_AUDIO_BASE_URL = env_str("BENCHMARK_AUDIO_BASE_URL", "http://127.0.0.1:8000")
 env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("BENCHMARK_")})

@@ -67,7 +67,8 @@ class LeaderboardApi(APIView):
                 "interval": r["ci"],
                 "n": r["n"],
                 "answered": r["answered"],
-                "unanswered_errors": r["errors"],
+                "timeouts": r["timeouts"],
+                "failures": r["failures"],
                 "own_private": r["private"],
             }
             for r in board["rows"]

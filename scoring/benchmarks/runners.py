@@ -1,0 +1,186 @@
+"""Submissions that are run, not uploaded: an in-platform judge (a scoring run) and an outside judge over HTTP.
+
+In-platform: the judge runs as an ordinary scoring run over the benchmark's study pairs (the same
+jobs, queues, clip cache and verdicts as any run); when the run is done its verdicts become the
+submission's predictions. Arena items are not study pairs, so such a judge leaves them unanswered
+(counted wrong, shown as coverage).
+
+Outside judge: the platform POSTs each item to the registered endpoint as JSON
+
+    {"id", "prompt", "lyrics", "modality", "audio_a", "audio_b", "reference_audio", "expires_in"}
+
+where the audio fields are signed links that expire (BENCHMARK_AUDIO_URL_TTL seconds), and reads
+back one JSON object in the MIREX prediction layout (`preferred`, `preferred_<dimension>`,
+`probability_a`...; an `id` is not needed). At most BENCHMARK_HTTP_CONCURRENCY requests are in
+flight; each gets BENCHMARK_HTTP_TIMEOUT seconds and BENCHMARK_HTTP_RETRIES more tries on a
+timeout, a connection error or a 5xx answer. An item that still has no answer is stored without a
+label and with the reason ("timeout" or "error: ..."): counted wrong, counted on the submission
+(n_timeouts, n_errors) and shown on the leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from auditorium.errors import ServiceError
+from scoring import services as scoring_services
+from scoring.evaluation import DIMENSIONS, NO_LABEL
+from scoring.models import Judge, ScoringRun, Verdict
+
+from . import audio, formats
+from .models import Benchmark, BenchmarkItem, Submission, Team
+from .services import _check_can_submit, labels_from_verdict, predictions_store
+
+COLLECT_TASK = "benchmarks.judge_collect"
+HTTP_TASK = "benchmarks.http_run"
+
+
+def _queue(name: str, *args) -> None:
+    from celery import current_app
+
+    transaction.on_commit(lambda: current_app.tasks[name].delay(*args))
+
+
+# --- In-platform judge --------------------------------------------------------------------------------
+
+
+def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, label: str = "", user=None) -> Submission:
+    pair_ids = list(benchmark.items.filter(pair__isnull=False).order_by("position").values_list("pair_id", flat=True))
+    if not pair_ids:
+        raise ServiceError(f"Benchmark {benchmark.name} has no study pairs left for an in-platform judge to run on.", code="no_pairs")
+    with transaction.atomic():
+        Team.objects.select_for_update().get(pk=team.pk)
+        _check_can_submit(benchmark=benchmark, team=team, user=user)
+        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
+        submission = Submission.objects.create(
+            benchmark=benchmark, team=team, label=(label or judge.key)[:200], kind=Submission.Kind.JUDGE, state=Submission.State.RUNNING,
+            judge=judge, scoring_run=run, created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        _queue(COLLECT_TASK, submission.pk)
+    return submission
+
+
+def judge_collect(*, submission_id: int) -> bool:
+    """Turn a finished run's verdicts into predictions; False while the run is still going. Idempotent."""
+    submission = Submission.objects.select_related("scoring_run", "benchmark").get(pk=submission_id)
+    if submission.state in (Submission.State.DONE, Submission.State.FAILED):
+        return True
+    run = submission.scoring_run
+    if run is None or run.state == ScoringRun.State.FAILED:
+        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.FAILED, error=(run.error if run else "the scoring run is gone"), finished_at=timezone.now())
+        return True
+    if run.state != ScoringRun.State.DONE:
+        return False
+    verdicts = {v.pair_id: v for v in Verdict.objects.filter(run=run)}
+    items = list(submission.benchmark.items.filter(pair__isnull=False).values_list("item_id", "id", "pair_id"))
+    rows, ids = {}, {}
+    for item_id, pk, pair_id in items:
+        verdict = verdicts.get(pair_id)
+        ids[item_id] = pk
+        if verdict is None:
+            rows[item_id] = {"error": "no verdict"}
+            continue
+        rows[item_id] = labels_from_verdict(verdict)
+        if verdict.status == Verdict.Status.FAILED:
+            rows[item_id]["error"] = "judge failed"
+    with transaction.atomic():
+        predictions_store(submission=submission, rows=rows, items=ids)
+        failed = sum(1 for r in rows.values() if r.get("error"))
+        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.DONE, n_errors=failed, finished_at=timezone.now())
+    return True
+
+
+# --- Outside judge over HTTP --------------------------------------------------------------------------
+
+
+def http_submission_create(*, benchmark: Benchmark, team: Team, url: str, label: str = "", user=None) -> Submission:
+    if not url.startswith(("http://", "https://")):
+        raise ServiceError("The endpoint must be an http:// or https:// URL.", code="bad_url")
+    with transaction.atomic():
+        Team.objects.select_for_update().get(pk=team.pk)
+        _check_can_submit(benchmark=benchmark, team=team, user=user)
+        submission = Submission.objects.create(
+            benchmark=benchmark, team=team, label=label[:200], kind=Submission.Kind.HTTP, state=Submission.State.PENDING,
+            endpoint_url=url, created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        _queue(HTTP_TASK, submission.pk)
+    return submission
+
+
+def _item_payload(benchmark: Benchmark, item: BenchmarkItem) -> dict:
+    base = settings.BENCHMARK_AUDIO_BASE_URL
+    return {
+        "id": item.item_id,
+        "prompt": item.prompt,
+        "lyrics": item.lyrics,
+        "modality": item.modality,
+        "audio_a": audio.signed_url(None, benchmark, item.clip_a, base=base),
+        "audio_b": audio.signed_url(None, benchmark, item.clip_b, base=base),
+        "reference_audio": audio.signed_url(None, benchmark, item.reference, base=base) if item.reference else "",
+        "expires_in": settings.BENCHMARK_AUDIO_URL_TTL,
+    }
+
+
+def _ask(url: str, payload: dict) -> dict:
+    """One item to the endpoint, with retries; returns prediction values, or {"error": ...} with all labels missing."""
+    body = json.dumps(payload).encode()
+    last = "error"
+    for attempt in range(settings.BENCHMARK_HTTP_RETRIES + 1):
+        if attempt:
+            time.sleep(min(0.2 * 2**attempt, 5.0))
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=settings.BENCHMARK_HTTP_TIMEOUT) as response:  # noqa: S310 - a registered endpoint
+                answer = json.loads(response.read(1_000_000).decode())
+        except (TimeoutError, socket.timeout):
+            last = "timeout"
+            continue
+        except urllib.error.HTTPError as exc:
+            last = f"error: HTTP {exc.code}"
+            if exc.code < 500:
+                break
+            continue
+        except urllib.error.URLError as exc:
+            last = "timeout" if isinstance(exc.reason, (TimeoutError, socket.timeout)) else f"error: {exc.reason}"
+            continue
+        except (ValueError, OSError) as exc:
+            last = f"error: {type(exc).__name__}"
+            continue
+        if not isinstance(answer, dict):
+            return {"error": "error: the answer is not a JSON object"}
+        problems: list[str] = []
+        values = formats._mirex_row(answer, "answer", problems)
+        if problems or all(values[d] == NO_LABEL for d in DIMENSIONS):
+            return {"error": ("error: " + (problems[0] if problems else "no preference in the answer"))[:200]}
+        return values
+    return {"error": last}
+
+
+def http_run(*, submission_id: int) -> Submission:
+    """Ask the endpoint about every item not answered yet (a re-run resumes), then mark the submission scored."""
+    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
+    if submission.state == Submission.State.DONE:
+        return submission
+    Submission.objects.filter(pk=submission.pk).update(state=Submission.State.RUNNING)
+    benchmark = submission.benchmark
+    items = list(benchmark.items.select_related("clip_a", "clip_b", "reference").order_by("position"))
+    payloads = [_item_payload(benchmark, item) for item in items]
+    with ThreadPoolExecutor(max_workers=settings.BENCHMARK_HTTP_CONCURRENCY) as pool:
+        answers = list(pool.map(lambda p: _ask(submission.endpoint_url, p), payloads))
+    rows = {item.item_id: answer for item, answer in zip(items, answers)}
+    timeouts = sum(1 for a in answers if a.get("error") == "timeout")
+    errors = sum(1 for a in answers if a.get("error") and a.get("error") != "timeout")
+    with transaction.atomic():
+        predictions_store(submission=submission, rows=rows, items={i.item_id: i.pk for i in items})
+        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.DONE, n_timeouts=timeouts, n_errors=errors, finished_at=timezone.now())
+    submission.refresh_from_db()
+    return submission

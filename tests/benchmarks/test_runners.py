@@ -1,0 +1,145 @@
+"""Submissions that run: an in-platform judge through a scoring run, and an outside judge over HTTP (a local server)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+import pytest
+from django.test import Client
+
+from scoring.benchmarks import runners, selectors, services
+from scoring.benchmarks.models import Prediction, Submission
+from scoring.evaluation import NO_LABEL, label_code
+from scoring.models import Judge, Verdict
+from tests.benchmarks.helpers import item_truth, known_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def bench():
+    study, _ = known_study(n_pairs=8, name="run")
+    return services.benchmark_create(name="run", study=study, bootstrap_rounds=100)
+
+
+def test_in_platform_judge_becomes_a_submission(bench, django_capture_on_commit_callbacks):
+    judge = Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
+    team = services.team_create(name="house")
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge)
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.DONE
+    assert submission.kind == Submission.Kind.JUDGE
+    verdicts = {v.pair_id: v for v in Verdict.objects.filter(run=submission.scoring_run)}
+    assert len(verdicts) == 8
+    for item in bench.items.all():
+        prediction = Prediction.objects.get(submission=submission, item=item)
+        assert prediction.musicality == label_code(verdicts[item.pair_id].details["labels"]["musicality"])
+        assert prediction.alignment == NO_LABEL  # the signal judge answers musicality only
+    row = next(r for r in selectors.scores(bench, part="all", dim="musicality")["rows"] if r["submission"] == submission.pk)
+    assert row["answered"] == 8
+
+
+class _Judge(BaseHTTPRequestHandler):
+    """Answers the truth, except: items in `slow` never in time, items in `flaky` fail once with a 500 first."""
+
+    truth: dict = {}
+    slow: set = set()
+    flaky: set = set()
+    seen: dict = {}
+    payloads: list = []
+    in_flight = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def do_POST(self):
+        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.peak = max(cls.peak, cls.in_flight)
+            cls.seen[payload["id"]] = cls.seen.get(payload["id"], 0) + 1
+            cls.payloads.append(payload)
+            first = cls.seen[payload["id"]] == 1
+        try:
+            time.sleep(0.05)
+            if payload["id"] in cls.slow:
+                time.sleep(1.0)
+            if payload["id"] in cls.flaky and first:
+                self.send_response(500)
+                self.end_headers()
+                return
+            answer = {"preferred_musicality": cls.truth[payload["id"]]["musicality"], "preferred_alignment": cls.truth[payload["id"]]["alignment"], "probability_a": 0.5}
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+    def log_message(self, *args):
+        pass
+
+
+def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callbacks, monkeypatch):
+    settings.BENCHMARK_HTTP_TIMEOUT = 0.4
+    settings.BENCHMARK_HTTP_RETRIES = 1
+    settings.BENCHMARK_HTTP_CONCURRENCY = 2
+    settings.BENCHMARK_AUDIO_BASE_URL = "http://testserver"
+    truth = item_truth(bench)
+    ids = sorted(truth)
+    _Judge.truth, _Judge.slow, _Judge.flaky, _Judge.seen, _Judge.payloads, _Judge.peak = truth, {ids[0]}, {ids[1]}, {}, [], 0
+    # Requests in flight as the platform sees them (the server may still be sleeping on one it gave up on).
+    ask, flight = runners._ask, {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def counted(url, payload):
+        with lock:
+            flight["now"] += 1
+            flight["peak"] = max(flight["peak"], flight["now"])
+        try:
+            return ask(url, payload)
+        finally:
+            with lock:
+                flight["now"] -= 1
+
+    monkeypatch.setattr(runners, "_ask", counted)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/judge"
+        with django_capture_on_commit_callbacks(execute=True):
+            submission = runners.http_submission_create(benchmark=bench, team=services.team_create(name="remote"), url=url, label="remote-judge")
+    finally:
+        server.shutdown()
+    submission.refresh_from_db()
+    assert submission.state == Submission.State.DONE
+    assert (submission.n_timeouts, submission.n_errors) == (1, 0)
+    assert flight["peak"] == 2
+    assert _Judge.seen[ids[0]] == 2 and _Judge.seen[ids[1]] == 2  # retried once each
+    slow = Prediction.objects.get(submission=submission, item__item_id=ids[0])
+    assert (slow.musicality, slow.error) == (NO_LABEL, "timeout")
+    # The timed-out item counts wrong: 7 of 8 right.
+    row = next(r for r in selectors.scores(bench, part="all", dim="musicality")["rows"] if r["submission"] == submission.pk)
+    assert row["accuracy"] == pytest.approx(7 / 8)
+    assert row["errors"] == 1
+    # The judge got the prompt and signed audio links that work, and nothing about the humans.
+    payload = _Judge.payloads[0]
+    assert set(payload) == {"id", "prompt", "lyrics", "modality", "audio_a", "audio_b", "reference_audio", "expires_in"}
+    assert Client().get(urlparse(payload["audio_a"]).path).status_code == 200
+    # The leaderboard shows the unanswered count.
+    researcher = Client()
+    from tests.factories import UserFactory
+
+    researcher.force_login(UserFactory(username="r", roles=["researcher"]))
+    assert "1 timeouts, 0 errors: counted wrong" in researcher.get(f"/benchmarks/{bench.name}/").content.decode()
