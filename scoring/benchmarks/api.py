@@ -16,9 +16,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
+from scoring.models import Judge
 
-from . import selectors, services
+from . import runners, selectors, services
 from .models import Benchmark, Submission, Team
 
 
@@ -73,7 +75,9 @@ class LeaderboardApi(APIView):
             }
             for r in board["rows"]
         ]
-        return Response({"benchmark": _benchmark_json(bench), "part": board["part"], "dimension": dim, "modality": modality, "n": board["n"], "chance": board["chance"], "ceiling": board["ceiling"], "rows": rows})
+        return Response(
+            {"benchmark": _benchmark_json(bench), "part": board["part"], "dimension": dim, "modality": modality, "n": board["n"], "chance": board["chance"], "ceiling": board["ceiling"], "rows": rows}
+        )
 
 
 class SubmissionCreateApi(APIView):
@@ -121,3 +125,33 @@ class SubmissionDetailApi(APIView):
                 "parts": figures,
             }
         )
+
+
+class RunSubmissionApi(APIView):
+    """An outside judge's endpoint (team members) or an in-platform judge (researchers) as a submission."""
+
+    @extend_schema(
+        summary="Run a judge as a submission: `endpoint` (an outside judge's URL) or `judge` (an in-platform judge key, researchers only)",
+        request={"application/json": {"type": "object", "properties": {"team": {"type": "string"}, "label": {"type": "string"}, "endpoint": {"type": "string"}, "judge": {"type": "string"}}}},
+        responses={202: OpenApiTypes.OBJECT},
+    )
+    def post(self, request, name: str):
+        bench = get_object_or_404(Benchmark, name=name)
+        researcher = is_researcher(request.user)
+        teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
+        team = teams.filter(name=request.data.get("team", "")).first()
+        if team is None:
+            raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
+        label = str(request.data.get("label", ""))
+        if request.data.get("judge"):
+            if not researcher:
+                raise ServiceError("In-platform judges are run by researchers.", code="forbidden", status=403)
+            judge = Judge.objects.filter(key=request.data["judge"]).first()
+            if judge is None:
+                raise ServiceError(f"No judge with key {request.data['judge']!r}.", code="no_judge")
+            submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label, user=None)
+        elif request.data.get("endpoint"):
+            submission = runners.http_submission_create(benchmark=bench, team=team, url=str(request.data["endpoint"]), label=label, user=None if researcher else request.user)
+        else:
+            raise ServiceError("Give `endpoint` or `judge`.", code="no_source")
+        return Response({"submission": submission.pk, "kind": submission.kind, "state": submission.state}, status=status.HTTP_202_ACCEPTED)

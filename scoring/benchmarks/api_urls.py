@@ -7,4 +7,5 @@ urlpatterns: list = [
     path("submissions/<int:submission_id>/", api.SubmissionDetailApi.as_view(), name="api-benchmark-submission"),
     path("<slug:name>/leaderboard/", api.LeaderboardApi.as_view(), name="api-benchmark-leaderboard"),
     path("<slug:name>/submissions/", api.SubmissionCreateApi.as_view(), name="api-benchmark-submit"),
+    path("<slug:name>/runs/", api.RunSubmissionApi.as_view(), name="api-benchmark-run"),
 ]

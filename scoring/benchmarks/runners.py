@@ -62,8 +62,14 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
         _check_can_submit(benchmark=benchmark, team=team, user=user)
         run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
         submission = Submission.objects.create(
-            benchmark=benchmark, team=team, label=(label or judge.key)[:200], kind=Submission.Kind.JUDGE, state=Submission.State.RUNNING,
-            judge=judge, scoring_run=run, created_by=user if getattr(user, "is_authenticated", False) else None,
+            benchmark=benchmark,
+            team=team,
+            label=(label or judge.key)[:200],
+            kind=Submission.Kind.JUDGE,
+            state=Submission.State.RUNNING,
+            judge=judge,
+            scoring_run=run,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         _queue(COLLECT_TASK, submission.pk)
     return submission
@@ -109,8 +115,13 @@ def http_submission_create(*, benchmark: Benchmark, team: Team, url: str, label:
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
         submission = Submission.objects.create(
-            benchmark=benchmark, team=team, label=label[:200], kind=Submission.Kind.HTTP, state=Submission.State.PENDING,
-            endpoint_url=url, created_by=user if getattr(user, "is_authenticated", False) else None,
+            benchmark=benchmark,
+            team=team,
+            label=label[:200],
+            kind=Submission.Kind.HTTP,
+            state=Submission.State.PENDING,
+            endpoint_url=url,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         _queue(HTTP_TASK, submission.pk)
     return submission

@@ -246,7 +246,18 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
     rows = []
     for row in table["rows"]:
         sub = subs[row["submission"]]
-        rows.append({**row, "name": sub.display_name, "team": sub.team.name, "kind": sub.kind, "private": own_private.get(sub.pk), "created_at": sub.created_at, "timeouts": sub.n_timeouts, "failures": sub.n_errors})
+        rows.append(
+            {
+                **row,
+                "name": sub.display_name,
+                "team": sub.team.name,
+                "kind": sub.kind,
+                "private": own_private.get(sub.pk),
+                "created_at": sub.created_at,
+                "timeouts": sub.n_timeouts,
+                "failures": sub.n_errors,
+            }
+        )
     rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
     return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows}
 

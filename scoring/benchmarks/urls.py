@@ -11,5 +11,6 @@ urlpatterns: list = [
     path("<slug:name>/", views.benchmark_detail, name="detail"),
     path("<slug:name>/export.zip", views.benchmark_export, name="export"),
     path("<slug:name>/submit/", views.benchmark_submit, name="submit"),
+    path("<slug:name>/run/", views.benchmark_run, name="run"),
     path("<slug:name>/close/", views.benchmark_close, name="close"),
 ]

@@ -14,8 +14,9 @@ from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
+from scoring.models import Judge
 
-from . import audio, selectors, services
+from . import audio, runners, selectors, services
 from .models import Benchmark, Submission, Team
 
 CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
@@ -52,8 +53,15 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
             if not form["name"] or not all(c.isalnum() or c in "-_" for c in form["name"]):
                 raise ServiceError("The name must be letters, digits, hyphens or underscores (it appears in every item id).")
             bench = services.benchmark_create(
-                name=form["name"], title=form["title"], study=study, include_arena=bool(form["arena"]), seed=seed,
-                public_share=share, is_dev=bool(form["dev"]), bootstrap_rounds=rounds, user=request.user,
+                name=form["name"],
+                title=form["title"],
+                study=study,
+                include_arena=bool(form["arena"]),
+                seed=seed,
+                public_share=share,
+                is_dev=bool(form["dev"]),
+                bootstrap_rounds=rounds,
+                user=request.user,
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
@@ -88,6 +96,8 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         "dims": DIMENSIONS,
         "modalities": MODALITIES,
         "teams": selectors.user_teams(request.user),
+        "all_teams": Team.objects.all() if is_researcher(request.user) else [],
+        "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
     }
     return render(request, "benchmarks/detail.html", context)
@@ -119,6 +129,34 @@ def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
         messages.error(request, exc.message)
         return redirect("benchmarks:detail", name=bench.name)
     messages.success(request, f"Submission {submission.pk} scored: {submission.predictions.count()} of {bench.n_items} items answered.")
+    return redirect("benchmarks:submission", submission_id=submission.pk)
+
+
+@login_required
+@require_POST
+def benchmark_run(request: HttpRequest, name: str) -> HttpResponse:
+    """Register an outside judge's endpoint (team members) or run an in-platform judge (researchers) as a submission."""
+    bench = get_object_or_404(Benchmark, name=name)
+    researcher = is_researcher(request.user)
+    teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
+    team = teams.filter(name=request.POST.get("team", "")).first()
+    label = request.POST.get("label", "")
+    try:
+        if team is None:
+            raise ServiceError("Pick one of your teams.")
+        if request.POST.get("judge"):
+            if not researcher:
+                return _forbidden(request)
+            judge = Judge.objects.filter(key=request.POST["judge"]).first()
+            if judge is None:
+                raise ServiceError("Pick a judge.")
+            submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label)
+        else:
+            submission = runners.http_submission_create(benchmark=bench, team=team, url=request.POST.get("endpoint", "").strip(), label=label, user=None if researcher else request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("benchmarks:detail", name=bench.name)
+    messages.success(request, f"Submission {submission.pk} is queued; its scores appear when it has run.")
     return redirect("benchmarks:submission", submission_id=submission.pk)
 
 

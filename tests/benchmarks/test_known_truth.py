@@ -38,7 +38,7 @@ def test_ranking_accuracy_and_intervals_equal_a_direct_count(bench, tmp_path):
     wanted = [{"alignment": 36, "musicality": 34}, {"alignment": 28, "musicality": 30}, {"alignment": 20, "musicality": 22}]
     expected = {}
     for name, correct in zip(team_names, wanted):
-        team = services.team_create(name=name)
+        services.team_create(name=name)
         rows, _ = predictions_with_accuracy(truth, correct=correct, seed=len(name))
         path = tmp_path / f"{name}.jsonl"
         path.write_bytes(jsonl(rows))

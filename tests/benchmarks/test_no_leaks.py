@@ -52,7 +52,13 @@ def test_export_and_pages_carry_no_labels(world):
             _no_labels(archive.read(name).decode())
     items = archive.read(f"{bench.name}-v1/items.jsonl").decode()
     assert "private" not in items and "is_private" not in items
-    for url in ("/benchmarks/", f"/benchmarks/{bench.name}/", f"/benchmarks/{bench.name}/?dim=alignment&modality=text", f"/benchmarks/submissions/{world['mine'].pk}/", f"/benchmarks/submissions/{world['theirs'].pk}/"):
+    for url in (
+        "/benchmarks/",
+        f"/benchmarks/{bench.name}/",
+        f"/benchmarks/{bench.name}/?dim=alignment&modality=text",
+        f"/benchmarks/submissions/{world['mine'].pk}/",
+        f"/benchmarks/submissions/{world['theirs'].pk}/",
+    ):
         response = c.get(url)
         assert response.status_code == 200, url
         _no_labels(response.content.decode())
@@ -89,7 +95,12 @@ def test_strangers_get_nothing(world):
     anonymous, outsider = Client(), Client()
     outsider.force_login(UserFactory(username="outsider"))
     for client in (anonymous, outsider):
-        for url in (f"/benchmarks/{bench.name}/export.zip", f"/benchmarks/submissions/{world['theirs'].pk}/", f"/api/benchmarks/{bench.name}/leaderboard/", f"/api/benchmarks/submissions/{world['theirs'].pk}/"):
+        for url in (
+            f"/benchmarks/{bench.name}/export.zip",
+            f"/benchmarks/submissions/{world['theirs'].pk}/",
+            f"/api/benchmarks/{bench.name}/leaderboard/",
+            f"/api/benchmarks/submissions/{world['theirs'].pk}/",
+        ):
             assert client.get(url).status_code in (302, 403, 404), url
         assert client.get("/api/benchmarks/").json()["results"] == []
 

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--study", help="Study whose test-split pairs (with their votes) become items.")
         parser.add_argument("--arena", action="store_true", help="Also take the arena's battles with an A or B vote.")
         parser.add_argument("--title", default="")
-        parser.add_argument("--version", dest="bench_version", type=int, default=1)
+        parser.add_argument("--bench-version", dest="bench_version", type=int, default=1, help="The version number written into the export.")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--public-share", type=float, default=0.5)
         parser.add_argument("--dev", action="store_true", help="A dev benchmark: its export includes the labels.")

@@ -5,19 +5,26 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from auditorium.errors import ServiceError
-from scoring.benchmarks import services
+from scoring.benchmarks import runners, services
 from scoring.benchmarks.models import Team
+from scoring.models import Judge
 
 from ._common import benchmark_named
 
 
 class Command(BaseCommand):
-    help = "Submit a prediction file (MIREX layout or CMI-RewardBench results.jsonl) for a team."
+    help = (
+        "Submit for a team: a prediction file (MIREX layout or CMI-RewardBench results.jsonl), an in-platform judge "
+        "(--judge KEY, run as a scoring run) or an outside judge's HTTP endpoint (--endpoint URL)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--team", required=True)
-        parser.add_argument("--file", required=True)
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--file")
+        source.add_argument("--judge", help="Key of an in-platform judge or trained reward model.")
+        source.add_argument("--endpoint", help="URL of an outside judge that answers one item per POST.")
         parser.add_argument("--label", default="", help="The judge's name as shown on the leaderboard.")
         parser.add_argument("--create-team", action="store_true", help="Create the team when it does not exist.")
         parser.add_argument("--json", action="store_true")
@@ -30,15 +37,33 @@ class Command(BaseCommand):
                 raise CommandError(f"No team named {opts['team']!r}; pass --create-team to create it.")
             team = services.team_create(name=opts["team"])
         try:
-            data = services.submission_read_file(opts["file"])
-            submission = services.submission_from_file(benchmark=benchmark, team=team, data=data, label=opts["label"])
+            if opts["judge"]:
+                judge = Judge.objects.filter(key=opts["judge"]).first()
+                if judge is None:
+                    raise ServiceError(f"No judge with key {opts['judge']!r} (see manage.py judges).")
+                submission = runners.judge_submission_create(benchmark=benchmark, team=team, judge=judge, label=opts["label"])
+            elif opts["endpoint"]:
+                submission = runners.http_submission_create(benchmark=benchmark, team=team, url=opts["endpoint"], label=opts["label"])
+            else:
+                data = services.submission_read_file(opts["file"])
+                submission = services.submission_from_file(benchmark=benchmark, team=team, data=data, label=opts["label"])
         except ServiceError as exc:
             if opts["json"]:
                 self.stdout.write(json.dumps({"ok": False, "error": exc.message, "errors": exc.extra.get("errors", [])}))
             raise CommandError(exc.message) from None
-        answered = submission.predictions.count()
-        result = {"ok": True, "submission": submission.pk, "team": team.name, "format": submission.file_format, "answered": answered, "items": benchmark.n_items}
+        submission.refresh_from_db()
+        answered = submission.predictions.exclude(error__gt="").count()
+        result = {
+            "ok": True,
+            "submission": submission.pk,
+            "team": team.name,
+            "kind": submission.kind,
+            "state": submission.state,
+            "format": submission.file_format,
+            "answered": answered,
+            "items": benchmark.n_items,
+        }
         if opts["json"]:
             self.stdout.write(json.dumps(result))
         else:
-            self.stdout.write(f"Submission {submission.pk} for {team.name}: {submission.file_format} layout, {answered} of {benchmark.n_items} items answered.")
+            self.stdout.write(f"Submission {submission.pk} for {team.name} ({submission.kind}, {submission.state}): {answered} of {benchmark.n_items} items answered so far.")
