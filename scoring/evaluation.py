@@ -548,7 +548,7 @@ def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: in
         "ci": None,
         "p": None,
     }
-    if rounds > 0 and n_items:
+    if rounds > 0 and n_items and pred.shape[0]:
         boot = cluster_bootstrap(scores, clusters, rounds=rounds, seed=seed)
         low, high = np.percentile(boot, [2.5, 97.5], axis=0)
         out["ci"] = [[float(a), float(b)] for a, b in zip(low, high)]

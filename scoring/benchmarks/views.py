@@ -90,6 +90,12 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         return _forbidden(request) if request.user.is_authenticated else redirect(f"/accounts/login/?next={request.path}")
     dim, modality = _filters(request)
     board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
+    ceiling = board["ceiling"]["accuracy"]
+    for row in board["rows"]:
+        # Interval bars drawn as SVG on a 0-100 scale (attributes, not inline styles: the CSP refuses those).
+        if row["ci"] and row["accuracy"] is not None:
+            low, high = row["ci"]
+            row["bar"] = {"x": round(100 * low, 2), "w": round(max(100 * (high - low), 0.5), 2), "acc": round(100 * row["accuracy"], 2), "ceiling": None if ceiling is None else round(100 * ceiling, 2)}
     context = {
         "bench": bench,
         "board": board,

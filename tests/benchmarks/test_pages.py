@@ -39,6 +39,15 @@ def test_researcher_creates_a_benchmark_from_the_form(researcher):
     assert not Benchmark.objects.filter(name="bad").exists()
 
 
+def test_an_empty_leaderboard_renders(researcher):
+    study, _ = known_study(n_pairs=4, name="empty")
+    services.benchmark_create(name="empty", study=study, bootstrap_rounds=100)
+    response = researcher.get("/benchmarks/empty/")
+    assert response.status_code == 200
+    assert "No submission yet" in response.content.decode()
+    assert researcher.get("/api/benchmarks/empty/leaderboard/").json()["rows"] == []
+
+
 def test_non_researchers_cannot_create():
     client = Client()
     client.force_login(UserFactory(username="someone"))
