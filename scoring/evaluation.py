@@ -536,7 +536,9 @@ def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: in
     `significance_groups`; without rounds, 1 + the number with a strictly higher accuracy), and
     "p" (S x S Holm-adjusted paired p-values, None without rounds); plus "n" and "chance".
     """
-    pred = np.asarray(pred, dtype=int).reshape(-1, len(truth))
+    pred = np.asarray(pred, dtype=int)
+    if pred.ndim == 1:
+        pred = pred[None, :]
     scores = item_scores(pred, truth)
     n_items = scores.shape[1]
     acc = scores.mean(axis=1) if n_items else np.full(scores.shape[0], np.nan)

@@ -24,6 +24,15 @@ from . import runners, selectors, services
 from .models import Benchmark, Submission, Team
 
 
+class CanViewLeaderboard(permissions.BasePermission):
+    """Researchers, members of a team, or everyone when BENCHMARK_LEADERBOARD_PUBLIC is on."""
+
+    message = "Judge benchmarks are open to researchers and to members of a benchmark team."
+
+    def has_permission(self, request, view) -> bool:
+        return selectors.can_view_leaderboard(request.user)
+
+
 def _visible_benchmark(request, name: str) -> Benchmark:
     bench = get_object_or_404(Benchmark, name=name)
     if not selectors.can_view_leaderboard(request.user):
@@ -36,7 +45,7 @@ def _benchmark_json(bench: Benchmark) -> dict:
 
 
 class BenchmarkListApi(APIView):
-    permission_classes = [permissions.AllowAny]
+    permission_classes = [CanViewLeaderboard]
 
     @extend_schema(summary="Benchmarks the caller may see", responses=OpenApiTypes.OBJECT)
     def get(self, request):
@@ -44,7 +53,7 @@ class BenchmarkListApi(APIView):
 
 
 class LeaderboardApi(APIView):
-    permission_classes = [permissions.AllowAny]
+    permission_classes = [CanViewLeaderboard]
 
     @extend_schema(
         summary="The judge leaderboard as the caller may see it",
@@ -101,7 +110,7 @@ class SubmissionCreateApi(APIView):
 
 
 class SubmissionDetailApi(APIView):
-    permission_classes = [permissions.AllowAny]
+    permission_classes = [CanViewLeaderboard]
 
     @extend_schema(summary="A submission's figures on the parts the caller may see", responses=OpenApiTypes.OBJECT)
     def get(self, request, submission_id: int):

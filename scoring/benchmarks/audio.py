@@ -20,7 +20,7 @@ def unsign(value: str) -> str:
 
 
 def signed_url(request, benchmark, clip, *, base: str | None = None) -> str:
-    path = reverse("benchmarks:audio", args=[token(benchmark, clip)])
+    path = reverse("benchmarks:benchmark-audio", args=[token(benchmark, clip)])
     if base:
         return base.rstrip("/") + path
     return request.build_absolute_uri(path) if request is not None else path

@@ -68,7 +68,7 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
             status = 400
         else:
             messages.success(request, f"Benchmark {bench.name} created with {bench.n_items} items.")
-            return redirect("benchmarks:detail", name=bench.name)
+            return redirect("benchmarks:benchmark-detail", name=bench.name)
     context = {"form": form, "studies": Study.objects.order_by("name")}
     return render(request, "benchmarks/create.html", context, status=status)
 
@@ -95,7 +95,12 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         # Interval bars drawn as SVG on a 0-100 scale (attributes, not inline styles: the CSP refuses those).
         if row["ci"] and row["accuracy"] is not None:
             low, high = row["ci"]
-            row["bar"] = {"x": round(100 * low, 2), "w": round(max(100 * (high - low), 0.5), 2), "acc": round(100 * row["accuracy"], 2), "ceiling": None if ceiling is None else round(100 * ceiling, 2)}
+            row["bar"] = {
+                "x": round(100 * low, 2),
+                "w": round(max(100 * (high - low), 0.5), 2),
+                "acc": round(100 * row["accuracy"], 2),
+                "ceiling": None if ceiling is None else round(100 * ceiling, 2),
+            }
     context = {
         "bench": bench,
         "board": board,
@@ -110,6 +115,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_safe
+@login_required
 def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=name)
     if not selectors.can_view_leaderboard(request.user):
@@ -133,9 +139,9 @@ def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
         submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.POST.get("label", ""), user=request.user)
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return redirect("benchmarks:detail", name=bench.name)
+        return redirect("benchmarks:benchmark-detail", name=bench.name)
     messages.success(request, f"Submission {submission.pk} scored: {submission.predictions.count()} of {bench.n_items} items answered.")
-    return redirect("benchmarks:submission", submission_id=submission.pk)
+    return redirect("benchmarks:benchmark-submission", submission_id=submission.pk)
 
 
 @login_required
@@ -161,9 +167,9 @@ def benchmark_run(request: HttpRequest, name: str) -> HttpResponse:
             submission = runners.http_submission_create(benchmark=bench, team=team, url=request.POST.get("endpoint", "").strip(), label=label, user=None if researcher else request.user)
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return redirect("benchmarks:detail", name=bench.name)
+        return redirect("benchmarks:benchmark-detail", name=bench.name)
     messages.success(request, f"Submission {submission.pk} is queued; its scores appear when it has run.")
-    return redirect("benchmarks:submission", submission_id=submission.pk)
+    return redirect("benchmarks:benchmark-submission", submission_id=submission.pk)
 
 
 @login_required
@@ -174,10 +180,11 @@ def benchmark_close(request: HttpRequest, name: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=name)
     services.benchmark_close(benchmark=bench)
     messages.success(request, f"{bench.name} is closed: the leaderboard now shows the private part.")
-    return redirect("benchmarks:detail", name=bench.name)
+    return redirect("benchmarks:benchmark-detail", name=bench.name)
 
 
 @require_safe
+@login_required
 def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = get_object_or_404(Submission.objects.select_related("benchmark", "team"), pk=submission_id)
     if not selectors.can_view_submission(request.user, submission):

@@ -14,6 +14,7 @@ from scoring.benchmarks import services
 from scoring.benchmarks.models import Benchmark, Submission
 from tests.benchmarks.helpers import item_truth, jsonl, known_study
 from tests.factories import UserFactory
+from tests.browser import axe_violations
 from tests.live_browser import BrowserLiveServerTestCase
 
 pytestmark = pytest.mark.browser
@@ -102,4 +103,15 @@ class BenchmarkBrowserTests(BrowserLiveServerTestCase):
             self.assertEqual(self.overflow(page), 0, f"{path} scrolls sideways at 390 px")
             page.screenshot(path=str(self.shots / f"benchmark-{name}-390.png"), full_page=True)
             context.close()
+        # axe (WCAG A/AA) on the pages, wide and narrow; axe is injected inline, so this context bypasses the CSP.
+        found = {}
+        for viewport in ({"width": 1280, "height": 860}, PHONE["viewport"]):
+            context, page = self.open_as("researcher", "/benchmarks/judge-test/", viewport=viewport, bypass_csp=True)
+            for path in ("/benchmarks/", "/benchmarks/new/", "/benchmarks/judge-test/", f"/benchmarks/submissions/{Submission.objects.get().pk}/"):
+                page.goto(self.live_server_url + path)
+                violations = axe_violations(page)
+                if violations:
+                    found[f"{path} {viewport['width']}"] = violations
+            context.close()
+        self.assertEqual(found, {})
         self.assertEqual(self.errors, [])

@@ -6,6 +6,7 @@ import pytest
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotation.models import AnnotatorProfile
+from scoring.benchmarks.models import Benchmark, Submission, Team
 from scoring.models import Judge, ScoringRun, TrainingRun
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
@@ -14,21 +15,28 @@ PUBLIC = {
     # The arena is for anonymous visitors; its own tests cover the terms, cookie and blind rules.
     "arena", "leaderboard", "audio", "api-terms", "api-prompt-random", "api-battle-create", "api-battle-detail",
     "api-battle-events", "api-battle-vote", "api-leaderboard",
+    # A judge benchmark's audio behind an expiring signed link (outside judges fetch it without an account).
+    "benchmark-audio",
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
 ANNOTATOR = {
     "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "clip-audio",
+    # Judge benchmarks: any signed-in user may post; membership of the team is checked per request (tests/benchmarks).
+    "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
 }
 RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",
+    # Judge benchmarks: researchers and team members (tests/benchmarks/test_no_leaks.py covers teams).
+    "benchmark-list", "benchmark-create", "benchmark-detail", "benchmark-export", "benchmark-submission", "benchmark-close",
+    "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",
 }
 POST_ONLY = {
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
-    "study-annotators-add",
+    "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
 }
 
 
@@ -64,7 +72,12 @@ def world(db):
     run = ScoringRun.objects.create(judge=judge, study=study)
     training = TrainingRun.objects.create(study=study, feature_judge=judge)
     pseudonym = AnnotatorProfile.objects.get(user=member).pseudonym
-    kwargs = {"name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk}
+    benchmark = Benchmark.objects.create(name=study.name)
+    submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
+    kwargs = {
+        "name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
+        "submission_id": submission.pk, "token": "not-a-signed-token",
+    }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 
 
