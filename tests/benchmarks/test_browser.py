@@ -13,8 +13,8 @@ import pytest
 from scoring.benchmarks import services
 from scoring.benchmarks.models import Benchmark, Submission
 from tests.benchmarks.helpers import item_truth, jsonl, known_study
-from tests.factories import UserFactory
 from tests.browser import axe_violations
+from tests.factories import UserFactory
 from tests.live_browser import BrowserLiveServerTestCase
 
 pytestmark = pytest.mark.browser
