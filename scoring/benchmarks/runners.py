@@ -33,11 +33,11 @@ from django.utils import timezone
 
 from auditorium.errors import ServiceError
 from scoring import services as scoring_services
-from scoring.evaluation import DIMENSIONS, NO_LABEL
+from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict
 
 from . import audio, formats
-from .models import Benchmark, BenchmarkItem, Submission, Team
+from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
 from .services import _check_can_submit, labels_from_verdict, predictions_store
 
 COLLECT_TASK = "benchmarks.judge_collect"
@@ -176,22 +176,40 @@ def _ask(url: str, payload: dict) -> dict:
     return {"error": last}
 
 
-def http_run(*, submission_id: int) -> Submission:
-    """Ask the endpoint about every item not answered yet (a re-run resumes), then mark the submission scored."""
+def _store_answers(submission: Submission, items: list[BenchmarkItem], answers: list[dict]) -> None:
+    objects = [
+        Prediction(
+            submission=submission,
+            item=item,
+            alignment=int(answer.get(ALIGNMENT, NO_LABEL)),
+            musicality=int(answer.get(MUSICALITY, NO_LABEL)),
+            prob_alignment=answer.get(f"prob_{ALIGNMENT}"),
+            prob_musicality=answer.get(f"prob_{MUSICALITY}"),
+            error=str(answer.get("error", ""))[:200],
+        )
+        for item, answer in zip(items, answers)
+    ]
+    with transaction.atomic():
+        Prediction.objects.filter(submission=submission, item__in=items).delete()
+        Prediction.objects.bulk_create(objects)
+
+
+def http_run(*, submission_id: int, chunk: int = 200) -> Submission:
+    """Ask the endpoint about every item without an answer yet, storing answers a chunk at a time (a re-run resumes), then mark the submission scored."""
     submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
     if submission.state == Submission.State.DONE:
         return submission
     Submission.objects.filter(pk=submission.pk).update(state=Submission.State.RUNNING)
     benchmark = submission.benchmark
-    items = list(benchmark.items.select_related("clip_a", "clip_b", "reference").order_by("position"))
-    payloads = [_item_payload(benchmark, item) for item in items]
+    answered = set(Prediction.objects.filter(submission=submission, error="").values_list("item_id", flat=True))
+    todo = [item for item in benchmark.items.select_related("clip_a", "clip_b", "reference").order_by("position") if item.pk not in answered]
     with ThreadPoolExecutor(max_workers=settings.BENCHMARK_HTTP_CONCURRENCY) as pool:
-        answers = list(pool.map(lambda p: _ask(submission.endpoint_url, p), payloads))
-    rows = {item.item_id: answer for item, answer in zip(items, answers)}
-    timeouts = sum(1 for a in answers if a.get("error") == "timeout")
-    errors = sum(1 for a in answers if a.get("error") and a.get("error") != "timeout")
-    with transaction.atomic():
-        predictions_store(submission=submission, rows=rows, items={i.item_id: i.pk for i in items})
-        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.DONE, n_timeouts=timeouts, n_errors=errors, finished_at=timezone.now())
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            answers = list(pool.map(lambda item: _ask(submission.endpoint_url, _item_payload(benchmark, item)), part))
+            _store_answers(submission, part, answers)
+    failures = Prediction.objects.filter(submission=submission).exclude(error="")
+    timeouts = failures.filter(error="timeout").count()
+    Submission.objects.filter(pk=submission.pk).update(state=Submission.State.DONE, n_timeouts=timeouts, n_errors=failures.count() - timeouts, finished_at=timezone.now())
     submission.refresh_from_db()
     return submission

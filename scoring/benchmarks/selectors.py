@@ -211,7 +211,9 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
 def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: str) -> dict:
     """One submission's figures per dimension on one part: modality and confidence breakdowns, calibration."""
     frame = load_frame(benchmark)
-    s = next(n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk)
+    s = next((n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk), None)
+    if s is None:  # not scored yet (a judge still running) or failed
+        return {}
     out = {}
     for dim in DIMENSIONS:
         mask = _part_mask(frame, part) & (frame.truth[dim] != NO_LABEL)
@@ -267,7 +269,9 @@ def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min
     if not benchmark.is_dev:
         return []
     frame = load_frame(benchmark)
-    s = next(n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk)
+    s = next((n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk), None)
+    if s is None:
+        return []
     truth, pred = frame.truth[dim], frame.pred[dim][s]
     confident = (truth != NO_LABEL) & (frame.confidence[dim] >= min_confidence)
     wrong = confident & (pred != NO_LABEL) & (pred != truth) & (truth != 2) & (pred != 2)

@@ -37,7 +37,7 @@ def _clip_label(pair: Pair, clip_id: int | None, tie: str) -> int:
 
 
 def _label_block(codes: list[int], confidences: list[float]) -> dict:
-    table = pair_majority([0] * len(codes), codes, confidences) if codes else None
+    table = pair_majority([0] * len(codes), codes, confidences or None) if codes else None
     truth = int(table["majority"][0]) if table is not None and len(table["majority"]) else NO_LABEL
     confidence = float(table["confidence"][0]) if truth != NO_LABEL and np.isfinite(table["confidence"][0]) else None
     return {"votes": codes, "confidences": confidences, "truth": truth, "confidence": confidence}
