@@ -261,7 +261,8 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
             }
         )
     rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
-    return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows}
+    pairwise = {"submissions": [r["submission"] for r in table["rows"]], "p": table["p"]}
+    return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows, "pairwise": pairwise}
 
 
 def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min_confidence: float = 4.0, limit: int = 50) -> list[dict]:

@@ -70,6 +70,8 @@ def test_team_uploads_on_the_page_and_through_the_api():
     assert list(Submission.objects.values_list("label", flat=True)) == ["page", "api"]
     board = client.get("/api/benchmarks/up/leaderboard/?dim=musicality").json()
     assert [r["accuracy"] for r in board["rows"]] == [1.0, 1.0]
+    # Holm-adjusted paired p-values on the shown part, in the order of board["pairwise"]["submissions"].
+    assert board["pairwise"]["p"] == [[1.0, 1.0], [1.0, 1.0]]
     assert client.get("/api/benchmarks/up/leaderboard/?dim=nope").status_code == 400
 
 
