@@ -85,7 +85,17 @@ class LeaderboardApi(APIView):
             for r in board["rows"]
         ]
         return Response(
-            {"benchmark": _benchmark_json(bench), "part": board["part"], "dimension": dim, "modality": modality, "n": board["n"], "chance": board["chance"], "ceiling": board["ceiling"], "rows": rows, "pairwise": board["pairwise"]}
+            {
+                "benchmark": _benchmark_json(bench),
+                "part": board["part"],
+                "dimension": dim,
+                "modality": modality,
+                "n": board["n"],
+                "chance": board["chance"],
+                "ceiling": board["ceiling"],
+                "rows": rows,
+                "pairwise": board["pairwise"],
+            }
         )
 
 

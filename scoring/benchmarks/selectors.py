@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Count, Max, Q
 
 from auditorium.roles import is_researcher
 from scoring.evaluation import (
@@ -157,9 +158,9 @@ def _part_mask(frame: Frame, part: str) -> np.ndarray:
 
 
 def _stamp(benchmark: Benchmark) -> str:
-    last = Submission.objects.filter(benchmark=benchmark).order_by("-id").values_list("id", "state", "finished_at").first()
-    changed = Submission.objects.filter(benchmark=benchmark).order_by("-finished_at").values_list("finished_at", flat=True).first()
-    return hashlib.sha256(f"{benchmark.pk}:{last}:{changed}".encode()).hexdigest()[:32]
+    # Changes whenever a submission is added, finishes or is scored again (Max ignores NULLs on every database).
+    agg = Submission.objects.filter(benchmark=benchmark).aggregate(last=Max("id"), done=Count("id", filter=Q(state=Submission.State.DONE)), changed=Max("finished_at"))
+    return hashlib.sha256(f"{benchmark.pk}:{agg['last']}:{agg['done']}:{agg['changed']}".encode()).hexdigest()[:32]
 
 
 def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = None, frame: Frame | None = None) -> dict:

@@ -15,7 +15,7 @@ from scoring.benchmarks import runners, selectors, services
 from scoring.benchmarks.models import Prediction, Submission
 from scoring.evaluation import NO_LABEL, label_code
 from scoring.models import Judge, Verdict
-from tests.benchmarks.helpers import item_truth, known_study
+from tests.benchmarks.helpers import item_truth, jsonl, known_study
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +143,16 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
 
     researcher.force_login(UserFactory(username="r", roles=["researcher"]))
     assert "1 timeouts, 0 errors: counted wrong" in researcher.get(f"/benchmarks/{bench.name}/").content.decode()
+
+
+def test_scores_are_recomputed_when_an_older_submission_finishes(bench):
+    truth = item_truth(bench)
+    team = services.team_create(name="order")
+    running = Submission.objects.create(benchmark=bench, team=team, kind=Submission.Kind.HTTP, state=Submission.State.RUNNING)
+    services.submission_from_file(benchmark=bench, team=team, data=jsonl([{"id": i, "preferred": "A"} for i in truth]))
+    assert len(selectors.scores(bench, part="all", dim="musicality")["rows"]) == 1
+    runners._store_answers(running, list(bench.items.all()), [{"musicality": 0, "alignment": 0}] * bench.n_items)
+    from django.utils import timezone
+
+    Submission.objects.filter(pk=running.pk).update(state=Submission.State.DONE, finished_at=timezone.now())
+    assert len(selectors.scores(bench, part="all", dim="musicality")["rows"]) == 2
