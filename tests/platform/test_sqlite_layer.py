@@ -136,3 +136,24 @@ def test_the_embedded_settings_choose_the_file_layer_and_redis_keeps_channels_re
         [sys.executable, "-c", f"import django; django.setup(); {probe}"], env={**env, "REDIS_URL": "redis://127.0.0.1:1/0"}, capture_output=True, text=True, check=True
     )
     assert redis.stdout.strip() == "channels_redis.core.RedisChannelLayer"
+
+
+def test_a_process_local_debounce_flag_lapses_with_its_countdown(settings):
+    """On the embedded cache the worker cannot clear the web process's flag: it must lapse by itself when the run starts."""
+    import time as clock
+
+    from auditorium.debounce import debounced_apply
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "debounce-test"}}
+    queued = []
+
+    class Task:
+        def apply_async(self, args, countdown):
+            queued.append(countdown)
+
+    assert debounced_apply(Task(), key="k", delay=1)
+    assert not debounced_apply(Task(), key="k", delay=1)  # covered by the pending run
+    clock.sleep(1.1)
+    assert debounced_apply(Task(), key="k", delay=1)  # the run has started: a new change needs a new run
+    assert debounced_apply(Task(), key="k0", delay=0) and debounced_apply(Task(), key="k0", delay=0)
+    assert queued == [1, 1, 0, 0]
