@@ -474,4 +474,6 @@ ARENA_LEADERBOARD_DEBOUNCE_SECONDS = env_int("ARENA_LEADERBOARD_DEBOUNCE_SECONDS
 ARENA_HTTP_TIMEOUT = env_float("ARENA_HTTP_TIMEOUT", 120.0, minimum=0.1)
 ARENA_HEALTH_TIMEOUT = env_float("ARENA_HEALTH_TIMEOUT", 5.0, minimum=0.1)
 ARENA_VISITOR_COOKIE = env_str("ARENA_VISITOR_COOKIE", "arena_visitor")
+# The battle-log release page (/arena/release/): researchers always; everyone may read and download when on.
+ARENA_RELEASE_PUBLIC = env_bool("ARENA_RELEASE_PUBLIC", False)
 env_check_prefix("ARENA_", {name for name in globals() if name.startswith("ARENA_")})
