@@ -1,5 +1,5 @@
 """Live pages follow changes made by another process within 3 s: a training run's page, a scoring run's
-verdict table and the arena leaderboard, on the demo's embedded settings (the SQLite-file channel layer)
+verdict table, the arena leaderboard and a study report, on the demo's embedded settings (the SQLite-file channel layer)
 and, where REDIS_URL is set, on Redis.
 
 Each change is made by a child process (`manage.py shell` on the project's own settings), the way the
@@ -110,6 +110,16 @@ class LivePagesAcrossProcessesTests(OtherProcessLiveTestCase):
         self.assertIn("3 votes", page.locator("#board-meta").inner_text())
         page.screenshot(path=str(self.shots / "live-leaderboard.png"), full_page=True)
         print(f"leaderboard: {latency:.2f} s after the change")
+        self.assertEqual(self.errors, [])
+        context.close()
+
+    def test_a_study_report_refreshes_when_another_process_announces_a_change(self):
+        context, page = self.open_page(f"/scoring/studies/{self.study.name}/report/")
+        self.wait_live(page, "#live-status")
+        # What a judgment submitted in another process queues: the debounced "report changed" push.
+        at = self.other_process(f"from scoring.broadcast import report_changed_queue; report_changed_queue(study_id={self.study.pk}, reason='judgment'); {STAMP}")
+        latency = self.wait_until(page, "document.getElementById('live-status').textContent.startsWith('live · updated')", since=at)
+        print(f"study report: {latency:.2f} s after the change")
         self.assertEqual(self.errors, [])
         context.close()
 
