@@ -40,7 +40,7 @@ def fake_venv(tmp_path: Path) -> Path:
 
 def run_script(tmp_path: Path, **env) -> list[tuple[float, str]]:
     """`./auditorium test` against a fake venv; each output line with the seconds since start it arrived at."""
-    full = {**os.environ, "AUDITORIUM_VENV": str(fake_venv(tmp_path)), "AUDITORIUM_CHROMIUM": shutil.which("true"), "AUDITORIUM_PIP_HEARTBEAT": "2", **env}
+    full = {**os.environ, "AUDITORIUM_VENV": str(fake_venv(tmp_path)), "AUDITORIUM_CHROMIUM": shutil.which("true"), "AUDITORIUM_PIP_HEARTBEAT": "1", **env}
     start = time.monotonic()
     proc = subprocess.Popen([str(ROOT / "auditorium"), "test"], cwd=ROOT, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [(time.monotonic() - start, line.rstrip("\n")) for line in proc.stdout]
