@@ -68,6 +68,9 @@ class _Loop:
     def __init__(self) -> None:
         self.prefix = "".join(random.choices(string.ascii_letters + string.digits, k=PREFIX_LENGTH))
         self.buffers: dict[str, asyncio.Queue] = {}
+        # Channels whose consumer has gone (monotonic time it went): late messages for them are dropped,
+        # not buffered for no one. Kept past any membership of theirs could expire, then forgotten.
+        self.gone: dict[str, float] = {}
         self.waiting = 0
         self.poller: asyncio.Task | None = None
 
@@ -211,23 +214,28 @@ class SQLiteChannelLayer(BaseChannelLayer):
                 state.poller = asyncio.get_running_loop().create_task(self._poll(state))
             return await queue.get()
         except asyncio.CancelledError:
-            # The consumer is gone (its socket closed): what was buffered for it has no reader.
-            if queue.empty():
-                state.buffers.pop(channel, None)
+            # The consumer is gone (its socket closed): what is or will be buffered for it has no reader.
+            state.buffers.pop(channel, None)
+            state.gone[channel] = time.monotonic()
             raise
         finally:
             state.waiting -= 1
 
     async def _poll(self, state: _Loop) -> None:
         address = state.prefix + "!"
-        idle_since, refreshed = time.monotonic(), 0.0
+        idle_since, refreshed, pruned = time.monotonic(), 0.0, 0.0
         while True:
             try:
                 if time.monotonic() - refreshed > self.group_expiry / 3:
                     await asyncio.to_thread(self._keep_alive, address)
                     refreshed = time.monotonic()
                 for channel, body in await asyncio.to_thread(self._take, address):
-                    state.buffers.setdefault(channel, asyncio.Queue()).put_nowait(msgpack.unpackb(body, raw=False))
+                    if channel not in state.gone:
+                        state.buffers.setdefault(channel, asyncio.Queue()).put_nowait(msgpack.unpackb(body, raw=False))
+                if state.gone and time.monotonic() - pruned > 30:
+                    pruned = time.monotonic()
+                    forget = pruned - 2 * max(self.group_expiry, self.expiry)
+                    state.gone = {c: at for c, at in state.gone.items() if at > forget}
             except sqlite3.Error:
                 # A locked or briefly missing file: the rows stay put and the next round reads them.
                 logger.warning("channel layer file %s could not be read", self.path, exc_info=True)

@@ -157,3 +157,22 @@ def test_a_process_local_debounce_flag_lapses_with_its_countdown(settings):
     assert debounced_apply(Task(), key="k", delay=1)  # the run has started: a new change needs a new run
     assert debounced_apply(Task(), key="k0", delay=0) and debounced_apply(Task(), key="k0", delay=0)
     assert queued == [1, 1, 0, 0]
+
+
+def test_messages_for_a_consumer_that_left_are_dropped_not_kept(layer):
+    async def scenario():
+        gone, staying = await layer.new_channel(), await layer.new_channel()
+        waiting = asyncio.ensure_future(layer.receive(gone))
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # what Channels does when a websocket closes
+        await asyncio.gather(waiting, return_exceptions=True)
+        await layer.send(gone, {"type": "late"})
+        await layer.send(staying, {"type": "kept"})
+        message = await asyncio.wait_for(layer.receive(staying), 2)
+        state = next(iter(layer._loops.values()))
+        buffered = set(state.buffers)
+        await layer.close()
+        return message, buffered, gone
+
+    message, buffered, gone = run(scenario())
+    assert message["type"] == "kept" and gone not in buffered
