@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
@@ -247,3 +248,36 @@ class LeaderboardSnapshot(models.Model):
     class Meta:
         ordering = ["-id"]
         get_latest_by = "id"
+
+
+class ReleaseBuild(models.Model):
+    """One build of the public battle log (arena/release.py) into a zip for download, made by a worker."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    stage = models.CharField(max_length=20, blank=True, help_text="rows, parquet, audio, files, archive")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    audio = models.BooleanField(default=True)
+    parquet = models.BooleanField(default=True)
+    battles = models.PositiveIntegerField(null=True, blank=True)
+    audio_files = models.PositiveIntegerField(null=True, blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    # Under MEDIA_ROOT/arena-releases/; empty until the build is done.
+    file_name = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"release build {self.pk} ({self.state})"

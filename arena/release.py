@@ -228,10 +228,15 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = True) -> dict:
-    """Write battles.jsonl (+ battles.parquet), the audio, README.md and registry.yaml under out_dir; return counts."""
+def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = True, progress=None) -> dict:
+    """Write battles.jsonl (+ battles.parquet), the audio, README.md and registry.yaml under out_dir; return counts.
+
+    progress(stage, done, total), when given, hears each stage and every copied clip (the release page shows it).
+    """
+    progress = progress or (lambda stage, done, total: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    progress("rows", 0, 1)
     rows = release_rows()
     with open(out / "battles.jsonl", "w", encoding="utf-8") as handle:
         for row in rows:
@@ -240,6 +245,7 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        progress("parquet", 0, 1)
         pq.write_table(pa.Table.from_pylist(rows, schema=_parquet_schema()), out / "battles.parquet")
     copied = 0
     if audio:
@@ -251,6 +257,8 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(battle.clip_for(side).file.path, target)
                 copied += 1
+                progress("audio", copied, 2 * len(rows))
+    progress("files", 0, 1)
     names = {r["system_a"] for r in rows} | {r["system_b"] for r in rows}
     (out / "registry.yaml").write_text(_registry_yaml(names), encoding="utf-8")
     (out / "README.md").write_text(_datasheet(rows, parquet=parquet, audio=audio), encoding="utf-8")

@@ -12,7 +12,7 @@ from auditorium import listening
 from . import conf
 from .adapters import adapter_for
 from .leaderboard import VoteRow
-from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, Vote
+from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
 
 SIDES = ("a", "b")
 PRIVATE_LABEL = "Pre-release system (named in the next data release)"
@@ -133,3 +133,32 @@ def board_intervals(*, board: str) -> dict[str, tuple[float, float]]:
 
 def votes_today(visitor) -> int:
     return Vote.objects.filter(visitor=visitor, created_at__gte=timezone.now() - timedelta(days=1)).count()
+
+
+# --- Release builds (the release page) ---------------------------------------------------------
+
+
+def release_builds(*, everyone: bool, limit: int = 20) -> list[ReleaseBuild]:
+    """Builds newest first; the public sees finished ones only (no failures, no names)."""
+    query = ReleaseBuild.objects.select_related("created_by")
+    if everyone:
+        query = query.filter(state=ReleaseBuild.State.DONE)
+    return list(query[:limit])
+
+
+def release_build_status(build: ReleaseBuild) -> dict:
+    return {
+        "id": build.pk,
+        "state": build.state,
+        "stage": build.stage,
+        "done": build.done,
+        "total": build.total,
+        "battles": build.battles,
+        "audio_files": build.audio_files,
+        "size_bytes": build.size_bytes,
+        "error": build.error,
+    }
+
+
+def voted_battles() -> int:
+    return Vote.objects.count()

@@ -12,7 +12,7 @@ from django.db import OperationalError
 
 from auditorium.debounce import debounce_clear
 
-from . import jobs, services
+from . import jobs, release_builds, services
 from .broadcast import leaderboard_broadcast
 from .models import AdapterKind, ArenaSystem
 
@@ -40,3 +40,8 @@ def systems_health_check() -> dict:
     for system in ArenaSystem.objects.select_related("system").filter(is_active=True).exclude(adapter_kind=AdapterKind.TRANSFORMERS):
         result[system.name] = services.system_health_check(arena_system=system)
     return result
+
+
+@shared_task(name=jobs.RELEASE_BUILD, acks_late=True, reject_on_worker_lost=True, time_limit=1800, soft_time_limit=1750)
+def release_build_task(build_id: int) -> str:
+    return release_builds.release_build_execute(build_id=build_id).state

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views
+from . import api, release_views, views
 
 app_name = "arena"
 urlpatterns = [
@@ -8,6 +8,9 @@ urlpatterns = [
     path("", views.arena, name="arena"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("audio/<uuid:public_id>/<str:side>/", views.battle_audio, name="audio"),
+    path("release/", release_views.release, name="release"),
+    path("release/status/", release_views.release_status, name="release-status"),
+    path("release/<int:build_id>/download/", release_views.release_download, name="release-download"),
     # API
     path("api/terms/", api.TermsAcceptApi.as_view(), name="api-terms"),
     path("api/prompts/random/", api.PromptRandomApi.as_view(), name="api-prompt-random"),

@@ -12,6 +12,7 @@ from auditorium.ranged import ranged_file_response
 
 from . import conf
 from .models import Battle
+from .release_builds import release_visible
 from .selectors import battle_to_resume, leaderboard_latest
 from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_cookie
 
@@ -34,7 +35,8 @@ def arena(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def leaderboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "arena/leaderboard.html", {"board": leaderboard_latest() or {"boards": {}, "computed_at": None}})
+    board = leaderboard_latest() or {"boards": {}, "computed_at": None}
+    return render(request, "arena/leaderboard.html", {"board": board, "release_visible": release_visible(request.user)})
 
 
 @require_safe

@@ -18,8 +18,23 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from auditorium.limits import BodyLimitASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
 
+
+
+async def lifespan(scope, receive, send):
+    """Answer the server's start-up and shutdown messages (uvicorn warns that lifespan is unsupported
+    when an application refuses the scope). Nothing needs setting up: Django is ready above."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 application = ProtocolTypeRouter(
     {
+        "lifespan": lifespan,
         "http": BodyLimitASGI(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -1,7 +1,7 @@
 """Auditorium settings: one module, configured from the environment.
 
-Embedded defaults need no service (SQLite, in-memory channel layer, Celery
-running tasks in-process). Setting DATABASE_URL / REDIS_URL switches to
+Embedded defaults need no service (SQLite, a channel layer in an SQLite file,
+Celery running tasks in-process or over kombu's SQLite transport). Setting DATABASE_URL / REDIS_URL switches to
 PostgreSQL, Redis-backed Celery and channels_redis without code changes.
 DEBUG is off unless DJANGO_DEBUG=true (`./auditorium demo` and the tests set it).
 """
@@ -259,6 +259,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     {} if CELERY_BROKER_URL.startswith("sqla+") else {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
 )
 
+CHANNELS_SQLITE_PATH = Path(env_str("CHANNELS_SQLITE_PATH", str(DATA_DIR / "channels.sqlite3")))
 if REDIS_URL:
     # redis-py times out socket reads after 5 s, the same as channels-redis's blocking receive;
     # a longer socket timeout keeps idle websocket consumers from crashing every few seconds.
@@ -273,11 +274,13 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # The worker is another process (./auditorium demo), and its pushes must reach the web server's
+    # open pages: a layer in a small SQLite file of its own that both open (auditorium/sqlite_layer.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "auditorium.sqlite_layer.SQLiteChannelLayer", "CONFIG": {"path": str(CHANNELS_SQLITE_PATH)}}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Sessions read from the cache first (one query less per request); the database stays
 # the record, and Django falls back to it on a cache miss. The embedded defaults serve
-# from one process (like the in-memory channel layer), so its local cache sees every logout.
+# from one web process, so its local cache sees every logout.
 SESSION_ENGINE = "auditorium.sessions"
 
 # --- Auth -----------------------------------------------------------------------
@@ -472,6 +475,8 @@ ARENA_LEADERBOARD_DEBOUNCE_SECONDS = env_int("ARENA_LEADERBOARD_DEBOUNCE_SECONDS
 ARENA_HTTP_TIMEOUT = env_float("ARENA_HTTP_TIMEOUT", 120.0, minimum=0.1)
 ARENA_HEALTH_TIMEOUT = env_float("ARENA_HEALTH_TIMEOUT", 5.0, minimum=0.1)
 ARENA_VISITOR_COOKIE = env_str("ARENA_VISITOR_COOKIE", "arena_visitor")
+# The battle-log release page (/arena/release/): researchers always; everyone may read and download when on.
+ARENA_RELEASE_PUBLIC = env_bool("ARENA_RELEASE_PUBLIC", False)
 env_check_prefix("ARENA_", {name for name in globals() if name.startswith("ARENA_")})
 
 # Judge benchmarks (scoring/benchmarks, docs/benchmarks.md).

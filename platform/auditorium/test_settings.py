@@ -18,6 +18,10 @@ CELERY_TASK_ALWAYS_EAGER = True
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
 STATIC_ROOT = Path(tempfile.mkdtemp(prefix="auditorium-test-static-"))
+# One process per test run: the in-memory layer is enough and leaves no file behind. The tests of
+# pages pushed to from another process switch to the embedded file layer (tests/live_processes.py).
+if not REDIS_URL:  # noqa: F405
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # Threaded tests hold one connection per thread for the thread's whole life
 # (50 concurrent clients in the fault tests); a request-sized pool would time out.

@@ -1,4 +1,6 @@
-// Live progress of a reward-model training: the server pushes {state, stage, step, steps} over a websocket.
+// Live progress of a reward-model training: the server pushes {state, stage, step, steps} over a websocket,
+// from the worker process that trains. When the state changes (done, failed), the held-out results and
+// any error are redrawn in place (static/scoring/sections.js).
 (function () {
   "use strict";
   const box = document.getElementById("progress");
@@ -6,7 +8,7 @@
   const status = document.getElementById("live-status");
   const bar = document.getElementById("progress-bar");
   let retry = 1000;
-  const startedDone = box.querySelector('[data-field="state"]').textContent.trim() === "done";
+  let state = box.querySelector('[data-field="state"]').textContent.trim();
 
   function show(p) {
     for (const key of ["state", "stage", "step", "steps"]) {
@@ -15,7 +17,10 @@
     }
     bar.max = p.steps || 1;
     bar.value = p.step || 0;
-    if ((p.state === "done" || p.state === "failed") && !startedDone) document.getElementById("reload-hint").hidden = false;
+    if (p.state && p.state !== state) {
+      state = p.state;
+      window.auditoriumLiveSections.refresh();
+    }
   }
 
   function connect() {

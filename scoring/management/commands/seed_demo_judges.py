@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
@@ -20,11 +21,32 @@ class Command(BaseCommand):
         target = Study.objects.filter(name=study).first()
         if target is None:
             raise CommandError(f"No study {study!r}: run seed_demo first.")
-        for row in selectors.judge_list():
-            state = "available" if row["available"] else f"unavailable: {row['reason']}"
-            self.stdout.write(f"  judge {row['key']:<22} {state}")
+        self.report(selectors.judge_list())
         run = demo_signal_run(study=target)
         if run is None:
             self.stdout.write(f"The signal judge has scored {study!r} already.")
         else:
             self.stdout.write(f"Signal judge queued on {study!r}: run #{run.pk}, {run.total} pairs.")
+
+    def report(self, rows: list[dict]) -> None:
+        """Ready judges on one line; the learned ones whose weights are absent (the normal state of a fresh
+        demo) once, as information with the folder to put them in; any other reason per judge."""
+        ready = [r["key"] for r in rows if r["available"]]
+        missing: dict[str, list[str]] = {}
+        for r in rows:
+            if not r["available"] and r["reason"].startswith(MISSING_WEIGHTS):
+                missing.setdefault(r["weights"], []).append(r["key"])
+        self.stdout.write(f"  Judges ready: {', '.join(ready) or 'none'}.")
+        if missing:
+            keys = [key for group in missing.values() for key in group]
+            self.stdout.write(f"  Not loaded, as expected on a fresh demo: {', '.join(keys)} (their weights are not on this machine).")
+            self.stdout.write(f"  To use one, put its checkpoint folder in {settings.AUDITORIUM_MODEL_DIR}/ (the judges page picks it up):")
+            for weights, group in missing.items():
+                self.stdout.write(f"    {weights}/  for {', '.join(group)}")
+        for r in rows:
+            if not r["available"] and not r["reason"].startswith(MISSING_WEIGHTS):
+                self.stdout.write(f"  Judge {r['key']} is unavailable: {r['reason']}")
+
+
+# resolve_weights' reasons when a judge's checkpoint is simply not on this machine.
+MISSING_WEIGHTS = ("weights not found", "no weights configured")
