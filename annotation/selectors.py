@@ -124,6 +124,24 @@ def annotator_home_studies(*, user, now=None) -> list[dict]:
     return studies
 
 
+def home_sections(*, user) -> dict:
+    """Which parts of the home page a user gets: their annotation tasks, their studies as a researcher, or both.
+
+    Researchers are not annotators unless a study lists them: they never see the consent prompt.
+    Staff (admins, superusers, is_staff) see both, since they do both jobs.
+    """
+    researcher = is_researcher(user)
+    staff = is_admin(user) or bool(getattr(user, "is_staff", False))
+    member = StudyAnnotator.objects.filter(annotator=user).exists()
+    return {"tasks": member or staff or not researcher, "research": researcher, "member": member, "staff": staff}
+
+
+def researcher_home_studies(*, user) -> QuerySet[Study]:
+    """A researcher's own studies with their counts; an admin's: every study."""
+    studies = studies_with_counts()
+    return studies if is_admin(user) else studies.filter(owner=user)
+
+
 def assignment_with_content(*, assignment_id: int, study: Study) -> Assignment:
     """An assignment with its pair's condition, reference and clips, ready to show."""
     assignment = Assignment.objects.select_related("pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment_id)

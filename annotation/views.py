@@ -114,13 +114,19 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    studies = selectors.annotator_home_studies(user=request.user)
-    profile = selectors.profile_for(user=request.user)
-    return _render(
-        request,
-        "annotation/home.html",
-        {"studies": studies, "profile": profile, "has_consented": bool(profile and profile.has_consented)},
-    )
+    """One home per role: an annotator's tasks, a researcher's studies, both for staff."""
+    sections = selectors.home_sections(user=request.user)
+    context = {"sections": sections, "studies": [], "research_studies": []}
+    if sections["tasks"]:
+        profile = selectors.profile_for(user=request.user)
+        context.update(
+            studies=selectors.annotator_home_studies(user=request.user),
+            profile=profile,
+            has_consented=bool(profile and profile.has_consented),
+        )
+    if sections["research"]:
+        context["research_studies"] = selectors.researcher_home_studies(user=request.user)
+    return _render(request, "annotation/home.html", context)
 
 
 @login_required
