@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from auditorium.roles import is_admin, is_researcher
 
-from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
+from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator, StudyExport
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
@@ -236,6 +236,30 @@ def study_importable_by(*, study: Study, user) -> bool:
     if is_admin(user):
         return True
     return is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk
+
+
+def study_exportable_by(*, study: Study, user) -> bool:
+    """Who may take a study's data out in the browser: its owner and admins (the same people who may import into it)."""
+    return study_importable_by(study=study, user=user)
+
+
+def study_export_latest(*, study: Study, user) -> StudyExport | None:
+    return StudyExport.objects.filter(study=study, requested_by=user).first()
+
+
+def study_export_status(*, export: StudyExport) -> dict:
+    """What the study page shows and polls while an export is built."""
+    return {
+        "id": str(export.public_id),
+        "state": export.state,
+        "label": export.get_state_display(),
+        "step": export.step,
+        "done": export.done,
+        "total": export.total,
+        "message": export.message,
+        "size_bytes": export.size_bytes,
+        "options": export.options,
+    }
 
 
 def studies_importable_by(*, user) -> QuerySet[Study]:
