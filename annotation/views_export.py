@@ -17,7 +17,7 @@ from . import selectors
 from .forms import StudyExportForm
 from .models import Study, StudyExport
 from .services.exports import export_path, study_export_request
-from .views import _form_error, _forbidden, _study_manage_render, researcher_required
+from .views import _forbidden, _form_error, _study_manage_render, researcher_required
 
 
 def _wants_json(request: HttpRequest) -> bool:
