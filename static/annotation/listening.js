@@ -235,11 +235,28 @@
     return `auditorium:instructions-seen:${cfg.study}`;
   }
 
-  function instructionsSeen() {
+  // A short fingerprint of the text: instructions the researcher rewrites open again once.
+  function fingerprint(text) {
+    let h = 5381;
+    for (let i = 0; i < text.length; i += 1) h = ((h * 33) ^ text.charCodeAt(i)) >>> 0;
+    return `${text.length}:${h.toString(36)}`;
+  }
+
+  function instructionsSeen(text) {
     try {
-      return window.localStorage.getItem(instructionsSeenKey()) === "1";
+      const seen = window.localStorage.getItem(instructionsSeenKey());
+      // "1" is what earlier versions stored, for any text.
+      return seen === "1" || seen === fingerprint(text);
     } catch (_) {
       return false;
+    }
+  }
+
+  function instructionsMarkSeen(text) {
+    try {
+      window.localStorage.setItem(instructionsSeenKey(), fingerprint(text));
+    } catch (_) {
+      /* private mode: they open on every visit */
     }
   }
 
@@ -322,8 +339,11 @@
     // Instruction.
     el.studyInstructions.replaceChildren(...instructionsNodes(assignment.instructions || ""));
     el.instructionsBox.hidden = !assignment.instructions;
-    // Open for the first pair; afterwards one tap away, so the clips sit higher on small screens.
-    el.instructionsBox.open = !instructionsSeen();
+    // Open on the first visit; from then on (the next pair, a reload, another day) one tap away,
+    // so the clips sit higher on small screens.
+    const instructions = assignment.instructions || "";
+    el.instructionsBox.open = Boolean(instructions) && !instructionsSeen(instructions);
+    if (instructions) instructionsMarkSeen(instructions);
     const cond = assignment.condition || {};
     el.prompt.textContent = cond.prompt || "";
     el.promptBlock.hidden = !cond.prompt;
@@ -490,11 +510,8 @@
     audioContext().resume();
     setReadState(true);
     flash("");
-    try {
-      window.localStorage.setItem(instructionsSeenKey(), "1");
-    } catch (_) {
-      /* private mode */
-    }
+    // Read: folded, so the player moves up to where the reader is.
+    el.instructionsBox.open = false;
     persist(true);
     render();
     announce("Instruction read. The clips are unlocked: press Space to play.");
