@@ -247,9 +247,18 @@ def study_export_latest(*, study: Study, user) -> StudyExport | None:
     return StudyExport.objects.filter(study=study, requested_by=user).first()
 
 
+def _export_summary(options: dict) -> str:
+    if options.get("balanced_test"):
+        split = f"balanced test split of {options['balanced_test']} pairs (seed {options.get('seed')})"
+    else:
+        split = "split as stored"
+    return split + (", pairs without votes included" if options.get("include_unvoted") else "")
+
+
 def study_export_status(*, export: StudyExport) -> dict:
     """What the study page shows and polls while an export is built."""
     return {
+        "summary": _export_summary(export.options or {}),
         "id": str(export.public_id),
         "state": export.state,
         "label": export.get_state_display(),

@@ -33,6 +33,7 @@
     box.dataset.state = status.state;
     box.dataset.statusUrl = status.status_url || box.dataset.statusUrl;
     $("export-state").textContent = status.label;
+    $("export-summary").textContent = status.summary ? `· ${status.summary}` : "";
     $("export-step").textContent = status.state === "running" && status.step ? `${status.step}${status.total ? ` · ${status.done} of ${status.total}` : ""}` : "";
     const bar = $("export-progress");
     bar.max = Math.max(1, status.total);

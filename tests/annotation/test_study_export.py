@@ -53,6 +53,7 @@ class StudyExportTests(TestCase):
         self.assertEqual(len(rows), 2)
         # The option reaches the exporter: the unvoted pair becomes a row of its own.
         status = self.export(self.owner, split="keep", include_unvoted="on").json()
+        self.assertEqual(status["summary"], "split as stored, pairs without votes included")
         with self.archive(self.client.get(status["status_url"]).json()) as zf:
             rows = [line for name in ("train.jsonl", "test.jsonl") for line in zf.read(name).decode().splitlines()]
         self.assertEqual(len(rows), 3)
