@@ -49,6 +49,7 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
         page.fill("#id_username", username)
         page.fill("#id_password", "pw")
         page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
         page.wait_for_selector("h1")
         return context, page
 
