@@ -11,7 +11,7 @@ class AnnotationConfig(AppConfig):
 
         from auditorium.auth_backend import user_forget
 
-        from . import cached
+        from . import cached, tasks  # noqa: F401  (registers the task names jobs.py queues by)
         from .models import AnnotatorProfile, Study
 
         pre_save.connect(cached.study_rename_forget, sender=Study, dispatch_uid="annotation-study-rename-cache")

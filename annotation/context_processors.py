@@ -1,8 +1,35 @@
-"""Template context shared by every page: which navigation a user's roles allow."""
+"""Template context shared by every page: which navigation a user's roles allow, and where they are."""
 
 from auditorium.roles import is_researcher
+
+# The nav entry each page belongs to, by URL name, so one navigation (base.html) marks the
+# current page on every page, arena included.
+_SECTIONS = (
+    ("arena:leaderboard", "leaderboard"),
+    ("benchmarks:", "benchmarks"),
+    ("arena:", "arena"),
+    ("scoring:judge", "judges"),
+    ("scoring:run", "runs"),
+    ("scoring:", "reports"),
+    ("study-manage", "manage"),
+    ("study-", "manage"),
+    ("pairs-import", "manage"),
+    ("home", "home"),
+)
+
+
+def _section(request) -> str:
+    match = getattr(request, "resolver_match", None)
+    name = (match.view_name if match else "") or ""
+    return next((section for prefix, section in _SECTIONS if name.startswith(prefix)), "")
 
 
 def roles(request):
     user = getattr(request, "user", None)
-    return {"is_researcher": bool(user is not None and is_researcher(user))}
+    profile = getattr(user, "annotator_profile", None) if user is not None and user.is_authenticated else None
+    return {
+        "is_researcher": bool(user is not None and is_researcher(user)),
+        # Withdrawing means something only once consent was given (and not already withdrawn).
+        "can_withdraw_consent": bool(profile is not None and profile.has_consented),
+        "nav_section": _section(request),
+    }

@@ -522,3 +522,34 @@ class AudioFetch(models.Model):
     class Meta:
         ordering = ["served_at", "id"]
         indexes = [models.Index(fields=["user", "clip"])]
+
+
+class StudyExport(models.Model):
+    """A study's dataset archive, built by a worker (services/exports.py) and offered for download.
+
+    The row carries the progress the study page polls; the archive lives under MEDIA_ROOT/exports/,
+    which no URL serves directly: the download view checks who asks.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Building"
+        DONE = "done", "Ready"
+        FAILED = "failed", "Failed"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exports")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    options = models.JSONField(default=dict, help_text="The export's options as the form gave them.")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    step = models.CharField(max_length=40, blank=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True, help_text="The export's summary, or why it failed.")
+    size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "requested_by", "-created_at"], name="study_export_recent")]

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from auditorium.roles import is_admin, is_researcher
 
-from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator
+from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator, StudyExport
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
@@ -124,6 +124,24 @@ def annotator_home_studies(*, user, now=None) -> list[dict]:
     return studies
 
 
+def home_sections(*, user) -> dict:
+    """Which parts of the home page a user gets: their annotation tasks, their studies as a researcher, or both.
+
+    Researchers are not annotators unless a study lists them: they never see the consent prompt.
+    Staff (admins, superusers, is_staff) see both, since they do both jobs.
+    """
+    researcher = is_researcher(user)
+    staff = is_admin(user) or bool(getattr(user, "is_staff", False))
+    member = StudyAnnotator.objects.filter(annotator=user).exists()
+    return {"tasks": member or staff or not researcher, "research": researcher, "member": member, "staff": staff}
+
+
+def researcher_home_studies(*, user) -> QuerySet[Study]:
+    """A researcher's own studies with their counts; an admin's: every study."""
+    studies = studies_with_counts()
+    return studies if is_admin(user) else studies.filter(owner=user)
+
+
 def assignment_with_content(*, assignment_id: int, study: Study) -> Assignment:
     """An assignment with its pair's condition, reference and clips, ready to show."""
     assignment = Assignment.objects.select_related("pair__condition__reference", "pair__clip_a", "pair__clip_b").get(pk=assignment_id)
@@ -218,6 +236,39 @@ def study_importable_by(*, study: Study, user) -> bool:
     if is_admin(user):
         return True
     return is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk
+
+
+def study_exportable_by(*, study: Study, user) -> bool:
+    """Who may take a study's data out in the browser: its owner and admins (the same people who may import into it)."""
+    return study_importable_by(study=study, user=user)
+
+
+def study_export_latest(*, study: Study, user) -> StudyExport | None:
+    return StudyExport.objects.filter(study=study, requested_by=user).first()
+
+
+def _export_summary(options: dict) -> str:
+    if options.get("balanced_test"):
+        split = f"balanced test split of {options['balanced_test']} pairs (seed {options.get('seed')})"
+    else:
+        split = "split as stored"
+    return split + (", pairs without votes included" if options.get("include_unvoted") else "")
+
+
+def study_export_status(*, export: StudyExport) -> dict:
+    """What the study page shows and polls while an export is built."""
+    return {
+        "summary": _export_summary(export.options or {}),
+        "id": str(export.public_id),
+        "state": export.state,
+        "label": export.get_state_display(),
+        "step": export.step,
+        "done": export.done,
+        "total": export.total,
+        "message": export.message,
+        "size_bytes": export.size_bytes,
+        "options": export.options,
+    }
 
 
 def studies_importable_by(*, user) -> QuerySet[Study]:

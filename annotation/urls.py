@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views
+from . import api, views, views_export
 from .api_dataset import StudyExportApi
 
 urlpatterns = [
@@ -17,6 +17,9 @@ urlpatterns = [
     path("manage/studies/<slug:name>/", views.study_manage, name="study-manage"),
     path("manage/studies/<slug:name>/edit/", views.study_edit, name="study-edit"),
     path("manage/studies/<slug:name>/annotators/", views.study_annotators_add, name="study-annotators-add"),
+    path("manage/studies/<slug:name>/export/", views_export.study_export, name="study-export"),
+    path("manage/studies/<slug:name>/exports/<uuid:public_id>/", views_export.study_export_status, name="study-export-status"),
+    path("manage/studies/<slug:name>/exports/<uuid:public_id>/download/", views_export.study_export_download, name="study-export-download"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

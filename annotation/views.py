@@ -25,7 +25,7 @@ from auditorium.roles import is_researcher
 
 from . import selectors, services
 from .dataset import max_upload_bytes, pairs_import_upload
-from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyForm
+from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyExportForm, StudyForm
 from .models import Clip, Study
 
 PAIRS_PER_PAGE = 50
@@ -114,13 +114,19 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    studies = selectors.annotator_home_studies(user=request.user)
-    profile = selectors.profile_for(user=request.user)
-    return _render(
-        request,
-        "annotation/home.html",
-        {"studies": studies, "profile": profile, "has_consented": bool(profile and profile.has_consented)},
-    )
+    """One home per role: an annotator's tasks, a researcher's studies, both for staff."""
+    sections = selectors.home_sections(user=request.user)
+    context = {"sections": sections, "studies": [], "research_studies": []}
+    if sections["tasks"]:
+        profile = selectors.profile_for(user=request.user)
+        context.update(
+            studies=selectors.annotator_home_studies(user=request.user),
+            profile=profile,
+            has_consented=bool(profile and profile.has_consented),
+        )
+    if sections["research"]:
+        context["research_studies"] = selectors.researcher_home_studies(user=request.user)
+    return _render(request, "annotation/home.html", context)
 
 
 @login_required
@@ -255,15 +261,24 @@ def study_manage(request: HttpRequest, name: str) -> HttpResponse:
     return _study_manage_render(request, study, StudyAnnotatorAddForm())
 
 
-def _study_manage_render(request: HttpRequest, study: Study, add_form: StudyAnnotatorAddForm, status: int = 200) -> HttpResponse:
+def _study_manage_render(
+    request: HttpRequest, study: Study, add_form: StudyAnnotatorAddForm | None, status: int = 200, export_form: StudyExportForm | None = None
+) -> HttpResponse:
+    can_export = selectors.study_exportable_by(study=study, user=request.user)
+    latest = selectors.study_export_latest(study=study, user=request.user) if can_export else None
     context = {
         "study": study,
-        "add_form": add_form,
+        "add_form": add_form or StudyAnnotatorAddForm(),
         "annotators": selectors.study_annotator_rows(study=study),
         "pairs": Paginator(selectors.study_pairs_with_load(study=study), PAIRS_PER_PAGE).get_page(request.GET.get("page")),
         "totals": selectors.study_totals(study=study),
         "import_url": _import_url(study),
         "can_import": selectors.study_importable_by(study=study, user=request.user),
+        "can_export": can_export,
+        "export_form": export_form or StudyExportForm(),
+        "export_latest": selectors.study_export_status(export=latest) if latest else None,
+        "export_status_url": reverse("study-export-status", args=[study.name, latest.public_id]) if latest else "",
+        "export_download_url": reverse("study-export-download", args=[study.name, latest.public_id]) if latest and latest.state == "done" else "",
     }
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Callable
 
 from django.db import transaction
 
@@ -28,6 +29,10 @@ CONSENT_STATEMENT = (
     "Annotators appear only under pseudonyms. Imported votes keep the pseudonymous ids of the dataset they came from "
     "and remain under that dataset's terms."
 )
+
+
+# (step, done, total): what a long export reports while it copies and zips the audio.
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -229,10 +234,12 @@ def dataset_export(
     balanced_test: int | None = None,
     seed: int | None = None,
     include_unvoted: bool = False,
+    progress: Progress | None = None,
 ) -> ExportReport:
     """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty).
 
     include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`).
+    progress, if given, is called as (step, done, total) while the audio is copied.
     """
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -308,7 +315,10 @@ def dataset_export(
         split_lines.sort()
         (out / f"{split}.jsonl").write_text("".join(line + "\n" for line in split_lines), encoding="utf-8")
         report.rows[split] = len(split_lines)
-    for clip in sorted(clips.values(), key=lambda c: names[c.pk]):
+    ordered = sorted(clips.values(), key=lambda c: names[c.pk])
+    for index, clip in enumerate(ordered):
+        if progress is not None:
+            progress("copying audio", index, len(ordered))
         target = out / names[clip.pk]
         target.parent.mkdir(parents=True, exist_ok=True)
         with clip.file.open("rb") as src, open(target, "wb") as dst:
@@ -319,14 +329,27 @@ def dataset_export(
     return report
 
 
-def dataset_export_archive(*, studies: list[Study] | None = None, include_unvoted: bool = False):
-    """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start."""
+def dataset_export_archive(
+    *,
+    studies: list[Study] | None = None,
+    include_unvoted: bool = False,
+    balanced_test: int | None = None,
+    seed: int | None = None,
+    progress: Progress | None = None,
+):
+    """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start.
+
+    progress, if given, is called as (step, done, total): copying the audio, then zipping the files.
+    """
     archive = tempfile.TemporaryFile(suffix=".zip")
     with tempfile.TemporaryDirectory(prefix="auditorium-export-") as tmp:
         root = Path(tmp) / "dataset"
-        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted)
+        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted, balanced_test=balanced_test, seed=seed, progress=progress)
+        files = sorted(p for p in root.rglob("*") if p.is_file())
         with zipfile.ZipFile(archive, "w") as zf:
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            for index, path in enumerate(files):
+                if progress is not None:
+                    progress("zipping", index, len(files))
                 arcname = path.relative_to(root).as_posix()
                 # Audio is already compressed (or incompressible PCM noise); deflating it costs time for little.
                 method = zipfile.ZIP_DEFLATED if path.suffix in (".jsonl", ".md") else zipfile.ZIP_STORED

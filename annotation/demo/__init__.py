@@ -15,13 +15,13 @@ Everything but the seeding is numpy and scipy; rendering 6 s takes a few tens of
 - synth.py: playing the score, each system's faults, `render` and `render_reference`
 - mastering.py: loudness, true peak, limiter
 - seed.py: the demo study, its pairs and the demo accounts in the database
-- votes.py: the demo annotators' seeded, labelled votes (so reports have human labels at once)
+- votes.py: the seeded, labelled votes (made by accounts of their own, not the demo annotators) (so reports have human labels at once)
 """
 
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, ORGANISATION, SYSTEM_NAMES, DemoCondition, DemoSystem
 from .compose import Style, style_for
 from .mastering import loudness_lufs, master, true_peak
-from .seed import ANNOTATORS, DEMO_STUDY, USERS, seed_demo
+from .seed import ANNOTATORS, DEMO_STUDY, SEEDED_VOTERS, USERS, seed_demo
 from .synth import FAULTS, Faults, render, render_reference
 from .votes import DEMO_VOTE_KEY, DEMO_VOTE_LABEL
 
@@ -35,6 +35,7 @@ __all__ = [
     "DEMO_VOTE_LABEL",
     "FAULTS",
     "ORGANISATION",
+    "SEEDED_VOTERS",
     "SYSTEM_NAMES",
     "USERS",
     "DemoCondition",

@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from ..models import Clip, Pair, Study, System
-from ..services import clip_ingest_array, condition_get_or_create, pair_get_or_create, study_annotator_add
+from ..models import Clip, Pair, Study, StudyAnnotator, System
+from ..services import clip_ingest_array, condition_get_or_create, pair_get_or_create, profile_ensure, study_annotator_add
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, SYSTEM_NAMES
 from .synth import render, render_reference
 from .votes import demo_votes_seed
@@ -57,6 +57,9 @@ USERS = (
     ("researcher", "researcher", False, ("researcher",)),
 )
 ANNOTATORS = (("annotator1", "annotator"), ("annotator2", "annotator"), ("annotator3", "annotator"))
+# The seeded votes' authors: accounts of their own that cannot sign in, so a demo annotator's
+# progress counts only what they judged themselves.
+SEEDED_VOTERS = ("seeded-voter-1", "seeded-voter-2", "seeded-voter-3")
 
 
 def _demo_pairs(index: int) -> list[tuple[str, str]]:
@@ -85,6 +88,20 @@ def _ensure_user(username: str, password: str, *, superuser: bool = False, group
             user = User.objects.create_user(username=username, password=password)
     for name in groups:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
+    return user
+
+
+def _seeded_voter(study: Study, username: str):
+    """An account that holds seeded votes: no password, an imported profile, an inactive membership
+    (the study page lists it, the assignment engine never serves it)."""
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        user = User(username=username)
+        user.set_unusable_password()
+        user.save()
+    profile_ensure(user=user, pseudonym=username, is_imported=True)
+    StudyAnnotator.objects.get_or_create(study=study, annotator=user, defaults={"seed": 0, "is_active": False})
     return user
 
 
@@ -169,5 +186,5 @@ def seed_demo(*, force: bool = False):
             annotators.append(_ensure_user(username, password))
             study_annotator_add(study=study, user=annotators[-1])
         # A few labelled, seeded answers, so the report's judge-versus-human sections have something to show.
-        demo_votes_seed(study=study, annotators=annotators)
+        demo_votes_seed(study=study, annotators=[_seeded_voter(study, username) for username in SEEDED_VOTERS])
     return study

@@ -1,4 +1,4 @@
-"""Seeded demo votes: a small, labelled set of answers from the demo annotators, so a fresh demo's report
+"""Seeded demo votes: a small, labelled set of answers from the seeded voters (seed.py), so a fresh demo's report
 has human labels for its judges to be measured against.
 
 No one listened to anything: each vote follows the systems' true ranks (catalogue.py) with some
@@ -17,7 +17,7 @@ from .catalogue import DEMO_SYSTEMS
 DEMO_VOTE_SEED = 20250
 DEMO_VOTE_LABEL = "Demo vote (seeded; no one listened)"
 DEMO_VOTE_KEY = "demo-vote:"
-# Pairs voted per condition, each by all three demo annotators: agreement can be measured and a
+# Pairs voted per condition, each by all three seeded voters: agreement can be measured and a
 # pair's majority is never tied.
 PAIRS_PER_CONDITION = 2
 VOTERS_PER_PAIR = 3

@@ -1,10 +1,14 @@
-// Arena page: terms, prompt, generation progress, listening events, vote, reveal.
-// The page only reports what the players do, numbered (the server ignores a number it has
-// seen); the server stamps each post on arrival and decides when a vote is allowed.
+// Arena page: terms, prompt, generation progress, listening, vote, reveal.
+// Both clips play through the listening page's A/B transport (static/js/ab-transport.js): one
+// clock, a switch at the same moment, loop, waveforms, keys. The page only reports what the
+// transport does, numbered (the server ignores a number it has seen); the server stamps each
+// post on arrival and decides when a vote is allowed.
 (function () {
   "use strict";
   const root = document.getElementById("arena");
   if (!root) return;
+  const { SIDES, Transport, Waveform, emptyLog, fmtTime, transportKey } = window.AuditoriumAB;
+  const STORE_PREFIX = "auditorium:arena:";
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen);
   const REASONS = {
@@ -19,7 +23,7 @@
   let tickTimer = null;
   let voted = false;
   let lastFlush = 0;
-  const FLUSH_MS = 2000; // ticks are posted this often; play, pause, seek and ended at once
+  const FLUSH_MS = 2000; // ticks are posted this often; play, pause, seek, switch and ended at once
 
   function csrf() {
     const m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -100,7 +104,101 @@
   }
 
   // --- listening -------------------------------------------------------------------
-  const players = { a: $("audio-a"), b: $("audio-b") };
+  let ctx = null;
+  let transport = null;
+  let lastTick = 0;
+  let lastSave = 0;
+  const sideEls = {};
+  for (const side of SIDES) {
+    sideEls[side] = {
+      button: $("btn-side-" + side),
+      canvas: $("wave-" + side),
+      status: $("wave-status-" + side),
+      heard: $("heard-" + side),
+      meter: $("heard-meter-" + side),
+      heardText: $("heard-text-" + side),
+    };
+    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
+  }
+  const buttons = { play: $("btn-play"), swap: $("btn-switch"), loop: $("btn-loop") };
+
+  function audioContext() {
+    if (!ctx) {
+      const Ctor = window.AudioContext || window.webkitAudioContext;
+      ctx = new Ctor({ latencyHint: "interactive" });
+    }
+    return ctx;
+  }
+
+  function announce(message) {
+    $("sr-status").textContent = message || "";
+  }
+
+  // Where the listener was (clip, moment, loop), kept per battle so a reload puts them back there;
+  // what counts as heard is the server's record, which a reload does not touch.
+  const store = {
+    load(id) {
+      try { return JSON.parse(localStorage.getItem(STORE_PREFIX + id)) || null; } catch (e) { return null; }
+    },
+    save(id, value) {
+      try { localStorage.setItem(STORE_PREFIX + id, JSON.stringify(value)); } catch (e) { /* private mode: no resume */ }
+    },
+    clear(id) {
+      try { localStorage.removeItem(STORE_PREFIX + id); } catch (e) { /* ignore */ }
+    },
+  };
+
+  function persist(force) {
+    if (!battle || !transport || !transport.ready) return;
+    const now = performance.now();
+    if (!force && now - lastSave < 1000) return;
+    lastSave = now;
+    store.save(battle.id, { active: transport.active, position: transport.position(), loop: transport.loop });
+  }
+
+  function teardownPlayer() {
+    if (transport) transport.destroy();
+    transport = null;
+    for (const side of SIDES) {
+      sideEls[side].wave.setBuffer(null, 0);
+      sideEls[side].status.textContent = "waiting";
+    }
+    render();
+  }
+
+  async function loadClips(mine) {
+    teardownPlayer();
+    const context = audioContext();
+    const t = new Transport(context, emptyLog(), () => render());
+    t.onEvent = (kind, side, position) => record(side.toLowerCase(), kind, position);
+    transport = t;
+    for (const side of SIDES) sideEls[side].status.textContent = "loading…";
+    await Promise.all(SIDES.map(async (side) => {
+      try {
+        const response = await fetch(mine.audio[side.toLowerCase()], { credentials: "same-origin" });
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        const buffer = await context.decodeAudioData(await response.arrayBuffer());
+        if (transport !== t) return;
+        t.buffers[side] = buffer;
+        sideEls[side].status.textContent = "";
+      } catch (err) {
+        if (transport !== t) return;
+        sideEls[side].status.textContent = "could not load";
+        $("vote-error").textContent = "Clip " + side + " could not be loaded (" + err.message + "). Reload the page to try again.";
+      }
+    }));
+    if (transport !== t || !t.ready) return;
+    for (const side of SIDES) sideEls[side].wave.setBuffer(t.buffers[side], t.span);
+    const saved = store.load(mine.id);
+    if (saved) {
+      // Put back without events: nothing was played, so the server's record has nothing to learn.
+      t.active = saved.active === "B" ? "B" : "A";
+      t.loop = saved.loop && saved.loop.end > saved.loop.start && saved.loop.end <= Math.min(t.duration("A"), t.duration("B")) ? saved.loop : null;
+      t.offset = Math.min(Math.max(0, Number(saved.position) || 0), Math.max(0, t.duration(t.active) - 0.05));
+      t._setGains(true);
+    }
+    render();
+  }
 
   function showBattle() {
     voted = false;
@@ -110,7 +208,6 @@
     $("battle-lyrics").textContent = battle.lyrics ? "Lyrics: " + battle.lyrics : "";
     $("battle-lyrics").hidden = !battle.lyrics;
     for (const side of ["a", "b"]) {
-      players[side].src = battle.audio[side];
       $("reveal-" + side).hidden = true;
       $("reveal-" + side).textContent = "";
     }
@@ -122,16 +219,18 @@
     battle.seq = battle.listen_seq || 0;
     queue = [];
     updateHeard(battle.heard);
-    if (!tickTimer) tickTimer = setInterval(tick, 1000);
+    loadClips(battle);
+    if (!tickTimer) tickTimer = setInterval(tick, 100);
     // The battle replaced what had focus (the Start button, now hidden): move there, not to the top.
     $("battle-title").focus();
   }
 
-  function record(side, kind) {
+  function record(side, kind, position) {
     if (!battle || voted) return;
     battle.seq += 1;
-    queue.push({ seq: battle.seq, side: side, kind: kind, client_time: Math.round(performance.now()), position: players[side].currentTime || 0 });
-    if (kind !== "tick") flush();
+    queue.push({ seq: battle.seq, side: side, kind: kind, client_time: Math.round(performance.now()), position: Math.round(Math.max(0, position || 0) * 1000) / 1000 });
+    if (kind === "tick") lastTick = performance.now();
+    else flush();
   }
 
   // One post at a time, in order; a batch whose answer was lost is sent again as it was.
@@ -158,24 +257,64 @@
   }
 
   function tick() {
-    for (const side of ["a", "b"]) {
-      if (!players[side].paused && !players[side].ended) record(side, "tick");
-    }
-    if (queue.length && performance.now() - lastFlush >= FLUSH_MS) flush();
+    if (!transport) return;
+    transport.checkEnded();
+    transport.account();
+    const now = performance.now();
+    if (transport.playing && now - lastTick >= 1000) record(transport.active.toLowerCase(), "tick", transport.position());
+    if (queue.length && now - lastFlush >= FLUSH_MS) flush();
+    persist(false);
+    if (!transport.playing) render();
   }
 
+  function frame() {
+    if (transport && transport.playing) render();
+    window.requestAnimationFrame(frame);
+  }
+
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function render() {
+    const ready = Boolean(transport && transport.ready);
+    const position = transport ? transport.position() : 0;
+    for (const b of Object.values(buttons)) b.disabled = !ready;
+    const playing = Boolean(transport && transport.playing);
+    const label = playing ? '<span aria-hidden="true">❚❚ </span>Pause <kbd aria-hidden="true">Space</kbd>' : '<span aria-hidden="true">▶ </span>Play <kbd aria-hidden="true">Space</kbd>';
+    if (buttons.play.dataset.html !== label) { buttons.play.innerHTML = label; buttons.play.dataset.html = label; }
+    for (const side of SIDES) {
+      const s = sideEls[side];
+      const isActive = Boolean(transport && transport.active === side);
+      s.button.disabled = !ready;
+      s.button.setAttribute("aria-pressed", String(isActive));
+      s.button.closest(".clip-row").classList.toggle("active", isActive);
+      s.canvas.tabIndex = ready ? 0 : -1;
+      const duration = transport ? transport.duration(side) : 0;
+      s.canvas.setAttribute("aria-valuemax", duration.toFixed(1));
+      s.canvas.setAttribute("aria-valuenow", Math.min(position, duration).toFixed(1));
+      s.canvas.setAttribute("aria-valuetext", fmtTime(Math.min(position, duration)) + " of " + fmtTime(duration));
+      s.wave.draw({ active: isActive, position: position, loop: transport ? transport.loop : null, loopStartPending: transport ? transport.loopStartPending : null });
+    }
+    if (transport) {
+      setText($("time-text"), transport.active + " " + fmtTime(position, true) + " / " + fmtTime(transport.duration(transport.active), true));
+      if (transport.loop) setText($("loop-text"), "Loop " + fmtTime(transport.loop.start, true) + "–" + fmtTime(transport.loop.end, true));
+      else if (transport.loopStartPending !== null) setText($("loop-text"), "Loop from " + fmtTime(transport.loopStartPending, true) + "… (L to set the end)");
+      else setText($("loop-text"), "No loop");
+    }
+  }
+
+  // What the server counted, per clip: the vote opens on its numbers, not the page's.
   function updateHeard(heard, canVote) {
     if (!heard) return;
-    for (const side of ["a", "b"]) {
-      const v = heard[side] || 0;
-      const line = $("heard-line-" + side);
-      line.dataset.heard = v.toFixed(1);
+    for (const side of SIDES) {
+      const v = heard[side.toLowerCase()] || 0;
+      const s = sideEls[side];
+      s.heardText.dataset.heard = v.toFixed(1);
       // Past the minimum the count stops being a target: "8.1 of 5 s" would read as unfinished.
-      line.textContent = v >= minListen ? "✓ " + v.toFixed(1) + " s heard: enough to vote" : v.toFixed(1) + " of " + minListen + " s heard";
-      line.classList.toggle("ok", v >= minListen);
-      const fill = $("fill-" + side);
-      fill.style.width = Math.min(100, (100 * v) / minListen) + "%";
-      fill.classList.toggle("done", v >= minListen);
+      s.heardText.textContent = v >= minListen ? "✓ " + v.toFixed(1) + " s heard: enough to vote" : v.toFixed(1) + " of " + minListen + " s heard";
+      s.meter.value = minListen > 0 ? Math.min(1, v / minListen) : 1;
+      s.heard.dataset.done = String(v >= minListen);
     }
     if (voted) return;
     const open = canVote === undefined ? heard.a >= minListen && heard.b >= minListen : canVote;
@@ -183,25 +322,62 @@
     $("vote-hint").textContent = open ? "Which clip is better music for this prompt?" : "Voting opens once each clip has played for at least " + minListen + " seconds.";
   }
 
-  for (const side of ["a", "b"]) {
-    const other = side === "a" ? "b" : "a";
-    const el = players[side];
-    el.addEventListener("play", () => {
-      // One clip at a time: comparing is easier, and listening time stays meaningful.
-      if (!players[other].paused) players[other].pause();
-      record(side, "play");
-    });
-    el.addEventListener("pause", () => { if (!el.ended) record(side, "pause"); });
-    el.addEventListener("seeked", () => record(side, "seek"));
-    el.addEventListener("ended", () => record(side, "ended"));
+  function seekFromCanvas(event) {
+    if (!transport || !transport.ready) return;
+    const rect = event.currentTarget.getBoundingClientRect();
+    transport.select(event.currentTarget.dataset.side);
+    transport.seek(((event.clientX - rect.left) / rect.width) * transport.span);
   }
+
+  for (const side of SIDES) {
+    sideEls[side].button.addEventListener("click", () => transport && transport.select(side));
+    sideEls[side].canvas.addEventListener("click", seekFromCanvas);
+  }
+  buttons.play.addEventListener("click", () => transport && transport.toggle());
+  buttons.swap.addEventListener("click", () => transport && transport.switchSide());
+  buttons.loop.addEventListener("click", () => transport && announce(transport.loopKey()));
+
+  const TYPING = "textarea, input, select, [contenteditable=true]";
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.metaKey || event.ctrlKey || event.isComposing) return;
+    if ($("battle").hidden || !transport || !transport.ready) return;
+    if (event.target.matches && event.target.matches(TYPING)) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    if (event.repeat && event.key !== "ArrowLeft" && event.key !== "ArrowRight") {
+      if (event.key === " ") event.preventDefault();
+      return;
+    }
+    transportKey(transport, event, announce);
+  });
+  window.addEventListener("resize", () => render());
+  window.addEventListener("pagehide", () => persist(true));
+  window.requestAnimationFrame(frame);
+
+  // Read-only view of the transport for diagnostics and the browser tests.
+  window.auditoriumArena = {
+    snapshot() {
+      return {
+        battle: battle ? battle.id : null,
+        ready: Boolean(transport && transport.ready),
+        active: transport ? transport.active : null,
+        playing: Boolean(transport && transport.playing),
+        position: transport ? transport.position() : 0,
+        audioTime: ctx ? ctx.currentTime : 0,
+        loop: transport && transport.loop ? { ...transport.loop } : null,
+        pending: queue.length + (flushing ? 1 : 0),
+        seq: battle ? battle.seq : 0,
+      };
+    },
+  };
 
   // --- vote ------------------------------------------------------------------------
   document.querySelectorAll("button.vote").forEach((button) => {
     button.addEventListener("click", async () => {
       $("vote-error").textContent = "";
       // Report what has been heard up to this moment before voting.
-      for (const side of ["a", "b"]) { if (!players[side].paused) record(side, "tick"); }
+      if (transport && transport.playing) record(transport.active.toLowerCase(), "tick", transport.position());
       for (let tries = 0; (flushing || queue.length) && tries < 100; tries += 1) { await flush(); await new Promise((res) => setTimeout(res, 50)); }
       // One key per battle on this page: a retried request after a lost answer gets the stored vote back.
       if (!battle.voteKey) battle.voteKey = battle.id + "-" + Math.random().toString(36).slice(2) + Date.now().toString(36);
@@ -213,7 +389,8 @@
       }
       voted = true;
       battle = r.data;
-      for (const side of ["a", "b"]) { players[side].pause(); }
+      if (transport) transport.pause();
+      store.clear(battle.id);
       document.querySelectorAll("button.vote").forEach((b) => { b.disabled = true; b.classList.toggle("chosen", b.dataset.vote === battle.vote); });
       $("feedback").disabled = true;
       reveal();
@@ -225,6 +402,7 @@
       const info = battle.reveal[side];
       const box = $("reveal-" + side);
       box.innerHTML = "";
+      box.appendChild(document.createTextNode("Clip " + side.toUpperCase() + ": "));
       const name = document.createElement("strong");
       name.textContent = info.system;
       box.appendChild(name);
@@ -261,7 +439,7 @@
 
   $("again").addEventListener("click", () => {
     battle = null;
-    for (const side of ["a", "b"]) { players[side].pause(); players[side].removeAttribute("src"); players[side].load(); }
+    teardownPlayer();
     $("battle").hidden = true;
     $("compose").hidden = false;
     $("start").disabled = false;

@@ -69,3 +69,41 @@ def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_pa
     print(f"390 px listening page, unlocked: {height(phone)} px tall")
     assert overflow(phone) == 0
     assert height(phone) < 3000
+
+
+@pytest.mark.timeout(120)
+def test_instructions_open_on_the_first_visit_only_and_the_first_page_stays_short(live_server, phone, listening_study, tmp_path):  # noqa: F811
+    """With the demo's full instructions: open on the first visit, folded once read and on every later visit."""
+    from annotation.demo.seed import STUDY_INSTRUCTIONS
+
+    study, pair = listening_study
+    type(study).objects.filter(pk=study.pk).update(instructions=STUDY_INSTRUCTIONS)
+    user = UserFactory(username="firstvisit", roles=["annotator"])
+    services.study_annotator_add(study=study, user=user)
+    services.consent_give(user=user)
+    login(phone, live_server, "firstvisit")
+    url = f"{live_server.url}/studies/{study.name}/annotate/"
+    is_open = "document.getElementById('instructions-box').open"
+
+    phone.goto(url)
+    phone.wait_for_selector("#btn-read", state="visible")
+    assert phone.evaluate(is_open), "the first visit shows the instructions"
+    assert "Read the request first" in phone.inner_text("#study-instructions")
+    first = height(phone)
+    print(f"390 px, first visit, instructions open: {first} px tall")
+    shot(phone, "annotation-listening-phone-first-visit", tmp_path)
+    assert overflow(phone) == 0
+    assert first < 2800, first
+
+    phone.click("#btn-read")
+    assert not phone.evaluate(is_open), "confirming folds them, so the player moves up"
+
+    phone.reload()
+    phone.wait_for_selector("#btn-play", state="visible")
+    assert not phone.evaluate(is_open), "a later visit starts folded"
+    later = height(phone)
+    print(f"390 px, later visit, instructions folded: {later} px tall")
+    shot(phone, "annotation-listening-phone-later-visit", tmp_path)
+    assert later < first
+    phone.click("#instructions-box summary")
+    assert phone.evaluate(is_open), "one tap opens them again"

@@ -50,6 +50,23 @@ def simulated_votes(n: int, seed: int = 0) -> None:
         Vote.objects.create(battle=battle, visitor=visitor, choice=choice, listen_seconds_a=6.0, listen_seconds_b=6.0)
 
 
+def arena_hear(page, side: str, seconds: float, timeout_s: float = 20.0) -> None:
+    """Play `side` on the battle's transport (its key, then Space when stopped) until the server has counted `seconds` of it."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if float(page.get_attribute(f"#heard-text-{side}", "data-heard") or 0) >= seconds:
+            return
+        state = page.evaluate("window.auditoriumArena.snapshot()")
+        if state["active"] != side:
+            page.keyboard.press(side.lower())
+        elif not state["playing"]:
+            page.keyboard.press("Space")
+        page.wait_for_timeout(150)
+    raise AssertionError(f"clip {side} was not counted for {seconds} s: {page.evaluate('window.auditoriumArena.snapshot()')}")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_path):
     from arena.models import Vote
@@ -82,14 +99,16 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     vote_a = page.get_by_role("button", name="A is better")
     assert vote_a.is_disabled()
 
-    # Real playback: each clip plays until the server has counted the minimum.
-    for side in ("a", "b"):
-        page.evaluate(f"document.getElementById('audio-{side}').play()")
-        page.wait_for_function(f"parseFloat(document.getElementById('heard-line-{side}').dataset.heard) >= 1.0", timeout=20000)
+    # Real playback on the one A/B transport: A, then the same moment of B, until the server has counted the minimum.
+    page.wait_for_function("window.auditoriumArena.snapshot().ready", timeout=20000)
+    page.click("#btn-play")
+    arena_hear(page, "A", 1.0)
+    arena_hear(page, "B", 1.0)
     page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=10000)
-    page.evaluate("document.getElementById('audio-a').pause(); document.getElementById('audio-b').pause()")
+    if page.evaluate("window.auditoriumArena.snapshot().playing"):
+        page.keyboard.press("Space")
     # Past the minimum the count reads as done, not as "8.1 of 5.0".
-    assert "enough to vote" in page.inner_text("#heard-line-a") and " of " not in page.inner_text("#heard-line-a")
+    assert "enough to vote" in page.inner_text("#heard-text-A") and " of " not in page.inner_text("#heard-text-A")
 
     # A reload mid-battle brings the same battle back, with what the server heard and the vote open.
     page.reload()

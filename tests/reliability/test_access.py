@@ -34,7 +34,10 @@ RESEARCHER = {
     "benchmark-list", "benchmark-create", "benchmark-detail", "benchmark-export", "benchmark-submission", "benchmark-close",
     "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",
 }
+# The study's owner and admins only (other researchers get 403 or 404): tests/annotation/test_study_export.py.
+OWNER = {"study-export", "study-export-status", "study-export-download"}
 POST_ONLY = {
+    "study-export",
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
 }
@@ -58,7 +61,7 @@ def all_routes() -> dict[str, set[str]]:
 
 def test_every_route_is_classified():
     names = {name.split(":")[-1] for name in all_routes()}
-    unclassified = names - PUBLIC - ANNOTATOR - RESEARCHER
+    unclassified = names - PUBLIC - ANNOTATOR - RESEARCHER - OWNER
     assert not unclassified, f"classify these routes in {__file__}: {sorted(unclassified)}"
 
 
@@ -75,7 +78,7 @@ def world(db):
     benchmark = Benchmark.objects.create(name=study.name)
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
-        "name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
+        "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
         "submission_id": submission.pk, "token": "not-a-signed-token",
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
@@ -85,10 +88,10 @@ def url_for(full_name: str, converters: set[str], kwargs: dict) -> str:
     return reverse(full_name, kwargs={key: kwargs[key] for key in converters})
 
 
-def researcher_routes(world):
+def researcher_routes(world, names=RESEARCHER):
     routes = all_routes()
     for full_name, pattern in routes.items():
-        if full_name.split(":")[-1] in RESEARCHER:
+        if full_name.split(":")[-1] in names:
             yield full_name, url_for(full_name, pattern, world["kwargs"])
 
 
@@ -99,9 +102,16 @@ def call(client, name, url):
 def test_annotators_cannot_reach_researcher_routes(client, world):
     annotator = UserFactory(username="plain-annotator", roles=["annotator"])
     client.force_login(annotator)
-    for name, url in researcher_routes(world):
+    for name, url in researcher_routes(world, RESEARCHER | OWNER):
         status = call(client, name, url).status_code
         assert status in (403, 404), f"{name} {url} answered {status} to an annotator"
+
+
+def test_researchers_who_do_not_own_the_study_cannot_reach_owner_routes(client, world):
+    client.force_login(UserFactory(username="other-researcher", roles=["researcher"]))
+    for name, url in researcher_routes(world, OWNER):
+        status = call(client, name, url).status_code
+        assert status in (403, 404), f"{name} {url} answered {status} to a researcher who does not own the study"
 
 
 def test_anonymous_cannot_reach_private_routes(client, world):

@@ -1,0 +1,26 @@
+"""The annotation app's Celery task names, and queueing those tasks by name.
+
+Services queue work through here and tasks.py registers its tasks under these names, so services
+never import tasks (tasks -> services -> jobs). AnnotationConfig imports tasks.py at start-up, so
+every process (web, worker, eager tests) knows the names.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from auditorium.celery import app
+
+EXPORT_BUILD = "annotation.tasks.study_export_build_task"
+
+
+def task(name: str):
+    try:
+        return app.tasks[name]
+    except KeyError:
+        raise LookupError(f"Celery task {name!r} is not registered (annotation.apps imports annotation.tasks at start-up).") from None
+
+
+def export_build_on_commit(*, export_id: int) -> None:
+    """Queue the archive's build once its row is committed; exports are CPU and disk work."""
+    transaction.on_commit(lambda: task(EXPORT_BUILD).apply_async(args=[export_id], queue="cpu"))
