@@ -33,7 +33,12 @@ RESEARCHER = {
     # Judge benchmarks: researchers and team members (tests/benchmarks/test_no_leaks.py covers teams).
     "benchmark-list", "benchmark-create", "benchmark-detail", "benchmark-export", "benchmark-submission", "benchmark-close",
     "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",
+    # The battle-log release page (public only with ARENA_RELEASE_PUBLIC; tests/arena/test_release_page.py).
+    "release", "release-status",
 }
+# Researcher routes that serve a finished file (404 without one): checked for refusals only here,
+# downloads in their own tests.
+RESEARCHER_FILES = {"release-download"}
 # The study's owner and admins only (other researchers get 403 or 404): tests/annotation/test_study_export.py.
 OWNER = {"study-export", "study-export-status", "study-export-download"}
 POST_ONLY = {
@@ -61,7 +66,7 @@ def all_routes() -> dict[str, set[str]]:
 
 def test_every_route_is_classified():
     names = {name.split(":")[-1] for name in all_routes()}
-    unclassified = names - PUBLIC - ANNOTATOR - RESEARCHER - OWNER
+    unclassified = names - PUBLIC - ANNOTATOR - RESEARCHER - OWNER - RESEARCHER_FILES
     assert not unclassified, f"classify these routes in {__file__}: {sorted(unclassified)}"
 
 
@@ -79,7 +84,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token",
+        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1,
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 
@@ -102,7 +107,7 @@ def call(client, name, url):
 def test_annotators_cannot_reach_researcher_routes(client, world):
     annotator = UserFactory(username="plain-annotator", roles=["annotator"])
     client.force_login(annotator)
-    for name, url in researcher_routes(world, RESEARCHER | OWNER):
+    for name, url in researcher_routes(world, RESEARCHER | OWNER | RESEARCHER_FILES):
         status = call(client, name, url).status_code
         assert status in (403, 404), f"{name} {url} answered {status} to an annotator"
 
