@@ -107,10 +107,11 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     fields = (
         "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
         "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
-        "pair__condition__content_key", "pair__split", "pair__condition__modality",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system_id",
+        "pair__clip_b__system_id", "created_at",
     )  # fmt: skip
     rows = []
-    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
+    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality, prompt, system_a, system_b, at in (
         base.filter(counted, pair__kind=Pair.Kind.REGULAR).order_by("pk").values_list(*fields)
     ):
         side = {clip_a_id: MODEL_A, clip_b_id: MODEL_B}
@@ -123,6 +124,10 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
                 "clip_b": sha_b,
                 "split": split,
                 "modality": modality,
+                "prompt": prompt,
+                "system_a": system_a,
+                "system_b": system_b,
+                "time": at.timestamp(),
                 # Imported both / neither votes keep their label: a 0.5 target, as the evaluation scores them.
                 "label_alignment": side.get(align) or tie_a or None,
                 "label_musicality": side.get(music) or tie_m or None,
