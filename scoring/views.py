@@ -271,6 +271,7 @@ def report_context(report: dict) -> dict:
                     "alpha_with_judge": _fixed(block["alpha_with_judge"]),
                     "alpha_humans": _fixed(block["alpha_humans_same_pairs"]),
                     "ties_dropped": block["ties_dropped"],
+                    "coverage": _pct(block.get("coverage")),
                 }
             )
         judges.append({**judge, "dims": dims, "headline_fmt": _pct(judge["headline"]), "discard_fmt": _pct(judge["discard_rate"]), "failure_fmt": _pct(judge["failure_rate"])})
