@@ -19,8 +19,10 @@ two sides are left out and counted, never kept. Modes (what "held out" means):
   prompt texts (case and spacing ignored), joined through shared clips.
 - "system": the test systems were never seen. A seeded share of the generating systems is held
   out; every pair with a clip of one of them is in the test, and no clip of theirs is in training
-  or validation. Other votes that share a clip with the test are left out (counted). Validation
-  is a seeded share of the remaining conditions.
+  or validation. Other votes that share a clip with the test are left out (counted). Prompts may
+  have been seen (a held-out system usually answered the same prompts as the others), so the
+  model refuses seen clips here, not seen conditions. Validation is a seeded share of the
+  remaining conditions.
 - "time": the test is the newest votes. Groups (conditions joined through shared clips) are
   ordered by their first vote; the newest test share is the test, the next the validation, the
   rest training. Training and validation votes cast after the test's first vote are left out
@@ -149,19 +151,16 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
         held = set(systems[: min(len(systems) - 1, max(1, round(len(systems) * test_share)))])
         test_rows = [i for i, r in enumerate(rows) if r.get("system_a") in held or r.get("system_b") in held]
         test_clips = {rows[i][k] for i in test_rows for k in ("clip_a", "clip_b")}
-        test_c = {rows[i]["condition"] for i in test_rows}
         rest = [i for i in range(len(rows)) if i not in set(test_rows)]
-        # The model refuses conditions it was trained on, so a test condition stays out of training too.
-        under = {i for i in rest if rows[i]["condition"] in test_c}
-        shared = {i for i in rest if i not in under and (rows[i]["clip_a"] in test_clips or rows[i]["clip_b"] in test_clips)}
-        rest = [i for i in rest if i not in shared and i not in under]
+        shared = {i for i in rest if rows[i]["clip_a"] in test_clips or rows[i]["clip_b"] in test_clips}
+        rest = [i for i in rest if i not in shared]
         group = _joined(rows, lambda r: r["condition"], rest)
         names = sorted(set(group.values()), key=repr)
         if len(names) < 2:
             raise TrainingError(f"{len(names)} group(s) of conditions outside the held-out systems: training and validation need at least 2")
         rng.shuffle(names)
         val_g = set(names[: max(1, min(len(names) - 1, round(len(names) * val_share / (1 - test_share))))])
-        side_of = {i: "test" for i in test_rows} | {i: "shared" for i in shared} | {i: "under_test" for i in under} | {i: "val" if g in val_g else "train" for i, g in group.items()}
+        side_of = {i: "test" for i in test_rows} | {i: "shared" for i in shared} | {i: "val" if g in val_g else "train" for i, g in group.items()}
         extra = {"systems": len(systems), "test_systems": sorted(held, key=repr)}
     else:
         test_c = {r["condition"] for r in rows if r.get("split") == "test"}
@@ -191,7 +190,7 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
     if not split.test or not split.val or not split.train:
         empty = [s for s in SIDES if not sides[s]]
         raise TrainingError(f"the {mode} split leaves no votes for {', '.join(empty)}; more conditions or systems are needed")
-    check_disjoint(rows, split)
+    check_disjoint(rows, split, conditions=mode != "system")
     names = {"late": "training or validation votes cast after the test began", "shared": "votes sharing a clip with the test", "under_test": "votes under a test condition outside the test"}
     split.info = {
         "mode": mode,
@@ -214,12 +213,13 @@ def _time(row: dict) -> float:
     return float(value) if value is not None else np.inf
 
 
-def check_disjoint(rows: list[dict], split: Split) -> None:
+def check_disjoint(rows: list[dict], split: Split, *, conditions: bool = True) -> None:
     """The invariant the split exists for (clips, pairs and, outside the system mode, conditions); a failure is a bug."""
     def clips(r):
         return (r["clip_a"], r["clip_b"])
 
-    for name, key in (("clip", clips), ("pair", lambda r: (r["pair_id"],)), ("condition", lambda r: (r["condition"],))):
+    checks = [("clip", clips), ("pair", lambda r: (r["pair_id"],))] + ([("condition", lambda r: (r["condition"],))] if conditions else [])
+    for name, key in checks:
         seen = [{k for i in side for k in key(rows[i])} for side in (split.train, split.val, split.test)]
         if seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2]:
             raise AssertionError(f"split leaks: a {name} is on two sides")
