@@ -1,7 +1,7 @@
 """Votes needed to reach a held-out accuracy, and accuracy at fixed budgets: random vs uncertainty vs disagreement.
 
     .venv/bin/python bench/active.py [--seeds 30] [--conditions 60] [--clips 5] [--agreement 0.8]
-        [--noise flat,margin] [--targets 0.78,0.82,0.85] [--budgets 200,400,800] [--share 0.5]
+        [--noise flat,margin] [--targets 0.72,0.76,0.80] [--budgets 200,400,800] [--share 0.5]
         [--max-votes 1000] [--rounds 2000] [--jobs 1]
 
 A synthetic study in memory (no audio files, no database). Each clip has two hidden qualities
@@ -205,7 +205,7 @@ def main() -> None:
     parser.add_argument("--clips", type=int, default=5, help="clips per condition (pairs: every two)")
     parser.add_argument("--agreement", type=float, default=0.8, help="mean share of votes that side with the truth")
     parser.add_argument("--noise", default="flat,margin", help="noise models: flat, margin")
-    parser.add_argument("--targets", default="0.78,0.82,0.85", help="held-out accuracies against the truth")
+    parser.add_argument("--targets", default="0.72,0.76,0.80", help="held-out accuracies against the truth")
     parser.add_argument("--budgets", default="200,400,800", help="vote counts at which accuracy is compared")
     parser.add_argument("--share", type=float, default=0.5, help="share of actively chosen draws (the platform's default is 0.5)")
     parser.add_argument("--max-votes", type=int, default=1000)

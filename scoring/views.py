@@ -120,7 +120,7 @@ def _spread_text(figure: dict, single: bool) -> str:
         return "—"
     if single or figure.get("sd") is None:
         return f"{figure['mean']:.3f}"
-    return f"{figure['mean']:.3f} ± {figure['sd']:.3f}"
+    return f"{figure['mean']:.3f}\u00a0±\u00a0{figure['sd']:.3f}"
 
 
 def _baseline_rows(metrics: dict) -> list[dict]:
@@ -132,15 +132,16 @@ def _baseline_rows(metrics: dict) -> list[dict]:
     out = []
     for dim in DIMENSIONS:
         block = seeds["dimensions"][dim]
-        lines = [{"name": _PREDICTOR_NAMES["network"], "accuracy": _spread_text(block["model"], single), "difference": "", "intervals": "", "coverage": _pct(block["coverage"]["network"][0]["share"])}]
+        network_cis = [f"[{_interval(ci, lambda v: f'{v:.3f}')}]" for ci in block["ci"] if ci and ci[0] is not None]
+        lines = [{"name": _PREDICTOR_NAMES["network"], "accuracy": _spread_text(block["model"], single), "difference": "", "intervals": network_cis, "coverage": _pct(block["coverage"]["network"][0]["share"])}]
         for name, figure in block["baselines"].items():
             diff = block["differences"][name]
             lines.append(
                 {
-                    "name": _PREDICTOR_NAMES[name],
+                    "name": _PREDICTOR_NAMES[name] + (" (gives no score on this dimension)" if not block["coverage"][name][0]["answered"] else ""),
                     "accuracy": _spread_text(figure, single),
                     "difference": "—" if diff["mean"] is None else f"{diff['mean']:+.3f}",
-                    "intervals": " ".join(f"[{_interval(ci, lambda v: f'{v:+.3f}')}]" for ci in diff["ci"] if ci and ci[0] is not None),
+                    "intervals": [f"[{_interval(ci, lambda v: f'{v:+.3f}')}]" for ci in diff["ci"] if ci and ci[0] is not None],
                     "coverage": _pct(block["coverage"][name][0]["share"]),
                 }
             )

@@ -471,4 +471,4 @@ class SeveralSplitSeedsTests(TestCase):
         self.client.force_login(UserFactory(username="res-seeds", roles=["researcher"]))
         page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": self.training.pk})).content.decode()
         self.assertIn("Mean ± standard deviation over split seeds 0, 1, 2", page)
-        self.assertIn(" ± ", page)
+        self.assertIn("\u00a0±\u00a0", page)
