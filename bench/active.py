@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/active.py [--seeds 30] [--conditions 60] [--clips 5] [--agreement 0.8]
         [--noise flat,margin] [--targets 0.72,0.76,0.80] [--budgets 200,400,800] [--share 0.5]
-        [--max-votes 1000] [--rounds 2000] [--jobs 1]
+        [--max-votes 1000] [--rounds 2000] [--jobs 2]
 
 A synthetic study in memory (no audio files, no database). Each clip has two hidden qualities
 (alignment, musicality) that decide the true preference; nobody sees them. What can be seen is a
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import sys
 import time
@@ -210,7 +211,7 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.5, help="share of actively chosen draws (the platform's default is 0.5)")
     parser.add_argument("--max-votes", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2000, help="bootstrap rounds over seeds")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (default %(default)s)")
     args = parser.parse_args()
     targets = sorted(float(t) for t in args.targets.split(","))
     budgets = sorted(int(b) for b in args.budgets.split(","))

@@ -205,3 +205,20 @@ def test_a_study_whose_musicality_is_one_feature_registers_the_linear_model(seed
     summary = summarise([measured.figures])
     assert summary["single_seed"] and summary["dimensions"]["musicality"]["model"]["sd"] is None
     assert summary["dimensions"]["alignment"]["coverage"]["judge_score"][0]["answered"] == 0
+
+
+@pytest.mark.parametrize("given, expected", [(None, [0]), ("0,1,2", [0, 1, 2]), ([3, 4], [3, 4]), (" 5 , 6", [5, 6])])
+def test_split_seeds_are_parsed_and_kept_apart_from_the_training_seed(given, expected):
+    from scoring.reward.services import training_options_clean
+
+    options = {} if given is None else {"split_seeds": given}
+    assert training_options_clean(options)["split_seeds"] == expected
+
+
+@pytest.mark.parametrize("given", ["a,b", "1,1", "-1", ",".join(str(i) for i in range(21)), "", [True]])
+def test_bad_split_seeds_are_refused_with_what_is_allowed(given):
+    from auditorium.errors import ServiceError
+    from scoring.reward.services import training_options_clean
+
+    with pytest.raises(ServiceError, match="split seeds"):
+        training_options_clean({"split_seeds": given})
