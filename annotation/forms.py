@@ -67,7 +67,11 @@ class StudyForm(forms.ModelForm):
             "lock_ttl_seconds": "How long a served pair stays reserved for its annotator.",
             "gold_rate": "Share of tasks drawn from gold and catch pairs while regular pairs remain.",
             "licence": "Licence of the released annotations; shown on the consent page.",
-            "selection": "Random, or serve first the pairs the reward model is least sure of / the judges disagree most on.",
+            "selection": (
+                "Random (recommended), or serve first the pairs the reward model is least sure of / the judges disagree most on. "
+                "In simulation (bench/active.py, 30 seeds, two noise models) neither active order needed fewer votes than random; "
+                "disagreement needed more."
+            ),
             "active_share": "Cap on actively chosen pairs: the other draws stay random so the votes keep an unbiased sample.",
         }
 

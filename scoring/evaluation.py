@@ -560,3 +560,127 @@ def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: in
     else:
         out["rank"] = [int(r) for r in 1 + (acc[None, :] > acc[:, None]).sum(axis=1)]
     return out
+
+
+# --- Intervals by cluster ----------------------------------------------------------------------------
+#
+# Votes are not independent: the votes on a pair share the judge's one prediction, and the pairs of
+# a condition share its prompt (and, for a learned judge, which side of a split it fell on). An
+# interval that resamples votes is too narrow. These resample whole clusters: the condition of each
+# unit, or the pair when every condition holds a single pair (then conditions and pairs are the same
+# clusters). `unit_scores` works on evaluate's plain rows with any number of predictors side by side
+# (keys "<name>_<dim>", "pred" being the judge's own), so a model and its baselines are scored on the
+# same units and their paired difference keeps the pairing inside each resampled cluster.
+
+CLUSTER_KEYS = ("condition", "pair")
+
+
+@dataclass(frozen=True)
+class ScoredUnits:
+    """Labelled units of one dimension under one view: a score per predictor (NaN where it gave no label)."""
+
+    scores: dict  # predictor name -> (n,) float array of 1 / 0.5 / 0 / NaN
+    clusters: np.ndarray  # (n,) the cluster each unit is resampled with
+    resamples: str  # "condition" or "pair"
+    ties: int  # majority view: pairs without a majority (left out); 0 for votes
+
+
+def unit_scores(rows: Sequence[dict], dim: str, *, view: str, predictors: Sequence[str] = ("pred",), cluster: str = "condition") -> ScoredUnits:
+    """Every unit with a countable human label, scored for each predictor (see this section's comment)."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}")
+    if cluster not in CLUSTER_KEYS:
+        raise ValueError(f"cluster must be one of {', '.join(CLUSTER_KEYS)}, not {cluster!r}")
+    rows = list(rows)
+    label_key = f"label_{dim}"
+    pair_of, cluster_of, labels, preds = [], [], [], {p: [] for p in predictors}
+    for row in rows:
+        label = label_code(row.get(label_key))
+        if label == NO_LABEL:
+            continue
+        pair = row.get("pair_id")
+        pair_of.append(pair)
+        cluster_of.append(row.get("condition", pair) if cluster == "condition" else pair)
+        labels.append(label)
+        for p in predictors:
+            preds[p].append(label_code(row.get(f"{p}_{dim}")))
+    ties = 0
+    if view == MAJORITY:
+        if any(p is None for p in pair_of):
+            raise ValueError("the majority view groups votes by pair_id: every row needs one")
+        table = pair_majority(pair_of, labels)
+        first = {}
+        for k, pair in enumerate(pair_of):
+            first.setdefault(pair, k)
+        decided = table["majority"] != NO_LABEL
+        ties = int((~decided).sum())
+        keep = [first[p] for p in table["pair_id"][decided]]
+        labels = table["majority"][decided]
+        pair_of = [pair_of[k] for k in keep]
+        cluster_of = [cluster_of[k] for k in keep]
+        preds = {p: [v[k] for k in keep] for p, v in preds.items()}
+    labels = np.asarray(labels, dtype=int)
+    scores = {p: match_scores(np.asarray(v, dtype=int).reshape(-1), labels) if len(labels) else np.zeros(0) for p, v in preds.items()}
+    resamples = cluster
+    if cluster == "condition":
+        pairs_per = {}
+        for c, p in zip(cluster_of, pair_of):
+            pairs_per.setdefault(c, set()).add(p)
+        if pairs_per and all(len(v) == 1 for v in pairs_per.values()):
+            cluster_of, resamples = pair_of, "pair"
+    _, clusters = np.unique(np.asarray([repr(c) for c in cluster_of], dtype=object), return_inverse=True) if cluster_of else (None, np.zeros(0, dtype=int))
+    return ScoredUnits(scores, np.asarray(clusters, dtype=int).reshape(-1), resamples, ties)
+
+
+def cluster_ci(scores, clusters, *, rounds: int, seed: int) -> list:
+    """95% percentile interval of the mean of scores, resampling whole clusters (see cluster_bootstrap)."""
+    if rounds <= 0 or len(scores) == 0:
+        return [None, None]
+    return percentile_ci(cluster_bootstrap(scores, clusters, rounds=rounds, seed=seed)[:, 0])
+
+
+def clustered_accuracy(units: ScoredUnits, predictor: str = "pred", *, rounds: int = 0, seed: int = 0) -> dict:
+    """{"accuracy", "n", "ci", "interval", "coverage"} of one predictor; ci resamples clusters (None without rounds)."""
+    scores = units.scores[predictor]
+    answered = np.isfinite(scores)
+    n = int(answered.sum())
+    clusters = units.clusters[answered]
+    coverage = _coverage(n, len(scores))
+    coverage["ties"] = units.ties
+    return {
+        "accuracy": float(scores[answered].mean()) if n else None,
+        "n": n,
+        "ci": cluster_ci(scores[answered], clusters, rounds=rounds, seed=seed) if rounds else None,
+        "interval": {"resamples": units.resamples, "clusters": int(len(np.unique(clusters))), "rounds": rounds},
+        "coverage": coverage,
+    }
+
+
+def paired_difference(units: ScoredUnits, a: str, b: str, *, rounds: int = 0, seed: int = 0) -> dict:
+    """Accuracy of `a` minus accuracy of `b` on the units both answered, with a cluster interval."""
+    sa, sb = units.scores[a], units.scores[b]
+    both = np.isfinite(sa) & np.isfinite(sb)
+    n = int(both.sum())
+    diff = sa[both] - sb[both]
+    clusters = units.clusters[both]
+    return {
+        "difference": float(diff.mean()) if n else None,
+        "n": n,
+        "ci": cluster_ci(diff, clusters, rounds=rounds, seed=seed) if rounds and n else None,
+        "interval": {"resamples": units.resamples, "clusters": int(len(np.unique(clusters))), "rounds": rounds},
+    }
+
+
+def evaluate_clustered(rows: Iterable[dict], *, view: str, dimensions: tuple[str, ...] = DIMENSIONS, rounds: int = 0, seed: int = 0, cluster: str = "condition") -> dict:
+    """`evaluate`, with each "all" interval resampling clusters (conditions, or pairs) instead of units.
+
+    "all" gains "interval" (what was resampled, how many clusters); the coverage block carries
+    "ties" in both views (0 for votes).
+    """
+    rows = list(rows)
+    out = evaluate(rows, view=view, dimensions=dimensions, rounds=0, seed=seed)
+    for dim in dimensions:
+        figure = clustered_accuracy(unit_scores(rows, dim, view=view, cluster=cluster), rounds=rounds, seed=seed)
+        out[dim]["all"] = {**out[dim]["all"], "ci": figure["ci"], "interval": figure["interval"]}
+        out[dim]["coverage"].setdefault("ties", 0)
+    return out

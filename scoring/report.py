@@ -36,7 +36,7 @@ from .agreement import (
     thresholds_parse,
     votes_frame,
 )
-from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, match_scores, mean_or_none, pair_majority, prefers_a
+from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .stats import num
 
@@ -70,7 +70,7 @@ def report_options_parse(values) -> ReportOptions:
 
 # --- Loading ---------------------------------------------------------------------------------
 
-PAIR_COLUMNS = ["pair_id", "clip_a", "clip_b", "modality"]
+PAIR_COLUMNS = ["pair_id", "clip_a", "clip_b", "modality", "condition"]
 VERDICT_COLUMNS = [
     "run_id",
     "pair_id",
@@ -85,7 +85,7 @@ VERDICT_COLUMNS = [
 
 
 def pairs_frame(*, study: Study) -> pd.DataFrame:
-    rows = Pair.objects.filter(study=study).order_by("id").values_list("id", "clip_a_id", "clip_b_id", "condition__modality")
+    rows = Pair.objects.filter(study=study).order_by("id").values_list("id", "clip_a_id", "clip_b_id", "condition__modality", "condition_id")
     return pd.DataFrame.from_records(list(rows), columns=PAIR_COLUMNS).set_index("pair_id")
 
 
@@ -105,6 +105,8 @@ def verdicts_frame(*, study: Study) -> pd.DataFrame:
 
 
 def runs_meta(*, study: Study) -> list[dict]:
+    from .reward.services import HELDOUT_LABEL
+
     runs = (
         ScoringRun.objects.filter(Q(study=study) | Q(verdicts__pair__study=study))
         .select_related("judge")
@@ -121,6 +123,8 @@ def runs_meta(*, study: Study) -> list[dict]:
             "template": run.template,
             "state": run.state,
             "created_at": run.created_at.isoformat(),
+            # A learned judge's run on its test split: its n is the held-out pairs, not the study's.
+            "held_out_only": run.label == HELDOUT_LABEL,
         }
         for run in runs
     ]
@@ -281,6 +285,7 @@ def judges_report(
             scored["correct"] = match_scores(_label_codes(scored["judge"]), _label_codes(scored["majority"]))
             scored["modality"] = pairs["modality"].reindex(scored.index).to_numpy()
             block = accuracy_breakdown(scored, rounds=rounds, seed=seed)
+            block.update(_cluster_interval(scored, pairs, rounds=rounds, seed=seed))
             block["coverage"] = num(len(judged) / total) if total else None
             block["ties_dropped"] = int(covered["majority"].isna().sum())
             block["alpha_with_judge"] = _alpha_counts(counts)
@@ -299,6 +304,20 @@ def judges_report(
         if wrong_parts:
             disagreements[source["id"]] = pd.concat(wrong_parts)
     return results, disagreements
+
+
+def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int, seed: int) -> dict:
+    """The accuracy interval resampling whole conditions (pairs when each condition has one), not pairs."""
+    if "condition" in pairs:
+        clusters = pairs["condition"].reindex(scored.index).to_numpy()
+        clusters = np.where(pd.isna(clusters), -np.arange(1, len(clusters) + 1), clusters)
+    else:
+        clusters = scored.index.to_numpy()
+    _, codes, sizes = np.unique(clusters.astype(str), return_inverse=True, return_counts=True)
+    resamples = "condition" if len(sizes) and sizes.max() > 1 else "pair"
+    correct = scored["correct"].to_numpy(float)
+    ci = cluster_ci(correct, codes.reshape(-1), rounds=rounds, seed=seed) if rounds else [None, None]
+    return {"ci": ci, "interval": {"resamples": resamples, "clusters": int(len(sizes)), "rounds": rounds}}
 
 
 def _score_margins(rows: pd.DataFrame, dim: str) -> pd.Series:

@@ -37,7 +37,7 @@ def researcher_required(view):
     return wrapper
 
 
-TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split": "condition", "confidence_weight": ""}
+TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split_seeds": "0", "split": "condition", "confidence_weight": ""}
 
 
 def _judges_page(request: HttpRequest, form: dict, *, status: int = 200) -> HttpResponse:
@@ -73,7 +73,7 @@ def reward_train(request: HttpRequest) -> HttpResponse:
     except ValueError:
         messages.error(request, "The seed is a whole number.")
         return _judges_page(request, form, status=400)
-    options = {"split": form["split"] or "condition", "confidence_weight": form["confidence_weight"] == "on"}
+    options = {"split": form["split"] or "condition", "split_seeds": form["split_seeds"] or "0", "confidence_weight": form["confidence_weight"] == "on"}
     try:
         run = reward_services.training_create(study=study, feature_judge=judge, seed=seed, options=options, user=request.user)
     except ServiceError as exc:
@@ -93,8 +93,60 @@ def training_detail(request: HttpRequest, training_id: int) -> HttpResponse:
         if block:
             rows.append({"label": label, "cells": [{"dimension": d, "accuracy": block[d]["accuracy"], "n": block[d]["n"], "ci": _interval(block[d].get("ci"))} for d in DIMENSIONS]})
     heldout = ScoringRun.objects.filter(judge=run.judge, label=reward_services.HELDOUT_LABEL).first() if run.judge_id else None
-    context = {"run": run, "progress": selectors.training_progress(run), "rows": rows, "metrics": metrics, "heldout": heldout, "ws_path": f"/ws/scoring/training/{run.pk}/"}
+    context = {
+        "run": run,
+        "progress": selectors.training_progress(run),
+        "rows": rows,
+        "metrics": metrics,
+        "heldout": heldout,
+        "baselines": _baseline_rows(metrics),
+        "ws_path": f"/ws/scoring/training/{run.pk}/",
+    }
     return render(request, "scoring/training.html", context)
+
+
+_PREDICTOR_NAMES = {
+    "network": "network (the reward model)",
+    "majority": "majority label",
+    "judge_score": "feature judge's own score",
+    "best_feature": "best single feature (chosen on train+val)",
+    "logistic": "logistic regression",
+    "logistic_interactions": "logistic regression × condition",
+}
+
+
+def _spread_text(figure: dict, single: bool) -> str:
+    if figure.get("mean") is None:
+        return "—"
+    if single or figure.get("sd") is None:
+        return f"{figure['mean']:.3f}"
+    return f"{figure['mean']:.3f}\u00a0±\u00a0{figure['sd']:.3f}"
+
+
+def _baseline_rows(metrics: dict) -> list[dict]:
+    """Per dimension: the network and each baseline, mean (± sd over split seeds), the paired difference with one interval per seed."""
+    seeds = metrics.get("seeds")
+    if not seeds:
+        return []
+    single = seeds["single_seed"]
+    out = []
+    for dim in DIMENSIONS:
+        block = seeds["dimensions"][dim]
+        network_cis = [f"[{_interval(ci, lambda v: f'{v:.3f}')}]" for ci in block["ci"] if ci and ci[0] is not None]
+        lines = [{"name": _PREDICTOR_NAMES["network"], "accuracy": _spread_text(block["model"], single), "difference": "", "intervals": network_cis, "coverage": _pct(block["coverage"]["network"][0]["share"])}]
+        for name, figure in block["baselines"].items():
+            diff = block["differences"][name]
+            lines.append(
+                {
+                    "name": _PREDICTOR_NAMES[name] + (" (gives no score on this dimension)" if not block["coverage"][name][0]["answered"] else ""),
+                    "accuracy": _spread_text(figure, single),
+                    "difference": "—" if diff["mean"] is None else f"{diff['mean']:+.3f}",
+                    "intervals": [f"[{_interval(ci, lambda v: f'{v:+.3f}')}]" for ci in diff["ci"] if ci and ci[0] is not None],
+                    "coverage": _pct(block["coverage"][name][0]["share"]),
+                }
+            )
+        out.append({"dimension": dim, "lines": lines, "picked": (metrics.get("registered") or {}).get("picks", {}).get(dim), "picks": block["picks"]})
+    return out
 
 
 @require_http_methods(["GET", "POST"])
@@ -271,6 +323,7 @@ def report_context(report: dict) -> dict:
                     "alpha_with_judge": _fixed(block["alpha_with_judge"]),
                     "alpha_humans": _fixed(block["alpha_humans_same_pairs"]),
                     "ties_dropped": block["ties_dropped"],
+                    "coverage": _pct(block.get("coverage")),
                 }
             )
         judges.append({**judge, "dims": dims, "headline_fmt": _pct(judge["headline"]), "discard_fmt": _pct(judge["discard_rate"]), "failure_fmt": _pct(judge["failure_rate"])})

@@ -31,7 +31,10 @@ def _load(path: str):
     from ..reward.model import RewardModel
 
     card = json.loads((Path(path) / CARD_FILE).read_text())
-    return RewardModel.load(path), card, frozenset(card["split"]["seen_conditions"])
+    split = card["split"]
+    # A split by system holds out clips, not prompts: there a seen clip is refused, elsewhere a seen condition.
+    seen = frozenset(split.get("seen_clips") or []) if split.get("refuses") == "clips" else frozenset(split["seen_conditions"])
+    return RewardModel.load(path), card, seen
 
 
 class RewardJudge(JudgeAdapter):
@@ -132,7 +135,10 @@ class RewardJudge(JudgeAdapter):
 
     def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:
         _, card, seen = self.loaded()
-        if condition.content_key() in seen:
+        if card["split"].get("refuses") == "clips":
+            if any(c.sha256 in seen for c in clips):
+                raise SeenCondition(f"a clip here was in the training or validation split of {self.config.key}; it is scored only on held-out clips")
+        elif condition.content_key() in seen:
             raise SeenCondition(f"this condition was in the training or validation split of {self.config.key}; it is scored only on held-out conditions")
         values = self.scores_for(list(clips), [condition] * len(clips))
         return [{ALIGNMENT: float(v[0]), MUSICALITY: float(v[1]), "model": card.get("key", self.config.key)} for v in values]

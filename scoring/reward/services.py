@@ -33,7 +33,7 @@ from auditorium.runtime import pick_device
 
 from .. import broadcast, queueing
 from .. import services as scoring
-from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
+from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate_clustered, prefer
 from ..judges import adapter_for
 from ..judges.base import AudioDecodeError, JudgeUnavailable
 from ..judges.reward import CARD_FILE
@@ -41,12 +41,14 @@ from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
 from .data import SPLIT_MODES, split_rows, votes_from_rows
 from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
-from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError, train
+from .measure import measure_split, summarise
+from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError
 from .selection import disagreement, uncertainty
 
 logger = logging.getLogger(__name__)
 
 MIN_VOTES = 10
+MAX_SPLIT_SEEDS = 20
 FEATURE_BATCH = 32
 PUSH_SECONDS = 0.5
 HELDOUT_LABEL = "held-out test split"
@@ -80,12 +82,23 @@ def training_options_clean(options: dict | None) -> dict:
         raise ServiceError("rounds must be a whole number of bootstrap rounds (0 for none).", code="bad_option") from None
     if not 0 <= rounds <= 100_000:
         raise ServiceError("rounds must be between 0 and 100000.", code="bad_option")
+    split_seeds = options.pop("split_seeds", None)
+    if split_seeds is None:
+        split_seeds = [0]
+    if isinstance(split_seeds, (int, str)) and not isinstance(split_seeds, bool):
+        split_seeds = [p for p in str(split_seeds).replace(" ", "").split(",") if p]
+    try:
+        split_seeds = [int(v) for v in split_seeds if not isinstance(v, bool)]
+    except (TypeError, ValueError):
+        raise ServiceError("split seeds must be whole numbers, separated by commas (e.g. 0,1,2).", code="bad_option") from None
+    if not 1 <= len(split_seeds) <= MAX_SPLIT_SEEDS or len(set(split_seeds)) != len(split_seeds) or not all(0 <= v < 2**31 for v in split_seeds):
+        raise ServiceError(f"split seeds must be 1 to {MAX_SPLIT_SEEDS} distinct whole numbers from 0 to 2147483647.", code="bad_option")
     device = str(options.pop("device", "") or "")
     try:
         config = TrainConfig.parse(options)
     except TrainingError as exc:
         raise ServiceError(f"{exc}.", code="bad_option") from None
-    return {"split": split, "text": text, **shares, "rounds": rounds, "device": device, "train": config.as_dict()}
+    return {"split": split, "split_seeds": split_seeds, "text": text, **shares, "rounds": rounds, "device": device, "train": config.as_dict()}
 
 
 # --- Votes ------------------------------------------------------------------------------------------
@@ -107,10 +120,11 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     fields = (
         "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
         "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
-        "pair__condition__content_key", "pair__split", "pair__condition__modality",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system_id",
+        "pair__clip_b__system_id", "created_at",
     )  # fmt: skip
     rows = []
-    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality in (
+    for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality, prompt, system_a, system_b, at in (
         base.filter(counted, pair__kind=Pair.Kind.REGULAR).order_by("pk").values_list(*fields)
     ):
         side = {clip_a_id: MODEL_A, clip_b_id: MODEL_B}
@@ -123,6 +137,10 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
                 "clip_b": sha_b,
                 "split": split,
                 "modality": modality,
+                "prompt": prompt,
+                "system_a": system_a,
+                "system_b": system_b,
+                "time": at.timestamp(),
                 # Imported both / neither votes keep their label: a 0.5 target, as the evaluation scores them.
                 "label_alignment": side.get(align) or tie_a or None,
                 "label_musicality": side.get(music) or tie_m or None,
@@ -237,27 +255,42 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     options = run.options or training_options_clean({})
     config = TrainConfig(**options["train"])
     rows, left_out = study_vote_rows(study=run.study)
-    split = split_rows(rows, mode=options["split"], seed=run.seed, val_share=options["val_share"], test_share=options["test_share"])
-    if not split.test:
-        raise TrainingError("no held-out votes")
+    split_seeds = options.get("split_seeds") or [run.seed]
+    splits = [split_rows(rows, mode=options["split"], seed=s, val_share=options["val_share"], test_share=options["test_share"]) for s in split_seeds]
     featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
     table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
     votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index)
+    judge_scores, judge_note = feature_judge_scores(featurizer=featurizer, table=table, votes=votes, rows=rows)
     device = pick_device(options.get("device") or None)
-    trained = train(
-        table,
-        votes.subset(split.train),
-        votes.subset(split.val),
-        config=config,
-        seed=run.seed,
-        device=device,
-        progress=lambda step, steps, *_: progress(stage="training", step=step, steps=steps),
-    )
+    per_seed, first = [], None
+    for k, split in enumerate(splits):
+
+        def step(done, steps, *_, k=k):
+            progress(stage="training", step=k * steps + done, steps=len(splits) * steps)
+
+        measured = measure_split(
+            table, votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
+            rounds=options["rounds"], device=device, progress=step,
+        )  # fmt: skip
+        per_seed.append(measured.figures)
+        first = first or (measured, split)
     progress(stage="evaluating", step=0, steps=1, force=True)
+    measured, split = first
+    trained = measured.registered
     test_rows = [rows[i] for i in split.test]
     scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)
-    metrics = {view: evaluate(scored, view=view, rounds=options["rounds"], seed=run.seed) for view in (VOTE, MAJORITY)}
-    card = model_card(run=run, rows=rows, left_out=left_out, split=split, featurizer=featurizer, trained=trained, metrics=metrics, options=options, device=device)
+    metrics = {view: evaluate_clustered(scored, view=view, rounds=options["rounds"], seed=run.seed) for view in (VOTE, MAJORITY)}
+    seeds = summarise(per_seed)
+    registered = {
+        "split_seed": split.info["seed"],
+        "picks": measured.picks,
+        "rule": "per dimension, the best validation accuracy among the network and the two logistic models (ties to the simpler)",
+        "validation": per_seed[0]["validation"],
+    }
+    card = model_card(
+        run=run, rows=rows, left_out=left_out, split=split, featurizer=featurizer, trained=trained, metrics=metrics, options=options, device=device,
+        network=measured.network, registered=registered, seeds=seeds, per_seed=per_seed, judge_note=judge_note,
+    )  # fmt: skip
     judge = model_register(run=run, featurizer=featurizer, trained=trained, card=card)
     heldout_run(judge=judge, pair_ids=sorted({r["pair_id"] for r in test_rows}))
     summary = {
@@ -265,13 +298,53 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         "heldout": _headline(metrics[VOTE]),
         "heldout_majority": _headline(metrics[MAJORITY]),
         "split": split.info,
-        "best_epoch": trained.best_epoch,
-        "epochs_run": _epochs_run(trained),
+        "training_seed": run.seed,
+        "split_seeds": list(split_seeds),
+        "registered": registered,
+        "seeds": seeds,
+        "per_seed": per_seed,
+        "judge_score": judge_note,
+        "best_epoch": measured.network.best_epoch,
+        "epochs_run": _epochs_run(measured.network),
     }
     if run.study.selection == "uncertainty":
         # The study serves pairs where its latest model is least sure: this model now.
         summary["priorities"] = selection_refresh(study=run.study)
-    return summary
+    return scoring._jsonable(summary)
+
+
+def feature_judge_scores(*, featurizer: Featurizer, table: FeatureTable, votes, rows: list[dict]) -> tuple[tuple | None, str]:
+    """The feature judge's own scores of each vote's two clips per dimension (its baseline), and a note on what they are.
+
+    The signal judge's musicality score is the last entry of its clip vector (no alignment); a
+    judge with a text tower is asked for its scores under each condition, once per condition.
+    """
+    n = len(rows)
+    a, b = np.full((n, len(DIMENSIONS)), np.nan), np.full((n, len(DIMENSIONS)), np.nan)
+    adapter = featurizer.adapter
+    if adapter.kind == "signal":
+        a[:, 1], b[:, 1] = table.clips[votes.clip_a, -1], table.clips[votes.clip_b, -1]
+        return (a, b), "the signal judge's technical score (musicality only; it gives no alignment)"
+    conditions = {c.content_key: c for c in Condition.objects.filter(content_key__in={r["condition"] for r in rows})}
+    clips = {c.sha256: c for c in Clip.objects.filter(sha256__in={r[k] for r in rows for k in ("clip_a", "clip_b")})}
+    by_condition: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_condition.setdefault(row["condition"], []).append(i)
+    try:
+        for key, indices in by_condition.items():
+            shas = list(dict.fromkeys(rows[i][k] for i in indices for k in ("clip_a", "clip_b")))
+            scores = dict(zip(shas, adapter.score_clips([scoring.clip_audio(clips[s]) for s in shas], scoring.condition_input(conditions[key]))))
+            for i in indices:
+                for j, dim in enumerate(DIMENSIONS):
+                    a[i, j] = _score(scores[rows[i]["clip_a"]].get(dim))
+                    b[i, j] = _score(scores[rows[i]["clip_b"]].get(dim))
+    except (JudgeUnavailable, AudioDecodeError, RuntimeError, ValueError) as exc:
+        return None, f"unavailable: {exc}"
+    return (a, b), f"judge {adapter.config.key}'s own per-clip scores under each condition"
+
+
+def _score(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) else np.nan
 
 
 def _epochs_run(trained: RewardModel) -> dict:
@@ -291,7 +364,7 @@ def _code_hash() -> str:
     """Hash of the reward model's own source files: which code trained a model, without relying on git."""
     folder = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in ("data.py", "features.py", "model.py"):
+    for name in ("data.py", "features.py", "model.py", "baselines.py", "measure.py"):
         digest.update((folder / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -302,9 +375,13 @@ def _torch_version() -> str:
     return torch.__version__
 
 
-def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurizer, trained: RewardModel, metrics: dict, options: dict, device: str) -> dict:
+def model_card(
+    *, run: TrainingRun, rows, left_out, split, featurizer: Featurizer, trained: RewardModel, metrics: dict, options: dict, device: str,
+    network: RewardModel | None = None, registered: dict | None = None, seeds: dict | None = None, per_seed: list | None = None, judge_note: str = "",
+) -> dict:  # fmt: skip
     seen = sorted(split.conditions(rows, "train") | split.conditions(rows, "val"))
-    best = {h["dimension"]: h for h in trained.history if h["epoch"] == trained.best_epoch.get(h["dimension"])}
+    network = network or trained
+    best = {h["dimension"]: h for h in network.history if h["epoch"] == network.best_epoch.get(h["dimension"])}
     return scoring._jsonable(
         {
             "kind": "reward",
@@ -318,18 +395,38 @@ def model_card(*, run: TrainingRun, rows, left_out, split, featurizer: Featurize
                 "labels": "human choices in clip terms (side-corrected); both / neither votes are a 0.5 target",
                 "confidence_weight": options["train"]["confidence_weight"],
             },
-            "split": {**split.info, "seen_conditions": seen, "test_conditions": sorted(split.conditions(rows, "test"))},
+            "split": {
+                **split.info,
+                "seen_conditions": seen,
+                "test_conditions": sorted(split.conditions(rows, "test")),
+                **_seen_clips(rows, split),
+            },
             "features": {**featurizer.describe(), "clip_dims": int(trained.mean.shape[0])},
             "hyperparameters": options["train"],
             "seed": run.seed,
-            "training": {"device": device, "best_epoch": trained.best_epoch, "epochs_run": _epochs_run(trained), "best": best},
-            "metrics": {"rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5", "rounds": options["rounds"], **metrics},
+            "seeds": {"training": run.seed, "split": split.info["seed"], "split_seeds": options.get("split_seeds") or [run.seed]},
+            "training": {"device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best},
+            "registered": registered or {},
+            "metrics": {
+                "rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5",
+                "intervals": "95% percentile bootstrap resampling whole test conditions (pairs when each condition has one)",
+                "rounds": options["rounds"],
+                **metrics,
+            },
+            "baselines": {"judge_score": judge_note, "per_seed": per_seed or [], "summary": seeds or {}},
             "code_version": {"reward": CODE_VERSION, "source_sha256": _code_hash(), "torch": _torch_version()},
             "weights_sha256": trained.digest(),
             "trained_at": timezone.now().isoformat(),
             "training_run": run.pk,
         }
     )
+
+
+def _seen_clips(rows, split) -> dict:
+    """In a split by system the judge refuses the clips training and validation saw (their prompts may recur in the test)."""
+    if split.info["mode"] != "system":
+        return {"refuses": "conditions"}
+    return {"refuses": "clips", "seen_clips": sorted({rows[i][k] for i in split.train + split.val for k in ("clip_a", "clip_b")})}
 
 
 def model_key(*, study: Study, feature_judge: Judge, digest: str) -> str:

@@ -19,7 +19,7 @@ from decimal import Decimal
 import numpy as np
 from django.utils import timezone
 
-from annotation.models import AnnotatorProfile, Clip, Judgment, Pair
+from annotation.models import AnnotatorProfile, Clip, Judgment, Pair, System
 from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
 from tests.factories import AnnotatorFactory, StudyFactory
 
@@ -37,9 +37,14 @@ def _clip(rng: np.random.Generator) -> tuple[Clip, float, float]:
     return clip, freq, noise
 
 
-def build_study(*, name: str = "reward-synth", conditions: int = 36, clips_per_condition: int = 4, annotators: int = 3, seed: int = 7):
-    """(study, truth) where truth[pair_id] = {"alignment": winner clip id, "musicality": winner clip id}."""
+def build_study(*, name: str = "reward-synth", conditions: int = 36, clips_per_condition: int = 4, annotators: int = 3, seed: int = 7, systems: int = 0):
+    """(study, truth) where truth[pair_id] = {"alignment": winner clip id, "musicality": winner clip id}.
+
+    With `systems`, clip k of condition c comes from system (c + k) mod systems, so with more
+    systems than clips per condition each system answers only some of the prompts.
+    """
     rng = np.random.default_rng(seed)
+    makers = [System.objects.get_or_create(name=f"{name}-system-{k}")[0] for k in range(systems)]
     study = StudyFactory(name=name, overlap_target=annotators)
     people = [AnnotatorFactory(username=f"{name}-annotator-{k}") for k in range(annotators)]
     truth: dict[int, dict] = {}
@@ -49,6 +54,10 @@ def build_study(*, name: str = "reward-synth", conditions: int = 36, clips_per_c
         prompt = f"a {WORDS[mood][c % 3]} {mood} instrumental, take {c}"
         condition, _ = condition_get_or_create(prompt=prompt)
         clips = [_clip(rng) for _ in range(clips_per_condition)]
+        if makers:
+            for k, (clip, _, _) in enumerate(clips):
+                clip.system = makers[(c + k) % len(makers)]
+                clip.save(update_fields=["system"])
         for (a, fa, na), (b, fb, nb) in itertools.combinations(clips, 2):
             pair, _ = pair_get_or_create(study=study, condition=condition, clip_a=a, clip_b=b, overlap=annotators)
             align = a if (fa > fb) == (mood == "bright") else b

@@ -297,6 +297,10 @@ class RewardModelTests(TestCase):
         page = self.client.get(response["Location"]).content.decode()
         self.assertIn("Held-out accuracy", page)
         self.assertIn(self.model.key, page)
+        # Baselines beside the network, labelled as a single split seed.
+        self.assertIn('id="baselines-musicality"', page)
+        self.assertIn("best single feature (chosen on train+val)", page)
+        self.assertIn("Single split seed (0): no spread", page)
         bad = self.client.post(reverse("scoring:reward-train"), {"study": self.study.name, "features": "signal-technical", "seed": "many"})
         self.assertEqual(bad.status_code, 400)
         annotator = UserFactory(username="ann-pages", roles=["annotator"])
@@ -409,3 +413,62 @@ class TrainingSocketTests(TransactionTestCase):
             await anonymous.disconnect()
 
         async_to_sync(scenario)()
+
+
+@override_settings(AUDITORIUM_MODEL_DIR=MODEL_DIR)
+class SeveralSplitSeedsTests(TestCase):
+    """`train_reward --seeds 0,1,2 --split system --json` on a study whose clips come from six systems."""
+
+    @classmethod
+    def setUpTestData(cls):
+        cls.study, cls.truth = build_study(name="reward-systems", systems=6)
+        Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
+        with override_settings(AUDITORIUM_MODEL_DIR=MODEL_DIR):
+            out = io.StringIO()
+            with cls.captureOnCommitCallbacks(execute=True):
+                call_command("train_reward", "--study", cls.study.name, "--features", "signal-technical", "--seeds", "0,1,2", "--split", "system", "--json", stdout=out)
+        cls.result = json.loads(out.getvalue())
+        cls.training = TrainingRun.objects.get(pk=cls.result["training"])
+
+    def test_json_gives_per_dimension_spread_baselines_differences_pick_and_coverage(self):
+        self.assertEqual(self.result["split_seeds"], [0, 1, 2])
+        self.assertFalse(self.result["single_seed"])
+        for dim in ("alignment", "musicality"):
+            block = self.result["dimensions"][dim]
+            self.assertEqual(len(block["model"]["values"]), 3)
+            self.assertIsNotNone(block["model"]["sd"])
+            self.assertEqual(set(block["baselines"]), {"majority", "judge_score", "best_feature", "logistic", "logistic_interactions"})
+            for name, diff in block["difference_to"].items():
+                self.assertEqual(len(diff["ci"]), 3, name)
+                if name != "judge_score" or dim == "musicality":
+                    self.assertTrue(all(lo <= hi for lo, hi in diff["ci"]), (dim, name))
+            self.assertIn(block["registered"]["model"], ("network", "logistic", "logistic_interactions"))
+            self.assertEqual(block["coverage"]["network"][0]["share"], 1.0)
+        # The signal judge scores musicality only: its alignment baseline answers nothing, and says so.
+        self.assertEqual(self.result["dimensions"]["alignment"]["coverage"]["judge_score"][0]["answered"], 0)
+        self.assertEqual(self.result["dimensions"]["musicality"]["coverage"]["judge_score"][0]["share"], 1.0)
+
+    def test_the_card_records_both_seeds_the_split_and_the_baselines(self):
+        card = json.loads((MODEL_DIR / "reward" / self.result["key"] / CARD_FILE).read_text())
+        self.assertEqual(card["seeds"], {"training": 0, "split": 0, "split_seeds": [0, 1, 2]})
+        self.assertEqual(card["split"]["mode"], "system")
+        self.assertEqual(card["split"]["refuses"], "clips")
+        self.assertEqual(len(card["baselines"]["per_seed"]), 3)
+        self.assertIn("intervals", card["metrics"])
+        # No clip of a held-out system was seen in training or validation.
+        from annotation.models import Clip
+
+        held = card["split"]["test_systems"]
+        seen = set(Clip.objects.filter(sha256__in=card["split"]["seen_clips"]).values_list("system_id", flat=True))
+        self.assertTrue(held)
+        self.assertFalse(seen & set(held))
+
+    def test_the_held_out_run_scores_every_test_pair(self):
+        run = ScoringRun.objects.get(judge__key=self.result["key"], label=reward.HELDOUT_LABEL)
+        self.assertEqual((run.done, run.failed), (self.result["split"]["test_pairs"], 0))
+
+    def test_the_training_page_shows_the_spread(self):
+        self.client.force_login(UserFactory(username="res-seeds", roles=["researcher"]))
+        page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": self.training.pk})).content.decode()
+        self.assertIn("Mean ± standard deviation over split seeds 0, 1, 2", page)
+        self.assertIn("\u00a0±\u00a0", page)
