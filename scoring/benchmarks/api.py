@@ -95,6 +95,7 @@ class LeaderboardApi(APIView):
                 "ceiling": board["ceiling"],
                 "rows": rows,
                 "pairwise": board["pairwise"],
+                "pairs": [{k: v for k, v in pair.items() if k not in ("a_name", "b_name")} for pair in board["pairs"]],
             }
         )
 
