@@ -33,10 +33,13 @@ RESEARCHER = {
     # Judge benchmarks: researchers and team members (tests/benchmarks/test_no_leaks.py covers teams).
     "benchmark-list", "benchmark-create", "benchmark-detail", "benchmark-export", "benchmark-submission", "benchmark-close",
     "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",
+    # Benchmark teams: researchers, and members for their own teams only (tests/benchmarks/test_teams_and_endpoints.py).
+    "team-list", "team-detail", "team-members-add", "team-endpoint-register",
 }
 POST_ONLY = {
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
+    "team-members-add", "team-endpoint-register",
 }
 
 
@@ -76,7 +79,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token",
+        "submission_id": submission.pk, "token": "not-a-signed-token", "team": submission.team.name,
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 
