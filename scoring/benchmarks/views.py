@@ -17,7 +17,7 @@ from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
 from scoring.models import Judge
 
-from . import audio, runners, selectors, services
+from . import audio, plots, runners, selectors, services
 from .models import Benchmark, JudgeEndpoint, Submission, Team
 
 CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
@@ -201,6 +201,9 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     if not bench.is_dev and bench.is_open and selectors.can_see_private(request.user, bench, submission):
         parts.append(selectors.PRIVATE)
     figures = {part: selectors.submission_breakdown(bench, submission, part=part) for part in parts}
+    for dims in figures.values():
+        for values in dims.values():
+            values["plot"] = plots.reliability_plot(values.get("calibration"))
     listen = []
     if selectors.can_listen_disagreements(request.user, bench):
         for dim in DIMENSIONS:
