@@ -30,6 +30,18 @@ def test_mcnemar_counts_discordant_items_and_matches_a_direct_binomial_test():
     assert result["p_holm"][0, 1] == pytest.approx(result["p"][0, 1])
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 25, 60])
+def test_mcnemar_p_equals_binomtest_for_every_split(n):
+    # Submissions built to give exactly b and c discordant items, for every b + c = n.
+    for b in range(n + 1):
+        c = n - b
+        first = [1.0] * b + [0.0] * c + [1.0, 0.0]
+        second = [0.0] * b + [1.0] * c + [1.0, 0.0]
+        result = mcnemar_tests([first, second])
+        assert (result["discordant"][0, 1], result["discordant"][1, 0]) == (b, c)
+        assert result["p"][0, 1] == pytest.approx(binomtest(min(b, c), n, 0.5).pvalue, rel=1e-9, abs=1e-15)
+
+
 def test_mcnemar_half_credit_is_not_correct_and_no_discordance_gives_one():
     result = mcnemar_tests([[0.5, 1.0, 0.0], [0.0, 1.0, 0.0]])
     assert result["discordant"].tolist() == [[0, 0], [0, 0]]
