@@ -155,3 +155,19 @@ def test_runs_use_a_registered_endpoint_of_ones_own_team_by_name(world, django_c
     submission = Submission.objects.get()
     assert (submission.endpoint.name, submission.endpoint_url, submission.label, submission.kind) == ("blue-judge", "http://127.0.0.1:9/", "b1", "http")
     assert "blue · blue-judge" in world["bob"].get("/benchmarks/tb/").content.decode()
+
+
+def test_benchmark_submit_runs_a_registered_endpoint_by_name(world, django_capture_on_commit_callbacks):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    make_team(world, "red", members="ana")
+    world["ana"].post("/benchmarks/teams/red/endpoints/", {"name": "red-judge", "url": "http://127.0.0.1:9/"})
+    with pytest.raises(CommandError, match="no registered endpoint named 'http://127.0.0.1:9/'"):
+        call_command("benchmark_submit", "tb", "--team", "red", "--endpoint", "http://127.0.0.1:9/", stdout=io.StringIO())
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        call_command("benchmark_submit", "tb", "--team", "red", "--endpoint", "red-judge", "--json", stdout=io.StringIO())
+    assert len(callbacks) == 1
+    assert Submission.objects.get().endpoint.name == "red-judge"
