@@ -457,6 +457,40 @@ def paired_tests(boot, *, alpha: float = 0.05) -> dict:
     return {"p": p, "significant": p < alpha}
 
 
+def mcnemar_tests(scores) -> dict:
+    """McNemar's exact test between every two submissions scored on the same items (S x N match scores).
+
+    An item counts as correct only with full credit (score 1); half credit (a BOTH on either side)
+    and no answer count as not correct. For submissions i and j, b = items i got right and j wrong,
+    c = the reverse; the p-value is the two-sided exact binomial test of min(b, c) out of b + c at
+    one half (1 when b + c = 0). Returns "p" (S x S raw), "p_holm" (S x S Holm-adjusted over all
+    pairs) and "discordant" (S x S: entry [i][j] = items i got right and j wrong).
+
+    At one half the binomial is symmetric, so scipy.stats.binomtest's two-sided p-value is
+    min(1, 2 * cdf(min(b, c))): one vectorised cdf for all pairs instead of a binomtest call per
+    pair (bench/benchmark.py times both); tests check it equals binomtest.
+    """
+    from scipy.stats import binom
+
+    correct = np.atleast_2d(np.asarray(scores, dtype=float)) == 1.0
+    n_sub = correct.shape[0]
+    as_int = correct.astype(np.int64)
+    discordant = as_int @ (1 - as_int).T
+    p = np.ones((n_sub, n_sub))
+    p_holm = np.ones((n_sub, n_sub))
+    if n_sub > 1:
+        upper = np.triu_indices(n_sub, k=1)
+        b, c = discordant[upper], discordant[(upper[1], upper[0])]
+        raw = np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5))
+        raw[b + c == 0] = 1.0
+        p[upper] = raw
+        p[(upper[1], upper[0])] = raw
+        adjusted = holm(raw)
+        p_holm[upper] = adjusted
+        p_holm[(upper[1], upper[0])] = adjusted
+    return {"p": p, "p_holm": p_holm, "discordant": discordant}
+
+
 def significance_groups(acc, significant) -> np.ndarray:
     """Rank of each submission: 1 + the number of submissions significantly better than it.
 
@@ -534,7 +568,9 @@ def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: in
     Returns lists over submissions: "accuracy", "answered" (items given a label), "ci" (95%
     percentile interval from `cluster_bootstrap`, None without rounds), "rank" (from
     `significance_groups`; without rounds, 1 + the number with a strictly higher accuracy), and
-    "p" (S x S Holm-adjusted paired p-values, None without rounds); plus "n" and "chance".
+    "p" (S x S Holm-adjusted paired p-values, None without rounds); plus "n", "chance" and
+    "mcnemar" (`mcnemar_tests` as lists: "p", "p_holm", "discordant"; the groups come from the
+    bootstrap test, McNemar is shown beside it).
     """
     pred = np.asarray(pred, dtype=int)
     if pred.ndim == 1:
@@ -550,6 +586,8 @@ def compare_submissions(pred, truth, *, clusters=None, rounds: int = 0, seed: in
         "ci": None,
         "p": None,
     }
+    mcnemar = mcnemar_tests(scores)
+    out["mcnemar"] = {key: value.tolist() for key, value in mcnemar.items()}
     if rounds > 0 and n_items and pred.shape[0]:
         boot = cluster_bootstrap(scores, clusters, rounds=rounds, seed=seed)
         low, high = np.percentile(boot, [2.5, 97.5], axis=0)

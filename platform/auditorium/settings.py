@@ -490,4 +490,6 @@ BENCHMARK_HTTP_RETRIES = env_int("BENCHMARK_HTTP_RETRIES", 2, minimum=0)
 BENCHMARK_AUDIO_URL_TTL = env_int("BENCHMARK_AUDIO_URL_TTL", 3600, minimum=1)
 # Where outside judges reach this server's signed audio links.
 BENCHMARK_AUDIO_BASE_URL = env_str("BENCHMARK_AUDIO_BASE_URL", "http://127.0.0.1:8000")
+# Hosts a registered outside judge may point at (comma-separated; empty: any). Deployments should set it.
+BENCHMARK_ENDPOINT_HOSTS = env_list("BENCHMARK_ENDPOINT_HOSTS", [])
 env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("BENCHMARK_")})

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Benchmark, Submission, Team
+from .models import Benchmark, JudgeEndpoint, Submission, Team
 
 
 @admin.register(Benchmark)
@@ -13,8 +13,15 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ("name", "created_at")
+    list_display = ("name", "benchmark", "created_at")
     filter_horizontal = ("members",)
+
+
+@admin.register(JudgeEndpoint)
+class JudgeEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "team", "url", "created_at")
+    # The secret is shown to the team on its page; the admin does not list it.
+    exclude = ("secret",)
 
 
 @admin.register(Submission)

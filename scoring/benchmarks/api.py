@@ -95,6 +95,7 @@ class LeaderboardApi(APIView):
                 "ceiling": board["ceiling"],
                 "rows": rows,
                 "pairwise": board["pairwise"],
+                "pairs": [{k: v for k, v in pair.items() if k not in ("a_name", "b_name")} for pair in board["pairs"]],
             }
         )
 
@@ -147,10 +148,10 @@ class SubmissionDetailApi(APIView):
 
 
 class RunSubmissionApi(APIView):
-    """An outside judge's endpoint (team members) or an in-platform judge (researchers) as a submission."""
+    """A team's registered outside judge, by name (its members), or an in-platform judge (researchers) as a submission."""
 
     @extend_schema(
-        summary="Run a judge as a submission: `endpoint` (an outside judge's URL) or `judge` (an in-platform judge key, researchers only)",
+        summary="Run a judge as a submission: `endpoint` (the name of an outside judge the team registered) or `judge` (an in-platform judge key, researchers only)",
         request={"application/json": {"type": "object", "properties": {"team": {"type": "string"}, "label": {"type": "string"}, "endpoint": {"type": "string"}, "judge": {"type": "string"}}}},
         responses={202: OpenApiTypes.OBJECT},
     )
@@ -170,7 +171,10 @@ class RunSubmissionApi(APIView):
                 raise ServiceError(f"No judge with key {request.data['judge']!r}.", code="no_judge")
             submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label, user=None)
         elif request.data.get("endpoint"):
-            submission = runners.http_submission_create(benchmark=bench, team=team, url=str(request.data["endpoint"]), label=label, user=None if researcher else request.user)
+            endpoint = team.endpoints.filter(name=str(request.data["endpoint"])).first()
+            if endpoint is None:
+                raise ServiceError(f"Team {team.name} has no registered endpoint named {str(request.data['endpoint'])[:100]!r}.", code="no_endpoint")
+            submission = runners.http_submission_create(benchmark=bench, endpoint=endpoint, label=label, user=None if researcher else request.user)
         else:
             raise ServiceError("Give `endpoint` or `judge`.", code="no_source")
         return Response({"submission": submission.pk, "kind": submission.kind, "state": submission.state}, status=status.HTTP_202_ACCEPTED)

@@ -89,6 +89,9 @@ class Team(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="benchmark_teams", blank=True)
+    # A team made for one benchmark submits only to it; a team without one (made by the command) to any.
+    benchmark = models.ForeignKey(Benchmark, null=True, blank=True, on_delete=models.CASCADE, related_name="teams")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -99,7 +102,30 @@ class Team(models.Model):
 
 
 def endpoint_secret() -> str:
-    return secrets.token_hex(16)
+    return secrets.token_hex(32)
+
+
+class JudgeEndpoint(models.Model):
+    """An outside judge served over HTTP, registered once by its team and used for submissions by name.
+
+    Every request to it is signed with the shared secret (HMAC-SHA256 over the timestamp and the
+    body; docs/benchmarks.md shows how a team verifies it). The secret is shown to the team's members
+    and researchers only.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.SlugField(max_length=100)
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=128, default=endpoint_secret)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="unique_endpoint_name_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.team.name}/{self.name}"
 
 
 class Submission(models.Model):
@@ -123,6 +149,8 @@ class Submission(models.Model):
     file_sha256 = models.CharField(max_length=64, blank=True)
     judge = models.ForeignKey("scoring.Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     scoring_run = models.ForeignKey("scoring.ScoringRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint = models.ForeignKey(JudgeEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="submissions")
+    # The URL as it was when the submission ran (an endpoint's URL may change later).
     endpoint_url = models.URLField(max_length=500, blank=True)
     # Items an outside judge did not answer: timeouts and errors (counted wrong, shown).
     n_errors = models.PositiveIntegerField(default=0)

@@ -5,7 +5,7 @@ jobs, queues, clip cache and verdicts as any run); when the run is done its verd
 submission's predictions. Arena items are not study pairs, so such a judge leaves them unanswered
 (counted wrong, shown as coverage).
 
-Outside judge: the platform POSTs each item to the registered endpoint as JSON
+Outside judge: the platform POSTs each item to the team's registered endpoint (JudgeEndpoint) as JSON
 
     {"id", "prompt", "lyrics", "modality", "audio_a", "audio_b", "reference_audio", "expires_in"}
 
@@ -16,10 +16,16 @@ flight; each gets BENCHMARK_HTTP_TIMEOUT seconds and BENCHMARK_HTTP_RETRIES more
 timeout, a connection error or a 5xx answer. An item that still has no answer is stored without a
 label and with the reason ("timeout" or "error: ..."): counted wrong, counted on the submission
 (n_timeouts, n_errors) and shown on the leaderboard.
+
+Every request carries `X-Auditorium-Timestamp` (Unix seconds) and `X-Auditorium-Signature`:
+"sha256=" + hex HMAC-SHA256 with the endpoint's shared secret over `timestamp + "." + body`, so
+the endpoint can refuse anything that did not come from this server, or that is replayed late.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import socket
 import time
@@ -37,7 +43,7 @@ from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict
 
 from . import audio, formats
-from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
+from .models import Benchmark, BenchmarkItem, JudgeEndpoint, Prediction, Submission, Team
 from .services import _check_can_submit, labels_from_verdict, predictions_store
 
 COLLECT_TASK = "benchmarks.judge_collect"
@@ -108,23 +114,29 @@ def judge_collect(*, submission_id: int) -> bool:
 # --- Outside judge over HTTP --------------------------------------------------------------------------
 
 
-def http_submission_create(*, benchmark: Benchmark, team: Team, url: str, label: str = "", user=None) -> Submission:
-    if not url.startswith(("http://", "https://")):
-        raise ServiceError("The endpoint must be an http:// or https:// URL.", code="bad_url")
+def http_submission_create(*, benchmark: Benchmark, endpoint: JudgeEndpoint, label: str = "", user=None) -> Submission:
+    """A registered outside judge run on every item; `user` (None for researchers) must be a member of the endpoint's team."""
+    team = endpoint.team
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
         submission = Submission.objects.create(
             benchmark=benchmark,
             team=team,
-            label=label[:200],
+            label=(label or endpoint.name)[:200],
             kind=Submission.Kind.HTTP,
             state=Submission.State.PENDING,
-            endpoint_url=url,
+            endpoint=endpoint,
+            endpoint_url=endpoint.url,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         _queue(HTTP_TASK, submission.pk)
     return submission
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """The X-Auditorium-Signature value: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>."""
+    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
 
 
 def _item_payload(benchmark: Benchmark, item: BenchmarkItem) -> dict:
@@ -141,14 +153,17 @@ def _item_payload(benchmark: Benchmark, item: BenchmarkItem) -> dict:
     }
 
 
-def _ask(url: str, payload: dict) -> dict:
+def _ask(url: str, secret: str, payload: dict) -> dict:
     """One item to the endpoint, with retries; returns prediction values, or {"error": ...} with all labels missing."""
     body = json.dumps(payload).encode()
     last = "error"
     for attempt in range(settings.BENCHMARK_HTTP_RETRIES + 1):
         if attempt:
             time.sleep(min(0.2 * 2**attempt, 5.0))
-        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        # Signed afresh on every try: a retry is not a replay of an old timestamp.
+        stamp = str(int(time.time()))
+        headers = {"Content-Type": "application/json", "X-Auditorium-Timestamp": stamp, "X-Auditorium-Signature": signature(secret, stamp, body)}
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=settings.BENCHMARK_HTTP_TIMEOUT) as response:  # noqa: S310 - a registered endpoint
                 answer = json.loads(response.read(1_000_000).decode())
@@ -196,9 +211,14 @@ def _store_answers(submission: Submission, items: list[BenchmarkItem], answers: 
 
 def http_run(*, submission_id: int, chunk: int = 200) -> Submission:
     """Ask the endpoint about every item without an answer yet, storing answers a chunk at a time (a re-run resumes), then mark the submission scored."""
-    submission = Submission.objects.select_related("benchmark").get(pk=submission_id)
-    if submission.state == Submission.State.DONE:
+    submission = Submission.objects.select_related("benchmark", "endpoint").get(pk=submission_id)
+    if submission.state in (Submission.State.DONE, Submission.State.FAILED):
         return submission
+    if submission.endpoint is None:
+        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.FAILED, error="its registered endpoint was removed", finished_at=timezone.now())
+        submission.refresh_from_db()
+        return submission
+    secret = submission.endpoint.secret
     Submission.objects.filter(pk=submission.pk).update(state=Submission.State.RUNNING)
     benchmark = submission.benchmark
     answered = set(Prediction.objects.filter(submission=submission, error="").values_list("item_id", flat=True))
@@ -206,7 +226,7 @@ def http_run(*, submission_id: int, chunk: int = 200) -> Submission:
     with ThreadPoolExecutor(max_workers=settings.BENCHMARK_HTTP_CONCURRENCY) as pool:
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
-            answers = list(pool.map(lambda item: _ask(submission.endpoint_url, _item_payload(benchmark, item)), part))
+            answers = list(pool.map(lambda item: _ask(submission.endpoint_url, secret, _item_payload(benchmark, item)), part))
             _store_answers(submission, part, answers)
     failures = Prediction.objects.filter(submission=submission).exclude(error="")
     timeouts = failures.filter(error="timeout").count()

@@ -167,12 +167,13 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
     """Every scored submission of the benchmark on one part and dimension (optionally one modality).
 
     Returns {"n", "chance", "ceiling", "rows": [per submission, in submission order: "submission",
-    "accuracy", "ci", "n", "answered", "rank", "errors"], "p": S x S}. Cached until a submission
+    "accuracy", "ci", "n", "answered", "rank", "errors"], "p": S x S, "mcnemar": McNemar's exact
+    test per pair, see scoring.evaluation.mcnemar_tests}. Cached until a submission
     is added or finishes.
     """
     if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
         raise ValueError("unknown part, dimension or modality")
-    key = f"benchmark-scores:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+    key = f"benchmark-scores:v2:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -204,6 +205,7 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
         "ceiling": human_ceiling(vote_item[in_part], vote_code[in_part]),
         "rows": rows,
         "p": result["p"],
+        "mcnemar": result["mcnemar"],
     }
     cache.set(key, out, 3600)
     return out
@@ -262,8 +264,33 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
             }
         )
     rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
-    pairwise = {"submissions": [r["submission"] for r in table["rows"]], "p": table["p"]}
-    return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows, "pairwise": pairwise}
+    pairwise = {"submissions": [r["submission"] for r in table["rows"]], "p": table["p"], "mcnemar": table["mcnemar"]}
+    return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows, "pairwise": pairwise, "pairs": pair_rows(table, subs)}
+
+
+def pair_rows(table: dict, subs: dict) -> list[dict]:
+    """Every two submissions on the same items: the paired bootstrap and McNemar's exact test side by side."""
+    ids = [r["submission"] for r in table["rows"]]
+    acc = [r["accuracy"] for r in table["rows"]]
+    mc = table["mcnemar"]
+    out = []
+    for i in range(len(ids)):
+        for j in range(i + 1, len(ids)):
+            first, second = (i, j) if (acc[i] or 0.0) >= (acc[j] or 0.0) else (j, i)
+            out.append(
+                {
+                    "a": ids[first],
+                    "b": ids[second],
+                    "a_name": subs[ids[first]].display_name,
+                    "b_name": subs[ids[second]].display_name,
+                    "bootstrap_p": None if table["p"] is None else table["p"][i][j],
+                    "a_only": mc["discordant"][first][second],
+                    "b_only": mc["discordant"][second][first],
+                    "mcnemar_p": mc["p"][i][j],
+                    "mcnemar_p_holm": mc["p_holm"][i][j],
+                }
+            )
+    return out
 
 
 def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min_confidence: float = 4.0, limit: int = 50) -> list[dict]:

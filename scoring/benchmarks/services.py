@@ -25,6 +25,9 @@ from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
 
 # --- Creating a benchmark ---------------------------------------------------------------------------
 
+# Paths under /benchmarks/ that a benchmark's name would hide.
+RESERVED_NAMES = {"new", "teams", "audio", "submissions"}
+
 
 def _clip_label(pair: Pair, clip_id: int | None, tie: str) -> int:
     if tie:
@@ -130,6 +133,8 @@ def benchmark_create(
     user=None,
 ) -> Benchmark:
     """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts."""
+    if name in RESERVED_NAMES:
+        raise ServiceError(f"{name!r} is the name of a page under /benchmarks/; pick another name.", code="reserved")
     if Benchmark.objects.filter(name=name).exists():
         raise ServiceError(f"A benchmark named {name!r} exists already; a new version needs a new name (e.g. {name}-v{version + 1}).", code="exists", status=409)
     if study is None and not include_arena:
@@ -313,6 +318,8 @@ def _check_can_submit(*, benchmark: Benchmark, team: Team, user=None) -> None:
         raise ServiceError(f"Benchmark {benchmark.name} is closed; it takes no more submissions.", code="closed", status=409)
     if user is not None and not getattr(user, "is_superuser", False) and not team.members.filter(pk=user.pk).exists():
         raise ServiceError(f"You are not a member of team {team.name}.", code="not_member", status=403)
+    if team.benchmark_id is not None and team.benchmark_id != benchmark.pk:
+        raise ServiceError(f"Team {team.name} was made for another benchmark; it submits only there.", code="other_benchmark", status=403)
     limit = settings.BENCHMARK_DAILY_SUBMISSIONS
     day_start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
     used = Submission.objects.filter(team=team, benchmark=benchmark, created_at__gte=day_start).count()

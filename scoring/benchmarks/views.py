@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core import signing
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -16,8 +17,8 @@ from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
 from scoring.models import Judge
 
-from . import audio, runners, selectors, services
-from .models import Benchmark, Submission, Team
+from . import audio, plots, runners, selectors, services
+from .models import Benchmark, JudgeEndpoint, Submission, Team
 
 CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
 LABELS = {0: "A", 1: "B", 2: "both"}
@@ -101,13 +102,16 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
                 "acc": round(100 * row["accuracy"], 2),
                 "ceiling": None if ceiling is None else round(100 * ceiling, 2),
             }
+    # A team made for another benchmark does not submit here.
+    teams = [t for t in selectors.user_teams(request.user) if t.benchmark_id in (None, bench.pk)]
     context = {
         "bench": bench,
         "board": board,
         "dims": DIMENSIONS,
         "modalities": MODALITIES,
-        "teams": selectors.user_teams(request.user),
-        "all_teams": Team.objects.all() if is_researcher(request.user) else [],
+        "teams": teams,
+        "endpoints": JudgeEndpoint.objects.filter(team__in=teams).select_related("team").order_by("team__name", "name"),
+        "all_teams": Team.objects.filter(Q(benchmark__isnull=True) | Q(benchmark=bench)) if is_researcher(request.user) else [],
         "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
     }
@@ -147,7 +151,7 @@ def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_POST
 def benchmark_run(request: HttpRequest, name: str) -> HttpResponse:
-    """Register an outside judge's endpoint (team members) or run an in-platform judge (researchers) as a submission."""
+    """Run a team's registered outside judge (its members) or an in-platform judge (researchers) as a submission."""
     bench = get_object_or_404(Benchmark, name=name)
     researcher = is_researcher(request.user)
     teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
@@ -164,7 +168,10 @@ def benchmark_run(request: HttpRequest, name: str) -> HttpResponse:
                 raise ServiceError("Pick a judge.")
             submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label)
         else:
-            submission = runners.http_submission_create(benchmark=bench, team=team, url=request.POST.get("endpoint", "").strip(), label=label, user=None if researcher else request.user)
+            endpoint = team.endpoints.filter(name=request.POST.get("endpoint", "")).first()
+            if endpoint is None:
+                raise ServiceError(f"Team {team.name} has no registered endpoint by that name; register it on the team's page.")
+            submission = runners.http_submission_create(benchmark=bench, endpoint=endpoint, label=label, user=None if researcher else request.user)
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("benchmarks:benchmark-detail", name=bench.name)
@@ -194,6 +201,9 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     if not bench.is_dev and bench.is_open and selectors.can_see_private(request.user, bench, submission):
         parts.append(selectors.PRIVATE)
     figures = {part: selectors.submission_breakdown(bench, submission, part=part) for part in parts}
+    for dims in figures.values():
+        for values in dims.values():
+            values["plot"] = plots.reliability_plot(values.get("calibration"))
     listen = []
     if selectors.can_listen_disagreements(request.user, bench):
         for dim in DIMENSIONS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -16,6 +18,7 @@ from scoring.benchmarks.models import Prediction, Submission
 from scoring.evaluation import NO_LABEL, label_code
 from scoring.models import Judge, Verdict
 from tests.benchmarks.helpers import item_truth, jsonl, known_study
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -52,14 +55,17 @@ class _Judge(BaseHTTPRequestHandler):
     flaky: set = set()
     seen: dict = {}
     payloads: list = []
+    signed: list = []
     in_flight = 0
     peak = 0
     lock = threading.Lock()
 
     def do_POST(self):
-        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        payload = json.loads(raw)
         cls = type(self)
         with cls.lock:
+            cls.signed.append((self.headers.get("X-Auditorium-Timestamp"), self.headers.get("X-Auditorium-Signature"), raw))
             cls.in_flight += 1
             cls.peak = max(cls.peak, cls.in_flight)
             cls.seen[payload["id"]] = cls.seen.get(payload["id"], 0) + 1
@@ -97,17 +103,17 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
     settings.BENCHMARK_AUDIO_BASE_URL = "http://testserver"
     truth = item_truth(bench)
     ids = sorted(truth)
-    _Judge.truth, _Judge.slow, _Judge.flaky, _Judge.seen, _Judge.payloads, _Judge.peak = truth, {ids[0]}, {ids[1]}, {}, [], 0
+    _Judge.truth, _Judge.slow, _Judge.flaky, _Judge.seen, _Judge.payloads, _Judge.peak, _Judge.signed = truth, {ids[0]}, {ids[1]}, {}, [], 0, []
     # Requests in flight as the platform sees them (the server may still be sleeping on one it gave up on).
     ask, flight = runners._ask, {"now": 0, "peak": 0}
     lock = threading.Lock()
 
-    def counted(url, payload):
+    def counted(url, secret, payload):
         with lock:
             flight["now"] += 1
             flight["peak"] = max(flight["peak"], flight["now"])
         try:
-            return ask(url, payload)
+            return ask(url, secret, payload)
         finally:
             with lock:
                 flight["now"] -= 1
@@ -118,11 +124,25 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/judge"
+        # Registered once on the team's page by a member, then run by name from the benchmark's page.
+        member = UserFactory(username="remote-member")
+        services.team_create(name="remote", members=[member])
+        client = Client()
+        client.force_login(member)
+        assert client.post("/benchmarks/teams/remote/endpoints/", {"name": "remote-judge", "url": url}).status_code == 302
         with django_capture_on_commit_callbacks(execute=True):
-            submission = runners.http_submission_create(benchmark=bench, team=services.team_create(name="remote"), url=url, label="remote-judge")
+            response = client.post(f"/benchmarks/{bench.name}/run/", {"team": "remote", "endpoint": "remote-judge"})
+        assert response.status_code == 302
     finally:
         server.shutdown()
-    submission.refresh_from_db()
+    submission = Submission.objects.get(team__name="remote")
+    assert submission.label == "remote-judge" and submission.endpoint.url == url
+    # Every request (retries included) carries a fresh timestamp and a valid HMAC of it and the body.
+    secret = submission.endpoint.secret
+    assert len(_Judge.signed) == 8 + 2
+    for stamp, sig, raw in _Judge.signed:
+        assert abs(int(stamp) - time.time()) < 60
+        assert sig == "sha256=" + hmac.new(secret.encode(), stamp.encode() + b"." + raw, hashlib.sha256).hexdigest()
     assert submission.state == Submission.State.DONE
     assert (submission.n_timeouts, submission.n_errors) == (1, 0)
     assert flight["peak"] == 2
@@ -139,8 +159,6 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
     assert Client().get(urlparse(payload["audio_a"]).path).status_code == 200
     # The leaderboard shows the unanswered count.
     researcher = Client()
-    from tests.factories import UserFactory
-
     researcher.force_login(UserFactory(username="r", roles=["researcher"]))
     assert "1 timeouts, 0 errors: counted wrong" in researcher.get(f"/benchmarks/{bench.name}/").content.decode()
 

@@ -35,6 +35,8 @@ RESEARCHER = {
     "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",
     # The battle-log release page (public only with ARENA_RELEASE_PUBLIC; tests/arena/test_release_page.py).
     "release", "release-status",
+    # Benchmark teams: researchers, and members for their own teams only (tests/benchmarks/test_teams_and_endpoints.py).
+    "team-list", "team-detail", "team-members-add", "team-endpoint-register",
 }
 # Researcher routes that serve a finished file (404 without one): checked for refusals only here,
 # downloads in their own tests.
@@ -45,6 +47,7 @@ POST_ONLY = {
     "study-export",
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
+    "team-members-add", "team-endpoint-register",
 }
 
 
@@ -84,7 +87,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1,
+        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name,
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 

@@ -41,7 +41,16 @@ class Command(BaseCommand):
                 for r in table["rows"]
             ]
             rows.sort(key=lambda r: (r["group"], -(r["accuracy"] or 0.0)))
-            out["dimensions"][dim] = {"n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "submissions": rows}
+            pairs = [
+                {
+                    "a": pair["a"],
+                    "b": pair["b"],
+                    "bootstrap_p_holm": pair["bootstrap_p"],
+                    "mcnemar": {"a_right_b_wrong": pair["a_only"], "b_right_a_wrong": pair["b_only"], "p": pair["mcnemar_p"], "p_holm": pair["mcnemar_p_holm"]},
+                }
+                for pair in selectors.pair_rows(table, names)
+            ]
+            out["dimensions"][dim] = {"n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "submissions": rows, "pairwise": pairs}
         if opts["json"]:
             self.stdout.write(json.dumps(out, indent=2))
             return

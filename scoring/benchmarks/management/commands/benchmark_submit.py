@@ -15,7 +15,7 @@ from ._common import benchmark_named
 class Command(BaseCommand):
     help = (
         "Submit for a team: a prediction file (MIREX layout or CMI-RewardBench results.jsonl), an in-platform judge "
-        "(--judge KEY, run as a scoring run) or an outside judge's HTTP endpoint (--endpoint URL)."
+        "(--judge KEY, run as a scoring run) or a registered outside judge of the team (--endpoint NAME)."
     )
 
     def add_arguments(self, parser):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--file")
         source.add_argument("--judge", help="Key of an in-platform judge or trained reward model.")
-        source.add_argument("--endpoint", help="URL of an outside judge that answers one item per POST.")
+        source.add_argument("--endpoint", help="Name of an outside judge the team registered (on its team page).")
         parser.add_argument("--label", default="", help="The judge's name as shown on the leaderboard.")
         parser.add_argument("--create-team", action="store_true", help="Create the team when it does not exist.")
         parser.add_argument("--json", action="store_true")
@@ -43,7 +43,10 @@ class Command(BaseCommand):
                     raise ServiceError(f"No judge with key {opts['judge']!r} (see manage.py judges).")
                 submission = runners.judge_submission_create(benchmark=benchmark, team=team, judge=judge, label=opts["label"])
             elif opts["endpoint"]:
-                submission = runners.http_submission_create(benchmark=benchmark, team=team, url=opts["endpoint"], label=opts["label"])
+                endpoint = team.endpoints.filter(name=opts["endpoint"]).first()
+                if endpoint is None:
+                    raise ServiceError(f"Team {team.name} has no registered endpoint named {opts['endpoint']!r}.")
+                submission = runners.http_submission_create(benchmark=benchmark, endpoint=endpoint, label=opts["label"])
             else:
                 data = services.submission_read_file(opts["file"])
                 submission = services.submission_from_file(benchmark=benchmark, team=team, data=data, label=opts["label"])
