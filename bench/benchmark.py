@@ -24,7 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scoring.evaluation import NO_LABEL, compare_submissions, item_scores, mcnemar_tests  # noqa: E402
+from scoring.evaluation import NO_LABEL, compare_submissions, item_scores  # noqa: E402
+from scoring.stats import mcnemar_tests  # noqa: E402
 
 
 def synthetic(items: int, submissions: int, cluster_size: int, seed: int = 0):

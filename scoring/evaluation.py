@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import bootstrap_sums, num, percentile_ci
+from .stats import bootstrap_sums, cluster_bootstrap, mcnemar_tests, num, paired_tests, percentile_ci, significance_groups
 
 # --- Vocabulary ------------------------------------------------------------------------------
 
@@ -372,7 +372,8 @@ def evaluate(rows: Iterable[dict], *, view: str, dimensions: tuple[str, ...] = D
 # A benchmark scores S submissions on the same N items at once: every figure below works on an
 # S x N matrix of match scores, so intervals and pairwise tests for all submissions come from one
 # set of resamples (the same resampled items for every submission, which is what makes the
-# comparisons paired).
+# comparisons paired). The resampling and the paired tests themselves are plain statistics and
+# live in scoring/stats.py.
 
 
 def item_scores(pred, truth) -> np.ndarray:
@@ -388,119 +389,6 @@ def item_scores(pred, truth) -> np.ndarray:
         raise ValueError("every item needs a truth label; leave out the items without one")
     scores = match_scores(pred, np.broadcast_to(truth, pred.shape))
     return np.nan_to_num(scores, nan=0.0)
-
-
-def cluster_bootstrap(scores, clusters=None, *, rounds: int, seed: int, chunk: int = 100) -> np.ndarray:
-    """Bootstrap accuracies (rounds x S) of S submissions, resampling clusters of items with replacement.
-
-    scores: S x N match scores; clusters: a code per item (items that share a condition are not
-    independent, so they are drawn together), None for one cluster per item. Every round draws
-    the same clusters for every submission. A cluster drawn k times counts k times: the draw is a
-    count per cluster, and each round's accuracy is (counts @ cluster sums) / (counts
-    @ cluster sizes), all as matrix products.
-    """
-    scores = np.atleast_2d(np.asarray(scores, dtype=float))
-    n_sub, n_items = scores.shape
-    if n_items == 0 or rounds <= 0:
-        return np.full((max(rounds, 0), n_sub), np.nan)
-    codes = np.arange(n_items) if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].reshape(-1)
-    n_clusters = int(codes.max()) + 1
-    sizes = np.bincount(codes, minlength=n_clusters).astype(float)
-    sums = np.stack([np.bincount(codes, weights=row, minlength=n_clusters) for row in scores])  # S x C
-    rng = np.random.default_rng(seed)
-    out = np.empty((rounds, n_sub))
-    # Drawing cluster indices and counting them is the same multinomial draw, and much faster than
-    # rng.multinomial over thousands of categories; the smallest integer type that holds an index
-    # makes the draw cheaper still. Counts and sums are whole or half numbers far below 2**24, so
-    # float32 products are exact.
-    index_type = np.uint16 if n_clusters <= np.iinfo(np.uint16).max else np.uint32
-    sums32, sizes32 = sums.T.astype(np.float32), sizes.astype(np.float32)
-    for start in range(0, rounds, chunk):
-        stop = min(start + chunk, rounds)
-        draws = rng.integers(0, n_clusters, size=(stop - start, n_clusters), dtype=index_type)
-        offsets = (np.arange(stop - start, dtype=np.int64) * n_clusters)[:, None]
-        counts = np.bincount((draws + offsets).ravel(), minlength=(stop - start) * n_clusters).reshape(stop - start, n_clusters).astype(np.float32)
-        out[start:stop] = (counts @ sums32).astype(float) / (counts @ sizes32).astype(float)[:, None]
-    return out
-
-
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjustment of a vector of p-values (family-wise error over all pairs)."""
-    p = np.asarray(pvalues, dtype=float)
-    m = p.size
-    if m == 0:
-        return p
-    order = np.argsort(p, kind="stable")
-    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
-
-
-def paired_tests(boot, *, alpha: float = 0.05) -> dict:
-    """Paired bootstrap test between every two submissions from the same resamples (rounds x S).
-
-    The p-value of i against j is twice the smaller share of rounds in which the difference of
-    their accuracies falls on either side of 0 (capped at 1); p-values are Holm-adjusted over all
-    pairs. Returns "p" (S x S adjusted, 1 on the diagonal) and "significant" (S x S bools).
-    """
-    boot = np.asarray(boot, dtype=float)
-    n_sub = boot.shape[1]
-    p = np.ones((n_sub, n_sub))
-    if n_sub > 1 and boot.shape[0] > 0:
-        upper = np.triu_indices(n_sub, k=1)
-        diff = boot[:, upper[0]] - boot[:, upper[1]]
-        raw = np.minimum(1.0, 2 * np.minimum((diff <= 0).mean(axis=0), (diff >= 0).mean(axis=0)))
-        adjusted = holm(raw)
-        p[upper] = adjusted
-        p[(upper[1], upper[0])] = adjusted
-    return {"p": p, "significant": p < alpha}
-
-
-def mcnemar_tests(scores) -> dict:
-    """McNemar's exact test between every two submissions scored on the same items (S x N match scores).
-
-    An item counts as correct only with full credit (score 1); half credit (a BOTH on either side)
-    and no answer count as not correct. For submissions i and j, b = items i got right and j wrong,
-    c = the reverse; the p-value is the two-sided exact binomial test of min(b, c) out of b + c at
-    one half (1 when b + c = 0). Returns "p" (S x S raw), "p_holm" (S x S Holm-adjusted over all
-    pairs) and "discordant" (S x S: entry [i][j] = items i got right and j wrong).
-
-    At one half the binomial is symmetric, so scipy.stats.binomtest's two-sided p-value is
-    min(1, 2 * cdf(min(b, c))): one vectorised cdf for all pairs instead of a binomtest call per
-    pair (bench/benchmark.py times both); tests check it equals binomtest.
-    """
-    from scipy.stats import binom
-
-    correct = np.atleast_2d(np.asarray(scores, dtype=float)) == 1.0
-    n_sub = correct.shape[0]
-    as_int = correct.astype(np.int64)
-    discordant = as_int @ (1 - as_int).T
-    p = np.ones((n_sub, n_sub))
-    p_holm = np.ones((n_sub, n_sub))
-    if n_sub > 1:
-        upper = np.triu_indices(n_sub, k=1)
-        b, c = discordant[upper], discordant[(upper[1], upper[0])]
-        raw = np.minimum(1.0, 2.0 * binom.cdf(np.minimum(b, c), b + c, 0.5))
-        raw[b + c == 0] = 1.0
-        p[upper] = raw
-        p[(upper[1], upper[0])] = raw
-        adjusted = holm(raw)
-        p_holm[upper] = adjusted
-        p_holm[(upper[1], upper[0])] = adjusted
-    return {"p": p, "p_holm": p_holm, "discordant": discordant}
-
-
-def significance_groups(acc, significant) -> np.ndarray:
-    """Rank of each submission: 1 + the number of submissions significantly better than it.
-
-    Submissions that share a rank form a group: none of them is significantly worse than one of
-    the others ranked above it by the test (a judge's place is only as precise as the data allows).
-    """
-    acc = np.asarray(acc, dtype=float)
-    significant = np.asarray(significant, dtype=bool)
-    better = (acc[None, :] > acc[:, None]) & significant
-    return 1 + better.sum(axis=1)
 
 
 def human_ceiling(item_of_vote, labels) -> dict:

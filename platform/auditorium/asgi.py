@@ -19,7 +19,6 @@ from auditorium.limits import BodyLimitASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
 
 
-
 async def lifespan(scope, receive, send):
     """Answer the server's start-up and shutdown messages (uvicorn warns that lifespan is unsupported
     when an application refuses the scope). Nothing needs setting up: Django is ready above."""

@@ -168,7 +168,7 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
 
     Returns {"n", "chance", "ceiling", "rows": [per submission, in submission order: "submission",
     "accuracy", "ci", "n", "answered", "rank", "errors"], "p": S x S, "mcnemar": McNemar's exact
-    test per pair, see scoring.evaluation.mcnemar_tests}. Cached until a submission
+    test per pair, see scoring.stats.mcnemar_tests}. Cached until a submission
     is added or finishes.
     """
     if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):

@@ -1,4 +1,5 @@
-"""The many-submission figures of scoring.evaluation on small cases worked out by hand."""
+"""The many-submission figures of scoring.evaluation (and the resampling and tests of scoring.stats
+behind them) on small cases worked out by hand."""
 
 from __future__ import annotations
 
@@ -9,13 +10,11 @@ from scoring.evaluation import (
     NO_LABEL,
     calibration,
     chance_accuracy,
-    cluster_bootstrap,
     compare_submissions,
-    holm,
     human_ceiling,
     item_scores,
-    significance_groups,
 )
+from scoring.stats import cluster_bootstrap, holm, significance_groups
 
 
 def test_item_scores_count_missing_as_wrong_and_both_as_half():

@@ -12,7 +12,7 @@ from django.test import Client
 from scipy.stats import binomtest
 
 from scoring.benchmarks import services
-from scoring.evaluation import mcnemar_tests
+from scoring.stats import mcnemar_tests
 from tests.benchmarks.helpers import item_truth, jsonl, known_study, predictions_with_accuracy
 from tests.factories import UserFactory
 
