@@ -92,3 +92,41 @@ def test_seeded_board_is_labelled_and_polls_without_a_websocket(live_server, bro
     page.set_viewport_size({"width": 390, "height": page.evaluate("document.documentElement.scrollHeight")})
     page.screenshot(path=str(shots / "arena-leaderboard-seeded-390.png"))
     phone.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_a_researchers_home_and_release_tables_fit_a_phone(live_server, browser, tmp_path):
+    """Tables of many columns (the home page's studies, the release builds) stack into labelled lines at 390 px."""
+    from django.utils import timezone
+
+    from arena.models import ReleaseBuild
+    from tests.factories import StudyFactory, UserFactory
+
+    researcher = UserFactory(username="res", roles=["researcher"])
+    StudyFactory(name="phone-study", title="A study with a long enough title to wrap", owner=researcher)
+    ReleaseBuild.objects.create(
+        state="done", stage="done", battles=331, audio_files=662, size_bytes=188_400_000, include_seeded=True,
+        file_name="arena-battles-20260101-1.zip", created_by=researcher, finished_at=timezone.now(),
+    )
+    context = browser.new_context(**PHONE, bypass_csp=True)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/?next=/")
+    page.fill("#id_username", "res")
+    page.fill("#id_password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#home-research")
+    past_edge = "[...document.querySelectorAll('table td')].filter((t) => t.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5).length"
+    for path, cells in (("/", ["Study", "Pairs", "Annotators", "Judgments", "Status", "Data"]), ("/arena/release/", ["Built", "State", "Battles", "Audio files", "Size", "Download"])):
+        page.goto(live_server.url + path)
+        page.wait_for_selector("table.stack-phone td")
+        assert fits_its_width(page) and page.evaluate(past_edge) == 0, path
+        text = page.inner_text("table.stack-phone tbody")
+        # Each value is labelled by its column, since the header row is only for screen readers here.
+        labels = page.evaluate("[...document.querySelectorAll('table.stack-phone tbody td')].map((t) => getComputedStyle(t, '::before').content)")
+        assert all(f'"{c}"' in labels for c in cells), labels
+        assert page.locator("table.stack-phone thead").bounding_box()["height"] <= 1
+        assert text
+    assert "(with seeded demo votes)" in page.inner_text("#builds")
+    page.screenshot(path=str(shots_dir(tmp_path) / "arena-release-390.png"), full_page=True)
+    context.close()

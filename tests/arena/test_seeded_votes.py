@@ -141,7 +141,7 @@ def test_release_page_offers_the_seeded_votes_unticked(demo_arena, django_captur
     build = ReleaseBuild.objects.order_by("-id").first()
     assert (build.include_seeded, build.state, build.battles) == (True, "done", SEEDED)
     assert client.get("/arena/release/status/").json()["builds"][0]["include_seeded"] is True
-    assert "with seeded demo votes" in client.get("/arena/release/").content.decode()
+    assert "(with seeded demo votes)" in client.get("/arena/release/").content.decode()
 
 
 def test_leaderboard_payload_counts_only_seeded_votes_it_fitted(db, settings):
