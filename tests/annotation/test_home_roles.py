@@ -8,7 +8,7 @@ from django.test import TestCase
 from django.urls import reverse
 
 from annotation import services
-from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
+from tests.factories import JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 
 def nav(response) -> str:
