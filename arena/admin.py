@@ -48,8 +48,8 @@ class BattleAdmin(admin.ModelAdmin):
 
 @admin.register(Vote)
 class VoteAdmin(admin.ModelAdmin):
-    list_display = ("id", "battle", "choice", "listen_seconds_a", "listen_seconds_b", "created_at")
-    list_filter = ("choice",)
+    list_display = ("id", "battle", "choice", "source", "listen_seconds_a", "listen_seconds_b", "created_at")
+    list_filter = ("source", "choice")
     raw_id_fields = ("battle", "visitor")
 
 

@@ -29,6 +29,8 @@ class VoteRow:
     system_b: str
     vote: str
     is_instrumental: bool = True
+    # A seeded demo vote (arena/seed_votes.py): fitted like any other, counted apart so the board can say so.
+    seeded: bool = False
 
 
 @dataclass
@@ -356,10 +358,31 @@ def ma_boards_compute(rows: Iterable[VoteRow], *, vocal: Iterable[str], rounds: 
     }
 
 
+def seeded_on_boards(rows: Iterable[VoteRow], *, method: str = AUDITORIUM, vocal: Iterable[str] = (), both_bad: str = "exclude") -> dict[str, int]:
+    """How many of each board's fitted votes are seeded demo votes, by the same board split and both_bad rule as the fit."""
+    rows = [r for r in rows if r.seeded]
+    out = {}
+    for board in BOARDS:
+        if method == MUSIC_ARENA:
+            on_board = [r for r in ma_board_rows(rows, board, vocal) if r.vote != "both_bad"]
+        else:
+            on_board = [r for r in rows if r.is_instrumental == (board == "instrumental") and (both_bad == "tie" or r.vote != "both_bad")]
+        out[board] = sum(1 for r in on_board if r.system_a != r.system_b)
+    return out
+
+
 def boards_for_method(rows: Iterable[VoteRow], *, method: str = AUDITORIUM, vocal: Iterable[str] = (), **options) -> dict:
-    """Both boards by the named method; options are that method's (see boards_compute, ma_boards_compute)."""
+    """Both boards by the named method; options are that method's (see boards_compute, ma_boards_compute).
+
+    Each board also says how many of its votes are seeded demo votes (`seeded_votes`).
+    """
+    rows, vocal = list(rows), set(vocal)
     if method == MUSIC_ARENA:
-        return ma_boards_compute(rows, vocal=vocal, **options)
-    if method != AUDITORIUM:
+        result = ma_boards_compute(rows, vocal=vocal, **options)
+    elif method == AUDITORIUM:
+        result = {"method": AUDITORIUM, **boards_compute(rows, **options)}
+    else:
         raise ValueError(f"unknown leaderboard method {method!r}; use one of {', '.join(METHODS)}")
-    return {"method": AUDITORIUM, **boards_compute(rows, **options)}
+    for board, count in seeded_on_boards(rows, method=method, vocal=vocal, both_bad=options.get("both_bad", "exclude")).items():
+        result["boards"][board]["seeded_votes"] = count
+    return result

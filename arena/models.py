@@ -207,6 +207,11 @@ class Vote(models.Model):
         TIE = "tie", "Tie"
         BOTH_BAD = "both_bad", "Both are bad"
 
+    class Source(models.TextChoices):
+        VISITOR = "visitor", "Visitor"
+        # Cast by seed_arena (arena/seed_votes.py) so a fresh demo's board is not empty; no one listened.
+        SEEDED = "seeded", "Seeded demo data"
+
     battle = models.OneToOneField(Battle, on_delete=models.CASCADE, related_name="vote")
     visitor = models.ForeignKey(Visitor, on_delete=models.PROTECT, related_name="votes")
     choice = models.CharField(max_length=8, choices=Choice.choices)
@@ -216,6 +221,7 @@ class Vote(models.Model):
     ip_hash = models.CharField(max_length=64, blank=True)
     # Set by the page per vote: a retried request with the same key gets the stored vote back.
     idempotency_key = models.CharField(max_length=100, blank=True)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.VISITOR, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -265,6 +271,7 @@ class ReleaseBuild(models.Model):
     total = models.PositiveIntegerField(default=0)
     audio = models.BooleanField(default=True)
     parquet = models.BooleanField(default=True)
+    include_seeded = models.BooleanField(default=False, help_text="Also publish the seeded demo votes (source = seeded).")
     battles = models.PositiveIntegerField(null=True, blank=True)
     audio_files = models.PositiveIntegerField(null=True, blank=True)
     size_bytes = models.BigIntegerField(null=True, blank=True)

@@ -71,9 +71,11 @@ COLUMNS = [
     ("created_at", "string", OURS, "When the battle was created, ISO 8601 in UTC."),
     ("sampling_policy", "string", OURS, "How the two systems were drawn: weighted (by system weight) or informative (where the board's intervals overlap most; arena/sampling.py)."),
     ("sampling_probability", "float64", OURS, "Probability of drawing this pair of systems; weight the vote by its inverse to refit the board without the sampling's bias."),
+    ("source", "string", OURS, "visitor: a visitor's vote. seeded: demo data cast by seed_arena, no one listened; in a release only when it was built with seeded votes."),
 ]
 FIELDS = [name for name, *_ in COLUMNS]
 
+SEEDED = Vote.Source.SEEDED
 PREFERENCE = {Vote.Choice.A: "A", Vote.Choice.B: "B", Vote.Choice.TIE: "TIE", Vote.Choice.BOTH_BAD: "BOTH_BAD"}
 # Music Arena's listening sum closes a play span on PAUSE, STOP or TICK; `ended` is its STOP.
 LISTEN_ACTION = {"ended": "STOP"}
@@ -89,10 +91,16 @@ def _listen_data(events) -> str | None:
     return json.dumps([{"action": LISTEN_ACTION.get(e.kind, e.kind.upper()), "time": e.server_time.timestamp()} for e in events])
 
 
-def release_rows(*, audio_prefix: str = "audio") -> list[dict]:
-    """Every voted battle as a release row, oldest first."""
+def _votes(include_seeded: bool):
+    votes = Vote.objects.all()
+    return votes if include_seeded else votes.exclude(source=SEEDED)
+
+
+def release_rows(*, audio_prefix: str = "audio", include_seeded: bool = False) -> list[dict]:
+    """Every voted battle as a release row, oldest first; seeded demo votes only when asked for."""
     votes = (
-        Vote.objects.select_related("battle__system_a__system", "battle__system_b__system", "battle__clip_a", "battle__clip_b", "visitor")
+        _votes(include_seeded)
+        .select_related("battle__system_a__system", "battle__system_b__system", "battle__clip_a", "battle__clip_b", "visitor")
         .prefetch_related("battle__listen_events")
         .order_by("battle__created_at", "battle__id")
     )
@@ -117,6 +125,7 @@ def release_rows(*, audio_prefix: str = "audio") -> list[dict]:
             "vote": vote.choice,
             "preference": PREFERENCE[vote.choice],
             "feedback": vote.feedback,
+            "source": vote.source,
             # The drawn pair's probability (arena.sampling): weight a vote by 1 / it to refit without the sampling's bias.
             "sampling_policy": battle.sampling_policy,
             "sampling_probability": battle.sampling_probability,
@@ -171,8 +180,15 @@ def _registry_yaml(names: set[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _datasheet(rows: list[dict], *, parquet: bool, audio: bool) -> str:
+def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out: int) -> str:
     votes = Counter(r["vote"] for r in rows)
+    seeded = sum(1 for r in rows if r["source"] == SEEDED)
+    if seeded:
+        demo = f"{seeded} of these rows are seeded demo votes (`source` = seeded): cast by seed_arena from the demo systems' known ranks, no one listened. Leave them out for any analysis of human preference."
+    elif seeded_left_out:
+        demo = f"{seeded_left_out} seeded demo votes (no one listened) are in the database and left out of this release."
+    else:
+        demo = "No seeded demo votes."
     systems = Counter(r["system_a"] for r in rows) + Counter(r["system_b"] for r in rows)
     private = sorted({r["system_a"] for r in rows if r["private_a"]} | {r["system_b"] for r in rows if r["private_b"]})
     dates = sorted(r["date"][:10] for r in rows)
@@ -187,6 +203,7 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool) -> str:
         "",
         f"{len(rows)} voted battles" + (f", {dates[0]} to {dates[-1]} (UTC)." if dates else "."),
         "Votes: " + ", ".join(f"{votes[c]} {c}" for c in PREFERENCE) + ".",
+        demo,
         "",
         "## Files",
         "",
@@ -228,16 +245,17 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = True, progress=None) -> dict:
+def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = True, include_seeded: bool = False, progress=None) -> dict:
     """Write battles.jsonl (+ battles.parquet), the audio, README.md and registry.yaml under out_dir; return counts.
 
+    Seeded demo votes (Vote.Source.SEEDED) are left out unless include_seeded.
     progress(stage, done, total), when given, hears each stage and every copied clip (the release page shows it).
     """
     progress = progress or (lambda stage, done, total: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     progress("rows", 0, 1)
-    rows = release_rows()
+    rows = release_rows(include_seeded=include_seeded)
     with open(out / "battles.jsonl", "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -249,7 +267,7 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
         pq.write_table(pa.Table.from_pylist(rows, schema=_parquet_schema()), out / "battles.parquet")
     copied = 0
     if audio:
-        battles = {str(v.battle.public_id): v.battle for v in Vote.objects.select_related("battle__clip_a", "battle__clip_b")}
+        battles = {str(v.battle.public_id): v.battle for v in _votes(include_seeded).select_related("battle__clip_a", "battle__clip_b")}
         for row in rows:
             battle = battles[row["battle_id"]]
             for side in ("a", "b"):
@@ -261,8 +279,9 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
     progress("files", 0, 1)
     names = {r["system_a"] for r in rows} | {r["system_b"] for r in rows}
     (out / "registry.yaml").write_text(_registry_yaml(names), encoding="utf-8")
-    (out / "README.md").write_text(_datasheet(rows, parquet=parquet, audio=audio), encoding="utf-8")
-    return {"battles": len(rows), "audio_files": copied, "path": str(out)}
+    left_out = 0 if include_seeded else Vote.objects.filter(source=SEEDED).count()
+    (out / "README.md").write_text(_datasheet(rows, parquet=parquet, audio=audio, seeded_left_out=left_out), encoding="utf-8")
+    return {"battles": len(rows), "audio_files": copied, "seeded": sum(1 for r in rows if r["source"] == SEEDED), "seeded_left_out": left_out, "path": str(out)}
 
 
 def release_read(path: Path | str) -> list[dict]:
@@ -284,7 +303,7 @@ def boards_from_release(path: Path | str, *, method: str = AUDITORIUM, **options
     missing = [key for key in needed if rows and key not in rows[0]]
     if missing:
         raise ValueError(f"{path} is not an arena battle log{' this method can read' if method == MUSIC_ARENA else ''}: missing {', '.join(missing)}")
-    votes = [VoteRow(r["system_a"], r["system_b"], r["vote"], bool(r["is_instrumental"])) for r in rows]
+    votes = [VoteRow(r["system_a"], r["system_b"], r["vote"], bool(r["is_instrumental"]), r.get("source") == SEEDED) for r in rows]
     hidden = {r["system_a"] for r in rows if r.get("private_a")} | {r["system_b"] for r in rows if r.get("private_b")}
     vocal = {r["system_a"] for r in rows if r.get("supports_vocals_a")} | {r["system_b"] for r in rows if r.get("supports_vocals_b")}
     return boards_for_method(votes, method=method, hidden=hidden, vocal=vocal, **options)

@@ -44,7 +44,7 @@ def release_visible(user) -> bool:
     return is_researcher(user) or bool(settings.ARENA_RELEASE_PUBLIC)
 
 
-def release_build_create(*, user, audio: bool = True, parquet: bool = True) -> ReleaseBuild:
+def release_build_create(*, user, audio: bool = True, parquet: bool = True, include_seeded: bool = False) -> ReleaseBuild:
     """Queue a build once the row is committed. Researchers only; refused while another build is under way."""
     if not is_researcher(user):
         raise ServiceError("Only researchers can build a release.", code="forbidden", status=403)
@@ -53,7 +53,7 @@ def release_build_create(*, user, audio: bool = True, parquet: bool = True) -> R
         running = ReleaseBuild.objects.filter(state__in=ACTIVE).first()
         if running is not None:
             raise ServiceError(f"Release #{running.pk} is still being built; wait for it to finish.", code="build_running", status=409)
-        build = ReleaseBuild.objects.create(audio=bool(audio), parquet=bool(parquet), created_by=user)
+        build = ReleaseBuild.objects.create(audio=bool(audio), parquet=bool(parquet), include_seeded=bool(include_seeded), created_by=user)
         transaction.on_commit(lambda: release_build_queue(build_id=build.pk))
     return build
 
@@ -105,7 +105,7 @@ def release_build_execute(*, build_id: int) -> ReleaseBuild:
     progress = _Progress(build.pk)
     try:
         shutil.rmtree(work, ignore_errors=True)
-        counts = release_export(out_dir=work / name, audio=build.audio, parquet=build.parquet, progress=progress)
+        counts = release_export(out_dir=work / name, audio=build.audio, parquet=build.parquet, include_seeded=build.include_seeded, progress=progress)
         _archive(work / name, folder / f"{name}.zip", progress)
     except Exception as exc:
         logger.exception("release build %s failed", build.pk)

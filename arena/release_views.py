@@ -36,7 +36,12 @@ def release(request: HttpRequest) -> HttpResponse:
         if not researcher:
             return render(request, "annotation/forbidden.html", {"message": "Only researchers can build a release."}, status=403)
         try:
-            build = release_build_create(user=request.user, audio=request.POST.get("audio") == "on", parquet=request.POST.get("parquet") == "on")
+            build = release_build_create(
+                user=request.user,
+                audio=request.POST.get("audio") == "on",
+                parquet=request.POST.get("parquet") == "on",
+                include_seeded=request.POST.get("include_seeded") == "on",
+            )
         except ServiceError as exc:
             messages.error(request, exc.message)
         else:

@@ -103,13 +103,13 @@ def battle_to_resume(visitor, *, now=None) -> Battle | None:
 
 
 def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
-    """Every stored vote as (system_a, system_b, vote, instrumental), and the names of private systems."""
+    """Every stored vote as (system_a, system_b, vote, instrumental, seeded), and the names of private systems."""
     query = Vote.objects.order_by("id").values_list(
-        "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental"
+        "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental", "source"
     )
     if since is not None:
         query = query.filter(created_at__gte=since)
-    rows = [VoteRow(a, b, choice, instrumental) for a, b, choice, instrumental in query]
+    rows = [VoteRow(a, b, choice, instrumental, source == Vote.Source.SEEDED) for a, b, choice, instrumental, source in query]
     hidden = set(ArenaSystem.objects.filter(is_private=True).values_list("system__name", flat=True))
     return rows, hidden
 
@@ -155,10 +155,13 @@ def release_build_status(build: ReleaseBuild) -> dict:
         "total": build.total,
         "battles": build.battles,
         "audio_files": build.audio_files,
+        "include_seeded": build.include_seeded,
         "size_bytes": build.size_bytes,
         "error": build.error,
     }
 
 
-def voted_battles() -> int:
-    return Vote.objects.count()
+def voted_battles() -> dict[str, int]:
+    """Voted battles by where the vote came from: visitors, and the seeded demo votes a release leaves out unless asked."""
+    seeded = Vote.objects.filter(source=Vote.Source.SEEDED).count()
+    return {"visitor": Vote.objects.count() - seeded, "seeded": seeded}

@@ -90,10 +90,19 @@ def _study_candidates(study: Study) -> list[dict]:
 
 
 def _arena_candidates() -> list[dict]:
-    """Voted arena battles with a clear vote (A or B); ties and both-bad name no better clip and are left out."""
+    """Voted arena battles with a clear vote (A or B); ties and both-bad name no better clip and are left out.
+
+    Seeded demo votes are no one's judgement (arena/seed_votes.py) and never become benchmark labels.
+    """
     from arena.models import Battle, Vote
 
-    battles = Battle.objects.filter(status=Battle.Status.VOTED, clip_a__isnull=False, clip_b__isnull=False, vote__choice__in=[Vote.Choice.A, Vote.Choice.B])
+    battles = Battle.objects.filter(
+        status=Battle.Status.VOTED,
+        clip_a__isnull=False,
+        clip_b__isnull=False,
+        vote__choice__in=[Vote.Choice.A, Vote.Choice.B],
+        vote__source=Vote.Source.VISITOR,
+    )
     out = []
     for battle in battles.select_related("vote").order_by("id"):
         code = CODE[MODEL_A] if battle.vote.choice == Vote.Choice.A else CODE[MODEL_B]

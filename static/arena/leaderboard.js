@@ -1,4 +1,5 @@
-// Leaderboard page: renders the table and an interval plot (inline SVG), then follows live refits over a websocket.
+// Leaderboard page: renders the table and an interval plot (inline SVG), then follows live refits over a
+// websocket, polling while it is down. Seeded demo votes on a board are named above its table.
 (function () {
   "use strict";
   const root = document.getElementById("leaderboard");
@@ -42,6 +43,13 @@
       });
       tbody.appendChild(tr);
     }
+    const seeded = board && board.seeded_votes ? board.seeded_votes : 0;
+    const seededNote = document.getElementById("seeded-note");
+    seededNote.hidden = !seeded;
+    const about = ": demo data drawn from the demo systems' known quality; no one listened. The battle-log release leaves them out.";
+    seededNote.textContent = !seeded ? ""
+      : seeded === board.votes ? "All " + seeded + " votes on this board are seeded demo votes" + about
+      : "Includes " + seeded + " seeded demo vote" + (seeded === 1 ? "" : "s") + " of " + board.votes + about;
     const preliminary = board && board.preliminary ? board.preliminary : [];
     const note = document.getElementById("preliminary");
     note.hidden = !preliminary.length;
@@ -69,7 +77,9 @@
     lo -= pad; hi += pad;
     const x = (v) => left + ((v - lo) / (hi - lo)) * (width - left - right);
     const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, role: "img", class: "ci-plot", "aria-label": "Ratings with 95% intervals" });
-    const step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / (((hi - lo) / Math.pow(10, Math.floor(Math.log10(hi - lo)))) < 3 ? 4 : 1);
+    let step = Math.pow(10, Math.floor(Math.log10(hi - lo))) / (((hi - lo) / Math.pow(10, Math.floor(Math.log10(hi - lo)))) < 3 ? 4 : 1);
+    // Tick labels ("1000") need about 44 px each: on a phone fewer, wider steps, so they never run together.
+    while (x(lo + step) - x(lo) < 44) step *= 2;
     for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) {
       svg.appendChild(el("line", { x1: x(t), x2: x(t), y1: top - 6, y2: height - bottom, stroke: "#e5e7eb" }));
       svg.appendChild(el("text", { x: x(t), y: height - bottom + 16, "text-anchor": "middle" }, Math.round(t)));
@@ -94,27 +104,67 @@
     });
   });
 
+  // Live over the websocket (pushes cross processes through the channel layer). While the socket is
+  // down the page polls the board every POLL_MS instead, and the badge says so: it never claims "live"
+  // when it is not.
   const live = document.getElementById("live");
-  function connect(delay) {
+  const POLL_MS = 2000;
+  let retry = 1000;
+  let pollTimer = null;
+  let seen = JSON.stringify(data);
+
+  function badge(text, on) {
+    live.textContent = text;
+    live.className = on ? "live on" : "live off";
+  }
+  function startPolling() {
+    if (pollTimer === null) pollTimer = setInterval(poll, POLL_MS);
+    poll();
+  }
+  function stopPolling() {
+    clearInterval(pollTimer);
+    pollTimer = null;
+  }
+  function connect() {
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     let ws;
-    try { ws = new WebSocket(scheme + location.host + "/ws/arena/leaderboard/"); } catch (e) { return poll(); }
-    ws.onopen = () => { live.textContent = "live"; live.className = "live on"; delay = 1000; };
+    try { ws = new WebSocket(scheme + location.host + "/ws/arena/leaderboard/"); } catch (e) { ws = null; }
+    if (!ws) { badge("updating every " + POLL_MS / 1000 + " s", false); startPolling(); return; }
+    ws.onopen = () => {
+      badge("live", true);
+      retry = 1000;
+      stopPolling();
+      poll(); // a refit pushed while the socket was down is fetched once
+    };
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
-      if (msg.type === "leaderboard") { data = msg.payload; render(); }
+      if (msg.type === "leaderboard") show(msg.payload);
     };
     ws.onclose = () => {
-      // Without websockets (a plain WSGI server) the page still refreshes by polling.
-      live.textContent = "updates every 30 s"; live.className = "live off";
-      setTimeout(() => { poll(); connect(Math.min(delay * 2, 30000)); }, delay);
+      // A plain WSGI server, a proxy without websockets or a restart: poll until the socket is back.
+      badge("updating every " + POLL_MS / 1000 + " s", false);
+      startPolling();
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 30000);
     };
+  }
+  function show(payload) {
+    const text = JSON.stringify(payload);
+    if (text === seen) return;
+    seen = text;
+    data = payload;
+    render();
   }
   async function poll() {
     try {
-      const res = await fetch(root.dataset.api, { headers: { Accept: "application/json" } });
-      if (res.ok) { data = await res.json(); render(); }
-    } catch (e) { /* keep the last board */ }
+      const res = await fetch(root.dataset.api, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!res.ok) throw new Error(String(res.status));
+      show(await res.json());
+      if (pollTimer !== null) badge("updating every " + POLL_MS / 1000 + " s", false);
+    } catch (e) {
+      // Keep the last board; say that it may be out of date.
+      if (pollTimer !== null) badge("server unreachable · retrying every " + POLL_MS / 1000 + " s", false);
+    }
   }
   let resizeTimer = null;
   window.addEventListener("resize", () => {
@@ -122,5 +172,5 @@
     resizeTimer = setTimeout(render, 150);
   });
   render();
-  connect(1000);
+  connect();
 })();

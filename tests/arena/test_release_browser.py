@@ -46,7 +46,7 @@ class ReleasePageBrowserTests(OtherProcessLiveTestCase):
         page.fill("#id_password", "pw")
         page.click("button[type=submit]")
         page.wait_for_url("**/arena/release/")
-        self.assertIn("4 now", page.locator("main").inner_text())
+        self.assertIn("4 from visitors now", page.locator("main").inner_text())
         page.click("#build-release")
         page.wait_for_url("**/arena/release/")
         build = ReleaseBuild.objects.get()

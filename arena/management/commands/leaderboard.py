@@ -66,6 +66,8 @@ class Command(BaseCommand):
             return
         for name, board in result["boards"].items():
             self.stdout.write(f"{name} board ({result['method']}): {board['votes']} votes, {board['rounds']} bootstrap rounds")
+            if board.get("seeded_votes"):
+                self.stdout.write(f"  includes {board['seeded_votes']} seeded demo votes (source = seeded; no one listened)")
             if not board["rows"]:
                 self.stdout.write("  (no system has enough votes yet)")
             for row in board["rows"]:
