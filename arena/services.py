@@ -28,6 +28,7 @@ from . import conf, jobs, ratelimit, sampling, voting
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
+from .noisy import noisy_boards, voter_vote_rows
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
 from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
@@ -506,6 +507,8 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     rows, hidden = vote_rows()
     options = {**leaderboard_options(overrides.get("method")), **overrides}
     payload = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
+    # Beside the plain board: the same votes with each voter's reliability modelled.
+    payload["noisy"] = noisy_boards(voter_vote_rows(), seed=options["seed"], hidden=hidden)
     payload["computed_at"] = timezone.now().isoformat()
     snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
     # Keep a short history only; the board can always be rebuilt from the votes.

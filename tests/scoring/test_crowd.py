@@ -123,3 +123,26 @@ class CrowdReportPageTests(TestCase):
         assert page.status_code == 200
         assert b"Labels aggregated with a model of each annotator" in page.content
         assert b"Dawid" in page.content
+
+
+def test_reward_votes_can_be_weighted_by_annotator_reliability():
+    from scoring.reward.data import votes_from_rows
+    from scoring.reward.model import TrainConfig, TrainingError, vote_weights
+
+    workers, tasks, labels, truth, accuracy = simulated(items=80)
+    rows = [
+        {"pair_id": int(t), "annotator": int(w), "condition": f"c{t}", "clip_a": f"a{t}", "clip_b": f"b{t}",
+         "label_alignment": "model_a" if lab else "model_b", "label_musicality": "model_a" if lab else "model_b",
+         "confidence_alignment": 3.0, "confidence_musicality": 3.0}
+        for w, t, lab in zip(workers, tasks, labels)
+    ]
+    clips = {k: i for i, k in enumerate(sorted({r["clip_a"] for r in rows} | {r["clip_b"] for r in rows}))}
+    conditions = {k: i for i, k in enumerate(sorted({r["condition"] for r in rows}))}
+    plain = vote_weights(votes_from_rows(rows, clip_index=clips, condition_index=conditions), TrainConfig(confidence_weight=True))
+    assert np.allclose(plain, 1.0)  # every stated confidence is 3
+    weighted = vote_weights(votes_from_rows(rows, clip_index=clips, condition_index=conditions, weight_by="reliability"), TrainConfig(confidence_weight=True))[:, 0]
+    flipper_votes = weighted[np.isin(workers, np.where(accuracy < 0.5)[0])]
+    honest_votes = weighted[np.isin(workers, np.where(accuracy > 0.7)[0])]
+    assert flipper_votes.max() < 0.2 < 1.0 < honest_votes.min()
+    with pytest.raises(TrainingError):
+        votes_from_rows(rows, clip_index=clips, condition_index=conditions, weight_by="votes")
