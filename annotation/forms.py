@@ -54,6 +54,10 @@ class StudyForm(forms.ModelForm):
             "selection": "Pair selection",
             "active_share": "Share of actively chosen pairs (0–1)",
             "is_active": "Open for annotation",
+            "screening": "Headphone check before the first pair",
+            "screening_trials": "Headphone check: sounds per attempt",
+            "screening_pass": "Headphone check: right answers to pass",
+            "screening_retries": "Headphone check: retries after a fail",
         }
         error_messages = {
             "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
