@@ -84,8 +84,19 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, forms.CheckboxInput):
                 continue
             field.widget.attrs.setdefault("class", "input")
+        # The headphone-check settings may be left out of a post (older pages, API-like clients): they keep their value.
+        for name in SCREENING_FIELDS:
+            self.fields[name].required = False
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in SCREENING_FIELDS:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
 
 
+SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries")
 _USERNAME_SPLIT = re.compile(r"[\s,;]+")
 
 
