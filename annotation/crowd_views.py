@@ -25,6 +25,7 @@ from . import screening, selectors, services
 from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt
 from .models import Study
 
+
 def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
     context.setdefault("is_researcher", is_researcher(request.user))
     return render(request, template, context, status=status)

@@ -16,7 +16,7 @@ from annotation import screening, services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
 from auditorium.errors import ServiceError
-from tests.factories import AnnotatorFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db
 
