@@ -16,14 +16,8 @@ from auditorium.crowd import CONFIDENCE_LEVELS, aggregate, calibration
 from .evaluation import DIMENSIONS
 from .stats import num
 
-# Bootstrap refits for the reliability intervals; fewer on large studies so the report stays quick
-# (each refit is a full EM on every vote).
-MAX_ROUNDS = 10
-VOTE_BUDGET = 200_000
-
-
-def bootstrap_rounds(votes: int) -> int:
-    return int(max(min(5, MAX_ROUNDS), min(MAX_ROUNDS, VOTE_BUDGET // max(votes, 1))))
+# Resamples of each annotator's answers for the reliability intervals (auditorium.crowd.aggregate).
+ROUNDS = 200
 
 
 def _label(value) -> str | None:
@@ -35,7 +29,7 @@ def _label(value) -> str | None:
 def crowd_report(votes: pd.DataFrame, *, seed: int = 0, rounds: int | None = None) -> dict:
     """Everything the report's aggregation section and its CSV tables need, JSON-safe."""
     votes = votes[~votes["excluded"]]
-    rounds = bootstrap_rounds(len(votes)) if rounds is None else rounds
+    rounds = ROUNDS if rounds is None else rounds
     out: dict = {"rounds": rounds, "dimensions": {}, "annotators": [], "labels": []}
     if votes.empty:
         return out

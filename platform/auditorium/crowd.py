@@ -12,8 +12,8 @@ Input is always long-form votes: one row per (annotator, item) with a binary lab
   its reliability is the posterior probability of knowing (a flipper and a coin
   both come out low: MACE cannot tell them apart, Dawid–Skene can).
 
-Uncertainty of the reliabilities is a bootstrap over items (items are resampled,
-each copy keeping all its votes), so an annotator with few votes gets a wide interval.
+Uncertainty of the reliabilities: each annotator's answers are resampled (see `aggregate`), so an
+annotator with few votes gets a wide interval.
 
 No Django here: the report, the export, the reward model and the benchmark share it.
 """
@@ -63,9 +63,11 @@ def _dawid_skene(frame: pd.DataFrame):
         block = errors.loc[worker]
         diagonal = [float(block.loc[c, c]) if c in block.index and c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
-    probas = model.probas_
-    p_first = probas[1] if 1 in probas.columns else pd.Series(0.0, index=probas.index)
-    return p_first.sort_index(), pd.Series(reliability)
+    p_first = _p_first(model.probas_)
+    # Per vote: the posterior that the item's true label is 0 and 1 (for the intervals).
+    q1 = p_first.reindex(frame["task"]).to_numpy(float)
+    terms = {"q1": q1}
+    return p_first, pd.Series(reliability), terms
 
 
 def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int = 50):
@@ -74,11 +76,22 @@ def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(frame)
-    _, names = pd.factorize(frame["worker"])
-    probas = model.probas_
-    p_first = probas[1] if 1 in probas.columns else pd.Series(0.0, index=probas.index)
+    codes, names = pd.factorize(frame["worker"])
+    label_codes, label_names = pd.factorize(frame["label"])
+    p_first = _p_first(model.probas_)
     # spamming_[:, 1]: posterior probability that the annotator knows the answer (not spamming).
-    return p_first.sort_index(), pd.Series(model.spamming_[:, 1], index=names)
+    competence = pd.Series(model.spamming_[:, 1], index=names)
+    # Per vote: P(the annotator knew | this vote) = q(l) s1 / (q(l) s1 + s0 theta_l), the quantity
+    # MACE's M-step averages into the competence.
+    q_label = np.where(frame["label"].to_numpy() == 1, p_first.reindex(frame["task"]).to_numpy(float), 1 - p_first.reindex(frame["task"]).to_numpy(float))
+    s1, s0 = model.spamming_[codes, 1], model.spamming_[codes, 0]
+    theta = model.thetas_[codes, label_codes]
+    knowing = q_label * s1 / np.maximum(q_label * s1 + s0 * theta, 1e-12)
+    return p_first, competence, {"knowing": knowing}
+
+
+def _p_first(probas: pd.DataFrame) -> pd.Series:
+    return (probas[1] if 1 in probas.columns else pd.Series(0.0, index=probas.index)).sort_index()
 
 
 def _label(p: pd.Series) -> pd.Series:
@@ -93,58 +106,59 @@ class Aggregate:
     reliability: pd.DataFrame  # index worker; dawid_skene, dawid_skene_low/high, mace, mace_low/high, votes
 
 
-def aggregate(workers, items, labels, *, rounds: int = 30, seed: int = 0, methods: tuple[str, ...] = METHODS) -> Aggregate:
-    """Fit the aggregates on all votes, then `rounds` bootstrap refits over items for the reliability intervals."""
+def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, methods: tuple[str, ...] = METHODS) -> Aggregate:
+    """Fit the aggregates on all votes; `rounds` resamples of each annotator's votes give the reliability intervals.
+
+    The intervals resample the annotator's answers (pairs) with the item posteriors held at the
+    full fit, and recompute the model's own estimate of that annotator (Dawid–Skene's confusion
+    diagonal, MACE's share of votes it knew): they show how much the estimate rests on few
+    answers, not the labels' own uncertainty (a full refit per resample would, at 100x the cost).
+    """
     frame = _frame(workers, items, labels)
     if frame.empty:
         empty = pd.DataFrame(columns=[*METHODS, "p_dawid_skene", "p_mace", "votes"])
         return Aggregate(labels=empty, reliability=pd.DataFrame(columns=["votes", "dawid_skene", "mace"]))
     out = pd.DataFrame({"majority": majority_labels(frame), "votes": frame.groupby("task").size()})
-    reliability = pd.DataFrame({"votes": frame.groupby("worker").size()})
-    fits = {}
+    workers_index = pd.Index(frame["worker"].unique())
+    reliability = pd.DataFrame({"votes": frame.groupby("worker").size()}).reindex(workers_index)
+    rng = np.random.default_rng(seed)
     if "dawid_skene" in methods:
-        fits["dawid_skene"] = lambda f: _dawid_skene(f)
+        p_first, rel, terms = _dawid_skene(frame)
+        out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
+        reliability["dawid_skene"] = rel
+        if rounds > 0:
+            low, high = _resampled(frame, rng, rounds, lambda w, v: _ds_diagonal(terms["q1"][v], frame["label"].to_numpy()[v], w))
+            reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
-        fits["mace"] = lambda f: _mace(f, seed)
-    for name, fit in fits.items():
-        p_first, rel = fit(frame)
-        out[f"p_{name}"] = p_first
-        out[name] = _label(p_first)
-        reliability[name] = rel
-    if rounds > 0 and fits:
-        if "mace" in fits:
-            # Each bootstrap refit of MACE gets one restart and fewer iterations: a refit starts
-            # near the full fit's optimum, and restarts multiply the cost of every round.
-            fits["mace"] = lambda f: _mace(f, seed, restarts=1, iterations=20)
-        low_high = _bootstrap(frame, fits, rounds=rounds, seed=seed)
-        for name in fits:
-            reliability[f"{name}_low"], reliability[f"{name}_high"] = low_high[name]
+        p_first, rel, terms = _mace(frame, seed)
+        out["p_mace"], out["mace"] = p_first, _label(p_first)
+        reliability["mace"] = rel
+        if rounds > 0:
+            low, high = _resampled(frame, rng, rounds, lambda w, v: (w * terms["knowing"][v]).sum(axis=1) / w.sum(axis=1))
+            reliability["mace_low"], reliability["mace_high"] = low, high
     return Aggregate(labels=out, reliability=reliability)
 
 
-def _bootstrap(frame: pd.DataFrame, fits: dict, *, rounds: int, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    items = frame["task"].unique()
-    by_item = {item: rows for item, rows in frame.groupby("task", sort=False)}
-    draws = {name: [] for name in fits}
-    for r in range(rounds):
-        chosen = rng.choice(len(items), size=len(items), replace=True)
-        parts = []
-        for copy, k in enumerate(chosen):
-            part = by_item[items[k]].copy()
-            part["task"] = copy  # each copy is its own item
-            parts.append(part)
-        sample = pd.concat(parts, ignore_index=True)
-        for name, fit in fits.items():
-            draws[name].append(fit(sample)[1])
-    workers = frame["worker"].unique()
-    result = {}
-    for name, series in draws.items():
-        table = pd.DataFrame(series).reindex(columns=workers)
+def _ds_diagonal(q1: np.ndarray, label: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Dawid–Skene's M-step for one annotator under resampling weights w (rounds, votes): mean of P(obs=c | true=c)."""
+    q0 = 1 - q1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        right1 = (w * (q1 * (label == 1))).sum(axis=1) / (w * q1).sum(axis=1)
+        right0 = (w * (q0 * (label == 0))).sum(axis=1) / (w * q0).sum(axis=1)
+    return np.nanmean(np.stack([right0, right1]), axis=0)
+
+
+def _resampled(frame: pd.DataFrame, rng, rounds: int, estimate) -> tuple[pd.Series, pd.Series]:
+    """Per annotator: 95% percentile interval of `estimate(weights, vote_index)` over multinomial resamples of their votes."""
+    low, high = {}, {}
+    for worker, index in frame.groupby("worker", sort=False).indices.items():
+        n = len(index)
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=rounds).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            result[name] = (table.quantile(0.025).reindex(workers), table.quantile(0.975).reindex(workers))
-    return result
+            values = estimate(weights, index)
+            low[worker], high[worker] = np.nanpercentile(values, [2.5, 97.5]) if np.isfinite(values).any() else (np.nan, np.nan)
+    return pd.Series(low), pd.Series(high)
 
 
 def calibration(workers, items, labels, confidences, aggregate_labels: pd.Series) -> pd.DataFrame:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,7 @@ from django.urls import reverse
 
 from auditorium.crowd import aggregate, calibration, majority_labels
 from scoring import report, report_tables
-from scoring.crowd import bootstrap_rounds, crowd_report, pair_labels
+from scoring.crowd import crowd_report, pair_labels
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 
@@ -32,7 +31,7 @@ def simulated(*, seed=0, items=150, spam=4, flip=2, honest=6, per_item=4):
 
 def test_models_beat_majority_and_spot_the_flippers():
     workers, tasks, labels, truth, accuracy = simulated()
-    result = aggregate(workers, tasks, labels, rounds=4, seed=1)
+    result = aggregate(workers, tasks, labels, rounds=200, seed=1)
     labelled = result.labels.reindex(range(len(truth)))
     majority = np.where(labelled["majority"].isna(), 0.5, labelled["majority"] == truth).mean()
     ds = (labelled["dawid_skene"] == truth).mean()
@@ -65,8 +64,19 @@ def test_calibration_counts_agreement_per_level():
     assert cells == {5: (2, 1), 1: (1, 1)}
 
 
-def test_bootstrap_rounds_shrink_on_large_studies():
-    assert bootstrap_rounds(100) == 10 and bootstrap_rounds(100_000) == 5
+@pytest.mark.filterwarnings("ignore::Warning")  # crowd-kit's own pandas deprecations, called directly here
+def test_reliability_point_estimates_are_crowd_kits_and_intervals_are_reproducible():
+    from crowdkit.aggregation import DawidSkene
+
+    workers, tasks, labels, truth, accuracy = simulated(items=80)
+    frame = pd.DataFrame({"worker": workers, "task": tasks, "label": labels})
+    errors = DawidSkene(n_iter=100, tol=1e-6).fit(frame).errors_
+    first = aggregate(workers, tasks, labels, rounds=50, seed=4)
+    for w in range(len(accuracy)):
+        block = errors.loc[w]
+        assert first.reliability.loc[w, "dawid_skene"] == pytest.approx((block.loc[0, 0] + block.loc[1, 1]) / 2)
+    again = aggregate(workers, tasks, labels, rounds=50, seed=4)
+    pd.testing.assert_frame_equal(first.reliability, again.reliability)
 
 
 def _votes_frame(workers, tasks, labels, conf=3.0):
@@ -101,7 +111,6 @@ def test_crowd_report_shape_and_pair_labels():
 
 @override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "crowd-report"}})
 class CrowdReportPageTests(TestCase):
-    @mock.patch("scoring.crowd.MAX_ROUNDS", 2)
     def test_report_page_and_tables_show_the_aggregation(self):
         study = StudyFactory(name="crowded")
         people = [AnnotatorFactory(username=f"c{i}") for i in range(3)]
