@@ -46,3 +46,17 @@ def test_too_few_votes_and_ties_give_an_empty_board():
     assert board["rows"] == [] and board["votes"] == 3
     both = noisy_boards([("v", "a", "b", "a", True)] * 3)
     assert set(both) == {"instrumental", "vocal"}
+
+
+def test_the_leaderboard_page_shows_the_noisy_board_from_the_snapshot(client, db):
+    from django.urls import reverse
+
+    from arena.models import LeaderboardSnapshot
+
+    noisy = noisy_boards([(v, a, b, vote, True) for v, a, b, vote in votes()])
+    LeaderboardSnapshot.objects.create(votes=1000, payload={"boards": {}, "computed_at": None, "noisy": noisy})
+    page = client.get(reverse("arena:leaderboard"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "With voter reliability modelled" in html and "1000 votes from 40 voters" in html
+    assert "Not enough decided votes yet (0)" in html  # the vocal board has none
