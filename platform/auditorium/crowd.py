@@ -94,8 +94,12 @@ def _p_first(probas: pd.DataFrame) -> pd.Series:
     return (probas[1] if 1 in probas.columns else pd.Series(0.0, index=probas.index)).sort_index()
 
 
+# A posterior this close to 0.5 is a tie the model cannot break (EM lands a hair off 0.5 on symmetric votes).
+UNDECIDED = 1e-3
+
+
 def _label(p: pd.Series) -> pd.Series:
-    return pd.Series(np.where(p > 0.5, 1.0, np.where(p < 0.5, 0.0, np.nan)), index=p.index)
+    return pd.Series(np.where(p > 0.5 + UNDECIDED, 1.0, np.where(p < 0.5 - UNDECIDED, 0.0, np.nan)), index=p.index)
 
 
 @dataclass
@@ -127,14 +131,14 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
-            low, high = _resampled(frame, rng, rounds, lambda w, v: _ds_diagonal(terms["q1"][v], frame["label"].to_numpy()[v], w))
+            low, high = _resampled(frame, rng, rounds, lambda w, v: _ds_diagonal(terms["q1"][v], frame["label"].to_numpy()[v], w), rel)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
         p_first, rel, terms = _mace(frame, seed)
         out["p_mace"], out["mace"] = p_first, _label(p_first)
         reliability["mace"] = rel
         if rounds > 0:
-            low, high = _resampled(frame, rng, rounds, lambda w, v: (w * terms["knowing"][v]).sum(axis=1) / w.sum(axis=1))
+            low, high = _resampled(frame, rng, rounds, lambda w, v: (w * terms["knowing"][v]).sum(axis=1) / w.sum(axis=1), rel)
             reliability["mace_low"], reliability["mace_high"] = low, high
     return Aggregate(labels=out, reliability=reliability)
 
@@ -148,8 +152,13 @@ def _ds_diagonal(q1: np.ndarray, label: np.ndarray, w: np.ndarray) -> np.ndarray
     return np.nanmean(np.stack([right0, right1]), axis=0)
 
 
-def _resampled(frame: pd.DataFrame, rng, rounds: int, estimate) -> tuple[pd.Series, pd.Series]:
-    """Per annotator: 95% percentile interval of `estimate(weights, vote_index)` over multinomial resamples of their votes."""
+def _resampled(frame: pd.DataFrame, rng, rounds: int, estimate, point: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Per annotator: a 95% interval around the model's own estimate `point`, as wide as the spread of
+    `estimate(weights, vote_index)` over multinomial resamples of their votes about its unweighted value.
+
+    Shifted onto `point` because the fitted model's figure (crowd-kit's, after smoothing and its last
+    M-step) can sit a little off the same quantity recomputed from the final posteriors.
+    """
     low, high = {}, {}
     for worker, index in frame.groupby("worker", sort=False).indices.items():
         n = len(index)
@@ -157,7 +166,12 @@ def _resampled(frame: pd.DataFrame, rng, rounds: int, estimate) -> tuple[pd.Seri
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             values = estimate(weights, index)
-            low[worker], high[worker] = np.nanpercentile(values, [2.5, 97.5]) if np.isfinite(values).any() else (np.nan, np.nan)
+            centre = estimate(np.ones((1, n)), index)[0]
+            if not (np.isfinite(values).any() and np.isfinite(centre)):
+                low[worker] = high[worker] = np.nan
+                continue
+            spread = np.nanpercentile(values, [2.5, 97.5]) - centre
+            low[worker], high[worker] = np.clip(point[worker] + spread, 0.0, 1.0)
     return pd.Series(low), pd.Series(high)
 
 
