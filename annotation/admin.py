@@ -136,3 +136,34 @@ class AnnotatorProfileAdmin(admin.ModelAdmin):
     list_display = ("pseudonym", "user", "is_imported", "consented_at", "withdrawn_at", "excluded_at")
     list_filter = ("is_imported",)
     search_fields = ("pseudonym", "user__username")
+
+
+# --- Crowd quality: practice items, recruitment links; screening attempts and external accounts to read ---
+from .crowd_models import ExternalParticipant, PracticeItem, RecruitmentLink, ScreeningAttempt  # noqa: E402
+
+
+@admin.register(PracticeItem)
+class PracticeItemAdmin(admin.ModelAdmin):
+    list_display = ("study", "position", "from_pair", "explanation")
+    list_filter = ("study",)
+    raw_id_fields = ("condition", "clip_a", "clip_b", "expected_alignment", "expected_musicality", "from_pair")
+
+
+@admin.register(RecruitmentLink)
+class RecruitmentLinkAdmin(admin.ModelAdmin):
+    list_display = ("study", "label", "token", "cap", "expires_at")
+    readonly_fields = ("token",)
+
+
+@admin.register(ScreeningAttempt)
+class ScreeningAttemptAdmin(admin.ModelAdmin):
+    list_display = ("study", "annotator", "kind", "correct", "trials", "passed", "answered_at")
+    list_filter = ("study", "passed")
+    readonly_fields = [f.name for f in ScreeningAttempt._meta.fields]
+
+
+@admin.register(ExternalParticipant)
+class ExternalParticipantAdmin(admin.ModelAdmin):
+    # The participant id itself is never stored; only its keyed hash.
+    list_display = ("study", "user", "created_at", "completed_at", "screened_out_at")
+    readonly_fields = [f.name for f in ExternalParticipant._meta.fields]

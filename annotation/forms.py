@@ -54,6 +54,10 @@ class StudyForm(forms.ModelForm):
             "selection": "Pair selection",
             "active_share": "Share of actively chosen pairs (0–1)",
             "is_active": "Open for annotation",
+            "screening": "Headphone check before the first pair",
+            "screening_trials": "Headphone check: sounds per attempt",
+            "screening_pass": "Headphone check: right answers to pass",
+            "screening_retries": "Headphone check: retries after a fail",
         }
         error_messages = {
             "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
@@ -84,8 +88,19 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, forms.CheckboxInput):
                 continue
             field.widget.attrs.setdefault("class", "input")
+        # The headphone-check settings may be left out of a post (older pages, API-like clients): they keep their value.
+        for name in SCREENING_FIELDS:
+            self.fields[name].required = False
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in SCREENING_FIELDS:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
 
 
+SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries")
 _USERNAME_SPLIT = re.compile(r"[\s,;]+")
 
 

@@ -48,6 +48,11 @@ class Selection(models.TextChoices):
     DISAGREEMENT = "disagreement", "Disagreement: where the judges disagree most"
 
 
+class ScreeningKind(models.TextChoices):
+    OFF = "off", "No screening"
+    HUGGINS = "huggins", "Headphone check: Huggins pitch (Milne et al., 2021)"
+
+
 class ChosenBy(models.TextChoices):
     """How a pair came to an annotator, recorded on the assignment and copied to the judgment."""
 
@@ -191,6 +196,11 @@ class Study(TriggerCounted):
     )
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
+    # The headphone screen before the first pair (annotation/screening.py); off by default.
+    screening = models.CharField(max_length=10, choices=ScreeningKind.choices, default=ScreeningKind.OFF)
+    screening_trials = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1), MaxValueValidator(30)])
+    screening_pass = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(30)], help_text="Correct answers needed to pass.")
+    screening_retries = models.PositiveSmallIntegerField(default=1, validators=[MaxValueValidator(10)], help_text="Further attempts after a failed screen.")
     # Kept by database triggers on the pairs (migration 0012): the next-pair lookup reads them
     # instead of counting the study's pairs on every request.
     n_pairs = models.IntegerField(default=0, editable=False)
@@ -205,6 +215,7 @@ class Study(TriggerCounted):
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "studies"
+        constraints = [models.CheckConstraint(condition=Q(screening_pass__lte=F("screening_trials")), name="study_screening_pass_within_trials")]
 
     def __str__(self) -> str:
         return self.title or self.name
@@ -553,3 +564,13 @@ class StudyExport(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["study", "requested_by", "-created_at"], name="study_export_recent")]
+
+
+# Crowd quality (screening, practice, recruitment) lives in its own module; imported here so Django registers it.
+from .crowd_models import (  # noqa: E402, F401
+    ExternalParticipant,
+    PracticeAnswer,
+    PracticeItem,
+    RecruitmentLink,
+    ScreeningAttempt,
+)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, views, views_export
+from . import api, crowd_views, views, views_export
 from .api_dataset import StudyExportApi
 
 urlpatterns = [
@@ -10,6 +10,13 @@ urlpatterns = [
     path("consent/", views.consent, name="consent"),
     path("consent/withdraw/", views.consent_withdraw_view, name="consent-withdraw"),
     path("studies/<slug:name>/annotate/", views.annotate, name="annotate"),
+    path("studies/<slug:name>/screening/", crowd_views.screening_page, name="screening"),
+    path("studies/<slug:name>/screening/<str:token>/", crowd_views.screening_submit, name="screening-submit"),
+    path("screening/<str:token>/trial/<int:index>.wav", crowd_views.screening_trial, name="screening-trial"),
+    path("studies/<slug:name>/practice/", crowd_views.practice_page, name="practice"),
+    path("practice/<int:item_id>/<str:which>/", crowd_views.practice_audio, name="practice-audio"),
+    path("studies/<slug:name>/done/", crowd_views.recruitment_done, name="recruitment-done"),
+    path("r/<str:token>/", crowd_views.recruitment_enter, name="recruitment-enter"),
     path("manage/studies/", views.study_manage_list, name="study-manage-list"),
     path("manage/studies/new/", views.study_create, name="study-create"),
     path("manage/import/", views.pairs_import, name="pairs-import"),

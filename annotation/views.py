@@ -24,6 +24,7 @@ from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
 from . import selectors, services
+from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
 from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyExportForm, StudyForm
 from .models import Clip, Study
@@ -189,6 +190,11 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
+    from .crowd_views import crowd_gate  # the crowd-quality steps (screen, practice) come before the pairs
+
+    first = crowd_gate(study=study, user=request.user)
+    if first is not None:
+        return redirect(first)
     config = {
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),
@@ -198,8 +204,11 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         "consentUrl": f"{reverse('consent')}?next={request.path}",
         "homeUrl": reverse("home"),
     }
+    finish_url = reverse("recruitment-done", kwargs={"name": study.name}) if hasattr(request.user, "external_participant") else None
     return _render(
-        request, "annotation/annotate.html", {"study": study, "config": config, "questions": QUESTIONS, "confidence_values": CONFIDENCE_VALUES}
+        request,
+        "annotation/annotate.html",
+        {"study": study, "config": config, "questions": QUESTIONS, "confidence_values": CONFIDENCE_VALUES, "finish_url": finish_url},
     )
 
 
@@ -269,7 +278,7 @@ def _study_manage_render(
     context = {
         "study": study,
         "add_form": add_form or StudyAnnotatorAddForm(),
-        "annotators": selectors.study_annotator_rows(study=study),
+        "annotators": annotator_crowd_columns(study=study, rows=selectors.study_annotator_rows(study=study)),
         "pairs": Paginator(selectors.study_pairs_with_load(study=study), PAIRS_PER_PAGE).get_page(request.GET.get("page")),
         "totals": selectors.study_totals(study=study),
         "import_url": _import_url(study),

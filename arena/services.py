@@ -30,6 +30,7 @@ from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
+from .noisy import noisy_boards, voter_vote_rows
 from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
 
 log = logging.getLogger(__name__)
@@ -506,6 +507,8 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     rows, hidden = vote_rows()
     options = {**leaderboard_options(overrides.get("method")), **overrides}
     payload = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
+    # Beside the plain board: the same votes with each voter's reliability modelled.
+    payload["noisy"] = noisy_boards(voter_vote_rows(), seed=options["seed"], hidden=hidden)
     payload["computed_at"] = timezone.now().isoformat()
     snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
     # Keep a short history only; the board can always be rebuilt from the votes.

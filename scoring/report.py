@@ -36,6 +36,7 @@ from .agreement import (
     thresholds_parse,
     votes_frame,
 )
+from .crowd import crowd_report
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .stats import num
@@ -448,6 +449,7 @@ def report_compute(
         "position_bias": position_bias(two_valued),
         "annotators": annotator_table(two_valued, thresholds=options.thresholds),
         "judges": judges,
+        "crowd": crowd_report(two_valued, seed=options.seed),
     }
     return report, disagreements
 

@@ -17,6 +17,9 @@ TABLES = (
     "judge_breakdown",
     "triage",
     "external",
+    "aggregate_labels",
+    "annotator_reliability",
+    "confidence_calibration",
 )
 
 
@@ -130,6 +133,18 @@ def report_tables(report: dict) -> dict[str, list[dict]]:
     for result_set in report["external"]:
         for figure in result_set["figures"]:
             tables["external"].append({"result_set": result_set["name"], "judge": result_set["judge"], **figure})
+    crowd = report.get("crowd") or {}
+    tables["aggregate_labels"] = list(crowd.get("labels", []))
+    for person in crowd.get("annotators", []):
+        for dim, methods in person["dimensions"].items():
+            row = {"pseudonym": person["pseudonym"], "votes": person["votes"], "dimension": dim}
+            for method, figure in methods.items():
+                row[f"reliability_{method}"] = figure["estimate"]
+                row.update(_ci(f"reliability_{method}_ci", figure["ci"]))
+            tables["annotator_reliability"].append(row)
+        for dim, cells in person["calibration"].items():
+            for cell in cells:
+                tables["confidence_calibration"].append({"pseudonym": person["pseudonym"], "dimension": dim, "confidence_level": cell["level"], "votes": cell["n"], "agree_with_dawid_skene": cell["agree"], "rate": cell["rate"]})
     return tables
 
 

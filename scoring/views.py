@@ -348,7 +348,33 @@ def report_context(report: dict) -> dict:
         "judges": judges,
         "external": external,
         "triage": _triage_groups(report["triage"]),
+        "crowd": crowd_context(report.get("crowd")),
     }
+
+
+def crowd_context(crowd: dict | None) -> dict | None:
+    """The aggregation section: per dimension how the models differ from the majority; per annotator reliability and calibration."""
+    if not crowd or not crowd.get("annotators"):
+        return None
+    people = []
+    for person in crowd["annotators"]:
+        dims = []
+        for dim in DIMENSIONS:
+            methods = person["dimensions"].get(dim, {})
+            ds, mace = methods.get("dawid_skene", {}), methods.get("mace", {})
+            calib = person["calibration"].get(dim, [])
+            dims.append(
+                {
+                    "dimension": dim,
+                    "ds": _pct(ds.get("estimate")),
+                    "ds_ci": _interval(ds.get("ci")),
+                    "mace": _fixed(mace.get("estimate"), 2),
+                    "mace_ci": _interval(mace.get("ci"), lambda v: _fixed(v, 2)),
+                    "calibration": [{"level": c["level"], "n": c["n"], "rate": _pct(c["rate"]) if c["n"] else "–"} for c in calib],
+                }
+            )
+        people.append({"pseudonym": person["pseudonym"], "votes": person["votes"], "dims": dims})
+    return {"rounds": crowd["rounds"], "dimensions": [{"dimension": d, **crowd["dimensions"][d]} for d in DIMENSIONS if d in crowd["dimensions"]], "annotators": people}
 
 
 def _triage_groups(items: list[dict]) -> list[dict]:

@@ -21,6 +21,7 @@ from typing import Callable
 from django.db import transaction
 
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
+from .aggregates import AGGREGATE_HELP, AGGREGATE_KEYS, aggregate_columns
 from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
 
 CONSENT_STATEMENT = (
@@ -153,6 +154,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "each with the annotator's confidence (1.0 to 5.0 in half steps) and a free-text `feedback`.",
         "`model_a` / `audio-path` is the clip the annotator heard as A.",
         "`total_listening_time_a` / `_b`: seconds the server counted each clip as heard (null where it kept no record).",
+        AGGREGATE_HELP,
         "",
         "## Files",
         "",
@@ -277,6 +279,7 @@ def dataset_export(
                 clips[clip.pk] = clip
     names = _audio_names(list(clips.values()), compared)
 
+    aggregated = aggregate_columns(judgments)
     rows = []
     for j in judgments:
         pair, condition = j.pair, j.pair.condition
@@ -302,13 +305,14 @@ def dataset_export(
             "split": pair.split,
             "modality": condition.modality,
             **_listening_seconds(j),
+            **aggregated.get(j.pk, {}),
         }
         rows.append(row)
     rows += [_unvoted_row(pair, names) for pair in unvoted]
     report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

@@ -8,6 +8,7 @@
 - listening.py: the server's listening record (audio bytes sent, events received)
 - priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission, checked against that record
+- screening.py, practice.py, recruitment.py: the headphone screen, the practice round, recruitment links
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
 more than one row; refusals raise `auditorium.errors.ServiceError`.
@@ -19,10 +20,23 @@ from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listenin
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
+from .practice import practice_answer, practice_from_gold, practice_next
 from .priorities import pair_priorities_replace
+from .recruitment import recruitment_enter, recruitment_finish, recruitment_link_create
+from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
 from .studies import STUDY_PARAMETERS, study_create, study_update
 
 __all__ = [
+    "practice_answer",
+    "practice_from_gold",
+    "practice_next",
+    "recruitment_enter",
+    "recruitment_finish",
+    "recruitment_link_create",
+    "screening_answer",
+    "screening_attempt_for",
+    "screening_attempt_open",
+    "screening_status",
     "CONSENT_VERSION",
     "LOG_FIELDS",
     "STUDY_PARAMETERS",

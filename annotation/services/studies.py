@@ -29,6 +29,10 @@ STUDY_PARAMETERS = (
     "active_share",
     "licence",
     "is_active",
+    "screening",
+    "screening_trials",
+    "screening_pass",
+    "screening_retries",
 )
 
 

@@ -244,12 +244,38 @@ def _confidence(value) -> float:
     return number if np.isfinite(number) else np.nan
 
 
-def votes_from_rows(rows: list[dict], *, clip_index: dict, condition_index: dict) -> Votes:
-    """Vote arrays for the network: clips and conditions as rows of the feature table."""
+def annotator_reliability(rows: list[dict]) -> dict[tuple, float]:
+    """(annotator, dimension) -> Dawid–Skene reliability fitted on these votes (auditorium.crowd); ties are not fitted on."""
+    from auditorium.crowd import aggregate
+
+    out = {}
+    for j, dim in enumerate(DIMENSIONS):
+        target = targets(rows)[:, j]
+        keep = [i for i in range(len(rows)) if target[i] in (0.0, 1.0)]
+        if keep:
+            fit = aggregate([rows[i]["annotator"] for i in keep], [rows[i]["pair_id"] for i in keep], [int(target[i]) for i in keep], rounds=0, methods=("dawid_skene",))
+            out.update({(annotator, dim): float(value) for annotator, value in fit.reliability["dawid_skene"].items()})
+    return out
+
+
+def votes_from_rows(rows: list[dict], *, clip_index: dict, condition_index: dict, weight_by: str = "confidence") -> Votes:
+    """Vote arrays for the network: clips and conditions as rows of the feature table.
+
+    weight_by="reliability": the per-vote weight column (read when the training config's
+    confidence_weight is on) carries the annotator's Dawid–Skene reliability r as 2r - 1 (how far above
+    a coin), floored at 0.01, instead of the stated confidence: a coin or a flipper weighs next to nothing.
+    """
+    if weight_by not in ("confidence", "reliability"):
+        raise TrainingError(f"weight_by must be confidence or reliability, not {weight_by!r}")
+    if weight_by == "reliability":
+        reliability = annotator_reliability(rows)
+        weights = [[max(0.01, 2.0 * reliability.get((r["annotator"], dim), 0.5) - 1.0) for dim in DIMENSIONS] for r in rows]
+    else:
+        weights = [[_confidence(r.get(f"confidence_{dim}")) for dim in DIMENSIONS] for r in rows]
     return Votes(
         clip_a=[clip_index[r["clip_a"]] for r in rows],
         clip_b=[clip_index[r["clip_b"]] for r in rows],
         condition=[condition_index[r["condition"]] for r in rows],
         target=targets(rows),
-        confidence=[[_confidence(r.get(f"confidence_{dim}")) for dim in DIMENSIONS] for r in rows],
+        confidence=weights,
     )

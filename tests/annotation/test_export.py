@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.dataset import EXPORT_KEYS
+from annotation.dataset.aggregates import AGGREGATE_KEYS
 from annotation.models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, System
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory
 
@@ -83,7 +84,7 @@ def test_rows_have_the_exact_keys_string_confidences_and_side_correct_labels(tmp
     rows = read_rows(out / "train.jsonl") + read_rows(out / "test.jsonl")
     assert len(rows) == Judgment.objects.count() == 24
     for r in rows:
-        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b"]
+        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS]
         # These votes carry no server listening record (made by a factory): their times are unknown.
         assert r["total_listening_time_a"] is None and r["total_listening_time_b"] is None
         assert isinstance(r["confidence_preference-musicality"], str) and isinstance(r["confidence_preference-alignment"], str)
@@ -258,3 +259,26 @@ def test_export_endpoint_returns_a_zip_to_researchers_only(study):
         rows = [json.loads(line) for line in zf.read("train.jsonl").decode().splitlines()]
         assert len(rows) == 22 and all(r["audio-path"] in zf.namelist() for r in rows)
         assert "Annotators: 2" in zf.read("README.md").decode()
+
+
+def test_aggregated_labels_are_extra_columns_in_each_rows_own_terms(tmp_path, study):
+    """Every row carries its pair's aggregated labels in its own terms, and the voter's reliability."""
+    out = tmp_path / "ds"
+    export(out, "--study", study.name)
+    rows = read_rows(out / "train.jsonl") + read_rows(out / "test.jsonl")
+    for r in rows:
+        for method in ("dawid_skene", "mace"):
+            for dim in ("alignment", "musicality"):
+                assert r[f"aggregate_{method}_preference-{dim}"] in ("model_a", "model_b", None)
+        assert 0.0 <= r["annotator_reliability"] <= 1.0
+    by_prompt = {}
+    for r in rows:
+        by_prompt.setdefault(r["prompt"], []).append(r)
+    for pair_rows in by_prompt.values():
+        first, second = pair_rows
+        # The two rows saw opposite sides: one pair-level label reads as opposite model letters.
+        for method in ("dawid_skene", "mace"):
+            a, b = first[f"aggregate_{method}_preference-alignment"], second[f"aggregate_{method}_preference-alignment"]
+            if a is not None and b is not None:
+                assert a != b
+    assert "aggregate_dawid_skene_preference-<dimension>" in (out / "README.md").read_text(encoding="utf-8")

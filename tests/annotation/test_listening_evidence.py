@@ -301,5 +301,8 @@ def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
     dataset_export(out_dir=tmp_path / "out", studies=[page.study])
     [row] = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     assert (row["total_listening_time_a"], row["total_listening_time_b"]) == (3.0, 2.0)
-    assert list(row)[-2:] == ["total_listening_time_a", "total_listening_time_b"]
+    # The listening times follow the CMI keys; the aggregated-label columns come after them.
+    from annotation.dataset.aggregates import AGGREGATE_KEYS
+
+    assert list(row)[-2 - len(AGGREGATE_KEYS) :] == ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS]
     assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)

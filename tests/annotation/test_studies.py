@@ -27,6 +27,10 @@ PARAMETERS = {
     "active_share": 0.3,
     "licence": "CC BY 4.0",
     "is_active": False,
+    "screening": "huggins",
+    "screening_trials": 8,
+    "screening_pass": 7,
+    "screening_retries": 2,
 }
 
 
@@ -180,3 +184,9 @@ class StudyPagesUseTheServicesTests(TestCase):
         self.assertContains(response, "nothing was saved")
         study.refresh_from_db()
         self.assertEqual((study.title, study.gold_rate), ("Kept", 0.0))
+
+
+def test_a_pass_mark_above_the_trials_is_refused():
+    with pytest.raises(ServiceError):
+        services.study_create(name="strict", screening="huggins", screening_trials=4, screening_pass=5)
+    assert not Study.objects.filter(name="strict").exists()

@@ -17,11 +17,15 @@ PUBLIC = {
     "api-battle-events", "api-battle-vote", "api-leaderboard",
     # A judge benchmark's audio behind an expiring signed link (outside judges fetch it without an account).
     "benchmark-audio",
+    # A recruitment link signs its participant in (tests/annotation/test_crowd_steps.py covers caps and expiry).
+    "recruitment-enter",
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
 ANNOTATOR = {
     "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "clip-audio",
+    # Headphone check, practice round and the recruited participant's end page: membership checked per request.
+    "screening", "screening-submit", "screening-trial", "practice", "practice-audio", "recruitment-done",
     # Judge benchmarks: any signed-in user may post; membership of the team is checked per request (tests/benchmarks).
     "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
 }
@@ -87,7 +91,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name,
+        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name, "index": 0, "item_id": 1, "which": "a",
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 

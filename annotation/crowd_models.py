@@ -1,0 +1,114 @@
+"""Crowd quality: a study's headphone screen, its practice round, and its recruitment links.
+
+None of these rows is a judgment: practice answers and screening results never reach the
+votes, the exports or the agreement statistics; they are reported on their own.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+
+def _token() -> str:
+    return secrets.token_urlsafe(16)
+
+
+class ScreeningAttempt(models.Model):
+    """One attempt at the screen: trials made from `seed` on the server; the answers are never sent to the page."""
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="screening_attempts")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="screening_attempts")
+    kind = models.CharField(max_length=10)
+    token = models.CharField(max_length=40, unique=True, default=_token, editable=False)
+    seed = models.BigIntegerField()
+    trials = models.PositiveSmallIntegerField()
+    pass_mark = models.PositiveSmallIntegerField()
+    answers = models.JSONField(default=list, blank=True)
+    correct = models.PositiveSmallIntegerField(null=True, blank=True)
+    passed = models.BooleanField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["study", "annotator"])]
+
+    def __str__(self) -> str:
+        return f"screening {self.pk} of {self.annotator} in {self.study}"
+
+
+class PracticeItem(models.Model):
+    """A practice pair: never a Pair, so the assignment engine, the votes and the exports never see it."""
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="practice_items")
+    position = models.PositiveSmallIntegerField(default=0)
+    condition = models.ForeignKey("annotation.Condition", on_delete=models.PROTECT, related_name="+")
+    clip_a = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    clip_b = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    expected_alignment = models.ForeignKey("annotation.Clip", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    expected_musicality = models.ForeignKey("annotation.Clip", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    explanation = models.TextField(help_text="Shown after the answer: why the expected clip is better.")
+    from_pair = models.ForeignKey("annotation.Pair", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The gold pair it was copied from.")
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [models.CheckConstraint(condition=~models.Q(clip_a=models.F("clip_b")), name="practice_clips_distinct")]
+
+    def __str__(self) -> str:
+        return f"practice {self.position} of {self.study}"
+
+
+class PracticeAnswer(models.Model):
+    item = models.ForeignKey(PracticeItem, on_delete=models.CASCADE, related_name="answers")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="practice_answers")
+    alignment_choice = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    musicality_choice = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    alignment_right = models.BooleanField(null=True)
+    musicality_right = models.BooleanField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="one_practice_answer_per_item")]
+
+
+class RecruitmentLink(models.Model):
+    """A link for a recruitment platform (Prolific-style URL parameters), with its codes, cap and expiry."""
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="recruitment_links")
+    token = models.CharField(max_length=40, unique=True, default=_token, editable=False)
+    label = models.CharField(max_length=100, blank=True)
+    participant_param = models.CharField(max_length=40, default="PROLIFIC_PID")
+    study_param = models.CharField(max_length=40, default="STUDY_ID")
+    session_param = models.CharField(max_length=40, default="SESSION_ID")
+    completion_code = models.CharField(max_length=40)
+    screenout_code = models.CharField(max_length=40, blank=True)
+    completion_url = models.URLField(default="https://app.prolific.com/submissions/complete", help_text="?cc=<code> is appended.")
+    cap = models.PositiveIntegerField(default=100, validators=[MinValueValidator(1)], help_text="Participants this link may admit.")
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"recruitment link {self.label or self.token[:6]} for {self.study}"
+
+
+class ExternalParticipant(models.Model):
+    """The account made for one participant id of one link's study. Only a keyed hash of the id is stored."""
+
+    link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="participants")
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="+")
+    participant_hash = models.CharField(max_length=64)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_participant")
+    platform_study_id = models.CharField(max_length=100, blank=True)
+    platform_session_id = models.CharField(max_length=100, blank=True)
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    screened_out_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "participant_hash"], name="one_account_per_participant_per_study")]

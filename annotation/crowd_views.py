@@ -1,0 +1,231 @@
+"""Pages of the crowd-quality steps: the headphone screen, the practice round, recruitment links and their end codes.
+
+The order before the first pair is: (recruitment link ->) consent -> screen -> practice -> pairs.
+`crowd_gate` tells the listening page where an annotator must go first.
+"""
+
+from __future__ import annotations
+
+import random
+from urllib.parse import urlencode
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_safe
+
+from auditorium.errors import ServiceError
+from auditorium.ranged import ranged_file_response
+from auditorium.roles import is_researcher
+
+from . import screening, selectors, services
+from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt
+from .models import Study
+
+
+def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
+    context.setdefault("is_researcher", is_researcher(request.user))
+    return render(request, template, context, status=status)
+
+
+# The login backend for accounts made from a recruitment link (they have no password).
+LINK_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def crowd_gate(*, study: Study, user) -> str | None:
+    """Where the annotator must go before the pairs (the screen, its end, or the practice round), or None."""
+    status = services.screening_status(study=study, annotator=user)
+    if status["state"] in ("open", "failed"):
+        return reverse("screening", kwargs={"name": study.name})
+    if services.practice_next(study=study, annotator=user) is not None:
+        return reverse("practice", kwargs={"name": study.name})
+    return None
+
+
+def _member_study(request: HttpRequest, name: str) -> Study:
+    study = get_object_or_404(Study, name=name)
+    if not selectors.is_active_member(study=study, user=request.user):
+        raise Http404("You are not an annotator of this study.")
+    return study
+
+
+def _participant(user) -> ExternalParticipant | None:
+    return ExternalParticipant.objects.filter(user=user).select_related("link").first()
+
+
+def _code_url(participant: ExternalParticipant, code: str) -> str:
+    return f"{participant.link.completion_url}?{urlencode({'cc': code})}"
+
+
+# --- Headphone screen --------------------------------------------------------------
+
+
+def _screening_render(request, study, attempt, *, message: str = "", status: int = 200) -> HttpResponse:
+    trials = [{"index": i, "number": i + 1, "url": reverse("screening-trial", kwargs={"token": attempt.token, "index": i})} for i in range(attempt.trials)]
+    state = services.screening_status(study=study, annotator=request.user)
+    context = {"study": study, "attempt": attempt, "trials": trials, "message": message, "attempts_left": state["allowed"] - state["attempts"]}
+    return _page(request, "annotation/screening.html", context, status=status)
+
+
+def _screened_out(request, study) -> HttpResponse:
+    participant = _participant(request.user)
+    code = url = None
+    if participant is not None and participant.link.screenout_code:
+        code = services.recruitment_finish(participant=participant, screened_out=True)
+        url = _code_url(participant, code)
+    return _page(request, "annotation/screening_failed.html", {"study": study, "code": code, "code_url": url})
+
+
+@login_required
+@never_cache
+@require_safe
+def screening_page(request: HttpRequest, name: str) -> HttpResponse:
+    study = _member_study(request, name)
+    if not selectors.has_consented(user=request.user):
+        return redirect(f"{reverse('consent')}?next={request.path}")
+    state = services.screening_status(study=study, annotator=request.user)["state"]
+    if state == "failed":
+        return _screened_out(request, study)
+    if state in ("off", "passed"):
+        return redirect("annotate", name=study.name)
+    return _screening_render(request, study, services.screening_attempt_open(study=study, annotator=request.user))
+
+
+@login_required
+@require_http_methods(["POST"])
+def screening_submit(request: HttpRequest, name: str, token: str) -> HttpResponse:
+    study = _member_study(request, name)
+    raw = [request.POST.get(f"trial-{i}", "") for i in range(int(request.POST.get("trials", "0") or 0))]
+    try:
+        answers = [int(a) for a in raw]
+    except ValueError:
+        answers = None
+    try:
+        attempt = services.screening_answer(token=token, annotator=request.user, answers=answers)
+    except ServiceError as exc:
+        if exc.code == "bad_answers":
+            current = ScreeningAttempt.objects.filter(token=token, annotator=request.user).first()
+            if current is not None:
+                return _screening_render(request, study, current, message=exc.message, status=400)
+        return _page(request, "annotation/forbidden.html", {"message": exc.message}, status=exc.status)
+    if attempt.passed:
+        return redirect("annotate", name=study.name)
+    state = services.screening_status(study=study, annotator=request.user)
+    if state["state"] == "failed":
+        return _screened_out(request, study)
+    retry = services.screening_attempt_open(study=study, annotator=request.user)
+    message = f"That did not pass ({attempt.correct} of {attempt.trials} right; {attempt.pass_mark} needed). Check that headphones are on, with both sides, and try the new sounds."
+    return _screening_render(request, study, retry, message=message)
+
+
+@login_required
+@require_safe
+def screening_trial(request: HttpRequest, token: str, index: int) -> HttpResponse:
+    attempt = ScreeningAttempt.objects.filter(token=token, annotator=request.user).first()
+    if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
+        raise Http404("No such sound.")
+    response = HttpResponse(screening.trial_wav(attempt.seed, index), content_type="audio/wav")
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# --- Practice round -------------------------------------------------------------------
+
+
+def _practice_audio_url(item: PracticeItem, clip_id: int) -> str:
+    which = "a" if clip_id == item.clip_a_id else "b"
+    return reverse("practice-audio", kwargs={"item_id": item.pk, "which": which})
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "HEAD", "POST"])
+def practice_page(request: HttpRequest, name: str) -> HttpResponse:
+    study = _member_study(request, name)
+    if not selectors.has_consented(user=request.user):
+        return redirect(f"{reverse('consent')}?next={request.path}")
+    if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
+        return redirect("screening", name=study.name)
+    total = PracticeItem.objects.filter(study=study).count()
+    if request.method == "POST":
+        try:
+            answer = services.practice_answer(
+                item_id=int(request.POST.get("item") or 0),
+                study=study,
+                annotator=request.user,
+                shown_a=request.POST.get("shown_a", ""),
+                alignment=request.POST.get("alignment", ""),
+                musicality=request.POST.get("musicality", ""),
+            )
+        except (ServiceError, ValueError) as exc:
+            message = exc.message if isinstance(exc, ServiceError) else "The page sent no practice pair; reload it."
+            return _page(request, "annotation/forbidden.html", {"message": message}, status=getattr(exc, "status", 400))
+        item = answer.item
+        shown_a = request.POST["shown_a"]
+        first_id = item.clip_a_id if shown_a == "a" else item.clip_b_id
+        side = lambda clip_id: None if clip_id is None else ("A" if clip_id == first_id else "B")  # noqa: E731
+        feedback = {
+            "alignment": {"expected": side(item.expected_alignment_id), "right": answer.alignment_right},
+            "musicality": {"expected": side(item.expected_musicality_id), "right": answer.musicality_right},
+            "explanation": item.explanation,
+        }
+        done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+        return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a)})
+    item = services.practice_next(study=study, annotator=request.user)
+    if item is None:
+        return redirect("annotate", name=study.name)
+    shown_a = random.choice("ab")
+    done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+    return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a)})
+
+
+def _clips(item: PracticeItem, shown_a: str) -> dict:
+    first, second = (item.clip_a_id, item.clip_b_id) if shown_a == "a" else (item.clip_b_id, item.clip_a_id)
+    return {"A": _practice_audio_url(item, first), "B": _practice_audio_url(item, second)}
+
+
+@login_required
+@require_safe
+def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpResponse:
+    item = PracticeItem.objects.filter(pk=item_id).select_related("study", "clip_a", "clip_b").first()
+    if item is None or which not in ("a", "b") or not selectors.is_active_member(study=item.study, user=request.user):
+        raise Http404("No such audio.")
+    clip = item.clip_a if which == "a" else item.clip_b
+    return ranged_file_response(request, clip.file.path, etag=clip.sha256)
+
+
+# --- Recruitment links ---------------------------------------------------------------------
+
+
+@never_cache
+@require_safe
+def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        participant = services.recruitment_enter(token=token, params=request.GET)
+    except ServiceError as exc:
+        return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+    login(request, participant.user, backend=LINK_BACKEND)
+    annotate_url = reverse("annotate", kwargs={"name": participant.study.name})
+    if not selectors.has_consented(user=participant.user):
+        return redirect(f"{reverse('consent')}?{urlencode({'next': annotate_url})}")
+    return redirect(annotate_url)
+
+
+@login_required
+@never_cache
+@require_safe
+def recruitment_done(request: HttpRequest, name: str) -> HttpResponse:
+    study = _member_study(request, name)
+    participant = _participant(request.user)
+    if participant is None or participant.study_id != study.pk:
+        raise Http404("This page is for participants who came from a recruitment link.")
+    progress = selectors.annotator_progress(study=study, annotator=request.user)
+    if progress["state"] == "open":
+        return render(
+            request, "annotation/forbidden.html", {"message": f"You have judged {progress['done']} of {progress['target']} pairs; the completion code comes after the last one."}, status=409
+        )
+    code = services.recruitment_finish(participant=participant)
+    return _page(request, "annotation/recruitment_done.html", {"study": study, "code": code, "code_url": _code_url(participant, code)})

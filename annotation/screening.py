@@ -1,0 +1,79 @@
+"""Headphone-screen trials (Huggins pitch, Milne et al. 2021), made on the server from a seed.
+
+Each trial is three 1-second bursts of the same white noise, 0.4 s apart. In one burst
+(the target) a narrow band around a centre frequency is phase-inverted in the right channel
+only. Over headphones the two ears differ in that band and a faint pitch is heard in the
+noise; over loudspeakers the channels mix in the air, the band largely cancels instead, and
+the three bursts sound alike, so a loudspeaker listener answers at chance (one in three).
+
+The target interval and the centre frequency come from the attempt's seed, so the server
+can rebuild any trial (to serve its audio, or to check an answer) and never has to send
+or store the answer.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import soundfile as sf
+
+SAMPLE_RATE = 44_100
+BURST_SECONDS = 1.0
+GAP_SECONDS = 0.4
+INTERVALS = 3
+BANDWIDTH = 0.06  # +-6% around the centre frequency, as in Milne et al.
+LEVEL = 0.1
+
+
+def trial_spec(seed: int, index: int) -> dict:
+    """The target interval (1-3) and the centre frequency (Hz) of trial `index`."""
+    rng = np.random.default_rng([int(seed) & (2**63 - 1), int(index)])
+    return {"target": int(rng.integers(1, INTERVALS + 1)), "frequency": float(rng.uniform(600.0, 1200.0))}
+
+
+def answers_for(seed: int, trials: int) -> list[int]:
+    return [trial_spec(seed, i)["target"] for i in range(trials)]
+
+
+def _huggins_burst(noise: np.ndarray, frequency: float, target: bool) -> np.ndarray:
+    """(samples, 2): diotic noise, or (target) noise whose band around `frequency` is inverted in the right channel."""
+    if not target:
+        return np.stack([noise, noise], axis=1)
+    spectrum = np.fft.rfft(noise)
+    freqs = np.fft.rfftfreq(len(noise), 1.0 / SAMPLE_RATE)
+    band = np.abs(freqs - frequency) <= BANDWIDTH * frequency
+    spectrum[band] *= -1.0
+    right = np.fft.irfft(spectrum, n=len(noise))
+    return np.stack([noise, right], axis=1)
+
+
+def trial_audio(seed: int, index: int) -> np.ndarray:
+    """(samples, 2) float32 stereo for trial `index`: three bursts with gaps, faded in and out."""
+    spec = trial_spec(seed, index)
+    rng = np.random.default_rng([int(seed) & (2**63 - 1), int(index), 1])
+    n = int(SAMPLE_RATE * BURST_SECONDS)
+    ramp = int(0.02 * SAMPLE_RATE)
+    envelope = np.ones(n)
+    envelope[:ramp] = np.linspace(0.0, 1.0, ramp)
+    envelope[-ramp:] = np.linspace(1.0, 0.0, ramp)
+    gap = np.zeros((int(SAMPLE_RATE * GAP_SECONDS), 2))
+    parts = []
+    for interval in range(1, INTERVALS + 1):
+        noise = rng.standard_normal(n)
+        burst = _huggins_burst(noise, spec["frequency"], interval == spec["target"])
+        parts.append(LEVEL * burst / np.abs(burst).max() * envelope[:, None])
+        if interval < INTERVALS:
+            parts.append(gap)
+    return np.concatenate(parts).astype(np.float32)
+
+
+def trial_wav(seed: int, index: int) -> bytes:
+    buffer = io.BytesIO()
+    sf.write(buffer, trial_audio(seed, index), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def score(seed: int, answers: list[int]) -> int:
+    """How many answers name the target interval."""
+    return sum(int(a == t) for a, t in zip(answers, answers_for(seed, len(answers))))

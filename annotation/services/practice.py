@@ -1,0 +1,61 @@
+"""The practice round: practice items made from gold pairs, answered with feedback, never stored as judgments."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from auditorium.errors import ServiceError
+
+from ..crowd_models import PracticeAnswer, PracticeItem
+from ..models import Pair
+
+
+def practice_from_gold(*, pair: Pair, explanation: str, position: int = 0) -> PracticeItem:
+    """A practice item copying a gold (or catch) pair's content and expected answers."""
+    if pair.kind == Pair.Kind.REGULAR or (pair.expected_alignment_id is None and pair.expected_musicality_id is None):
+        raise ServiceError("Practice items come from gold or catch pairs with an expected answer.", code="not_gold")
+    if not (explanation or "").strip():
+        raise ServiceError("Write the explanation shown after the answer.", code="no_explanation")
+    return PracticeItem.objects.create(
+        study=pair.study,
+        position=position,
+        condition=pair.condition,
+        clip_a=pair.clip_a,
+        clip_b=pair.clip_b,
+        expected_alignment=pair.expected_alignment,
+        expected_musicality=pair.expected_musicality,
+        explanation=explanation.strip(),
+        from_pair=pair,
+    )
+
+
+def practice_next(*, study, annotator) -> PracticeItem | None:
+    """The first practice item the annotator has not answered yet, or None when the round is done."""
+    return PracticeItem.objects.filter(study=study).exclude(answers__annotator=annotator).select_related("condition").order_by("position", "id").first()
+
+
+def practice_answer(*, item_id: int, study, annotator, shown_a: str, alignment: str, musicality: str) -> PracticeAnswer:
+    """Store one practice answer (A / B as shown; `shown_a` is which stored clip was A) and return it with its correctness."""
+    item = PracticeItem.objects.filter(pk=item_id, study=study).first()
+    if item is None:
+        raise ServiceError("No such practice pair in this study.", code="not_found", status=404)
+    if shown_a not in ("a", "b"):
+        raise ServiceError("The page lost which clip was shown first; reload it.", code="bad_side")
+    first, second = (item.clip_a, item.clip_b) if shown_a == "a" else (item.clip_b, item.clip_a)
+    picks = {}
+    for name, value in (("alignment", alignment), ("musicality", musicality)):
+        if value not in ("A", "B"):
+            raise ServiceError(f"{name}: choose A or B.", code="bad_choice")
+        picks[name] = first if value == "A" else second
+    try:
+        with transaction.atomic():
+            return PracticeAnswer.objects.create(
+                item=item,
+                annotator=annotator,
+                alignment_choice=picks["alignment"],
+                musicality_choice=picks["musicality"],
+                alignment_right=None if item.expected_alignment_id is None else picks["alignment"].pk == item.expected_alignment_id,
+                musicality_right=None if item.expected_musicality_id is None else picks["musicality"].pk == item.expected_musicality_id,
+            )
+    except IntegrityError:
+        raise ServiceError("You already answered this practice pair.", code="already_answered", status=409) from None
