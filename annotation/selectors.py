@@ -226,3 +226,13 @@ def studies_importable_by(*, user) -> QuerySet[Study]:
     if not is_researcher(user):
         return Study.objects.none()
     return Study.objects.filter(owner=user).order_by("name")
+
+
+def uploads_allowed(*, user, path: str) -> bool:
+    """Whether a request to this upload path may carry a dataset-sized body (auditorium/limits.py asks before reading it).
+
+    The admin import: staff allowed to add pairs, clips and judgments. The researchers' import: anyone with a study to import into.
+    """
+    if path.startswith("/admin/"):
+        return bool(user.is_staff) and (is_admin(user) or user.has_perms(["annotation.add_pair", "annotation.add_judgment", "annotation.add_clip"]))
+    return studies_importable_by(user=user).exists()

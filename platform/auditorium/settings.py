@@ -317,11 +317,11 @@ STORAGES = {
 }
 
 # Request sizes (auditorium/limits.py): checked against the declared length before any body is read.
-# Only the upload paths (the admin dataset import, staff only) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
+# Only the upload paths (the dataset imports, for users allowed to import there) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
 AUDITORIUM_MAX_UPLOAD_BYTES = env_int("AUDITORIUM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, minimum=1024)
 AUDITORIUM_MAX_REQUEST_BYTES = env_int("AUDITORIUM_MAX_REQUEST_BYTES", 2 * DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=DATA_UPLOAD_MAX_MEMORY_SIZE)
-AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/"])
+AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/", "/manage/import/"])
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
     "auditorium.limits.CappedUploadHandler",
