@@ -9,6 +9,7 @@ DEBUG is off unless DJANGO_DEBUG=true (`./auditorium demo` and the tests set it)
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import secrets
@@ -367,6 +368,13 @@ SPECTACULAR_SETTINGS = {
 # X-Forwarded-Proto says "this came over HTTPS"; any client can send it, so it is believed only when a
 # proxy that sets it (and drops the client's) is named in front (platform/deploy/nginx.conf).
 AUDITORIUM_BEHIND_PROXY = env_bool("AUDITORIUM_BEHIND_PROXY", False)
+# The proxies' own addresses (or networks): X-Forwarded-For is believed only from these (auditorium/proxy.py).
+AUDITORIUM_TRUSTED_PROXIES = env_list("AUDITORIUM_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
+for _proxy in AUDITORIUM_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"AUDITORIUM_TRUSTED_PROXIES: {_proxy!r} is not an address or network.") from None
 if AUDITORIUM_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -160,7 +160,7 @@ def test_the_production_server_refuses_a_huge_declared_body_from_its_headers(tmp
         port = probe.getsockname()[1]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditorium.test_settings", "PYTHONPATH": f"{root / 'platform'}:{root}", "SQLITE_PATH": str(tmp_path / "db.sqlite3")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "auditorium.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "auditorium.serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
