@@ -1,5 +1,7 @@
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import api, views
 from .api_dataset import StudyExportApi
 
@@ -21,7 +23,7 @@ urlpatterns = [
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),
     path("api/studies/<slug:name>/export/", StudyExportApi.as_view(), name="api-study-export"),
-    path("api/assignments/<int:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
-    path("api/assignments/<int:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
-    path("api/assignments/<int:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
+    path("api/assignments/<id:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
+    path("api/assignments/<id:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
+    path("api/assignments/<id:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
 ]

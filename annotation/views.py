@@ -292,10 +292,10 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
     """JSONL + zip upload into a study the user owns (admins: any study), with the admin import's all-or-nothing checks."""
     studies = selectors.studies_importable_by(user=request.user)
     wanted = request.POST.get("study") if request.method == "POST" else request.GET.get("study")
-    if wanted:
-        study = Study.objects.filter(name=wanted).first()
-        if study is not None and not selectors.study_importable_by(study=study, user=request.user):
-            return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can import pairs into it.")
+    # The page links back to the study only when the name is one (a typed "a b" is no study and no URL).
+    study = Study.objects.filter(name=wanted).first() if wanted else None
+    if study is not None and not selectors.study_importable_by(study=study, user=request.user):
+        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can import pairs into it.")
     limit = max_upload_bytes()
     if request.method == "POST":
         form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)
@@ -317,10 +317,10 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
                         "warnings": list(report.warnings),
                     }
                     return redirect("pairs-import-done")
-        context = {"form": form, "report": report, "max_upload_bytes": limit, "studies": studies}
+        context = {"form": form, "report": report, "max_upload_bytes": limit, "studies": studies, "study": study}
         return _render(request, "annotation/manage/pairs_import.html", context, status=400)
-    form = PairUploadForm(initial={"study": wanted} if wanted else None, studies=studies, max_bytes=limit)
-    return _render(request, "annotation/manage/pairs_import.html", {"form": form, "max_upload_bytes": limit, "studies": studies})
+    form = PairUploadForm(initial={"study": study.name} if study else None, studies=studies, max_bytes=limit)
+    return _render(request, "annotation/manage/pairs_import.html", {"form": form, "max_upload_bytes": limit, "studies": studies, "study": study})
 
 
 @researcher_required
