@@ -64,7 +64,7 @@ def test_staff_may_send_an_import_up_to_the_upload_cap_but_not_past_it(settings)
     assert refused.read_calls == 0
     # Under the cap the request goes on to the form (which then reads it); the size rule is not what answers.
     response = client.post(IMPORT, {"study": "x"})
-    assert response.status_code == 200
+    assert response.status_code == 400 and b"This field is required" in response.content
 
 
 def test_the_upload_handler_stops_a_multipart_parse_past_the_cap(settings):
