@@ -15,11 +15,11 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from auditorium.errors import ServiceError
-from auditorium.listening import served_range
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
@@ -102,11 +102,13 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
     if not selectors.clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
-    response = ranged_file_response(request, clip.file.path, etag=clip.sha256)
-    if request.method == "GET":
-        # What was sent is what can have been heard: the judgment submit checks listening against it.
-        services.audio_fetch_record(user=request.user, clip=clip, served=served_range(response))
-    return response
+    user, started = request.user, timezone.now()
+
+    def sent(first: int, last: int, total: int) -> None:
+        # What reached the client is what can have been heard: the judgment submit checks listening against it.
+        services.audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started)
+
+    return ranged_file_response(request, clip.file.path, etag=clip.sha256, on_sent=sent)
 
 
 # --- Annotator pages --------------------------------------------------------------

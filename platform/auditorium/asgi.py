@@ -16,11 +16,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from auditorium.limits import BodyLimitASGI  # noqa: E402
+from auditorium.ranged import ConnectionWatchASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BodyLimitASGI(django_asgi_app),
+        "http": BodyLimitASGI(ConnectionWatchASGI(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
