@@ -59,8 +59,20 @@ def serving():
         thread.join(timeout=10)
 
 
-def send_until_answered(port: int, head: bytes, body_chunk: bytes, *, limit: int, timeout: float = 5.0) -> tuple[bytes, int, float]:
-    """Send the head, then body chunks until the server answers (or `limit` bytes went out); returns (answer, bytes sent, seconds)."""
+def send_until_answered(port: int, head: bytes, body_chunk: bytes, *, limit: int, timeout: float = 5.0, tries: int = 3) -> tuple[bytes, int, float]:
+    """Send the head, then body chunks until the server answers (or `limit` bytes went out); returns (answer, bytes sent, seconds).
+
+    A server that answers and closes with body bytes unread resets the connection, and the reset can
+    discard its answer before it is read (TCP): then the request is sent again, up to `tries` times.
+    """
+    for _ in range(tries):
+        answer, sent, seconds = _send_once(port, head, body_chunk, limit=limit, timeout=timeout)
+        if answer:
+            break
+    return answer, sent, seconds
+
+
+def _send_once(port: int, head: bytes, body_chunk: bytes, *, limit: int, timeout: float) -> tuple[bytes, int, float]:
     conn = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     with conn:
         started = time.monotonic()
@@ -69,11 +81,14 @@ def send_until_answered(port: int, head: bytes, body_chunk: bytes, *, limit: int
         sent, answer, pending = 0, b"", memoryview(b"")
         while time.monotonic() - started < timeout:
             try:
-                answer += conn.recv(65536)
-                if answer:
+                more = conn.recv(65536)
+                answer += more
+                if answer or not more:
                     break
             except BlockingIOError:
                 pass
+            except ConnectionResetError:
+                break
             if sent < limit:
                 if not pending:
                     pending = memoryview(body_chunk)
