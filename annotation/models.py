@@ -412,6 +412,8 @@ class Judgment(models.Model):
     class Source(models.TextChoices):
         PLATFORM = "platform", "Annotated here"
         IMPORT = "import", "Imported"
+        # The demo's seeded answers (annotation/demo/votes.py): no one listened; left out of exports and reports unless asked for.
+        SEEDED = "seeded", "Seeded demo data"
 
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")

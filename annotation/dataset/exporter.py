@@ -18,13 +18,15 @@ from decimal import Decimal
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import F, Q
 
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
 from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
 
 CONSENT_STATEMENT = (
     "Annotators on this platform gave informed consent before their first judgment and may withdraw at any time; "
-    "votes of annotators who withdrew consent or were excluded by a researcher are not included. "
+    "only votes made after the annotator's consent are included, and votes of annotators who withdrew consent "
+    "or were excluded by a researcher are not. "
     "Annotators appear only under pseudonyms. Imported votes keep the pseudonymous ids of the dataset they came from "
     "and remain under that dataset's terms."
 )
@@ -69,14 +71,30 @@ def prompt_id_for(condition: Condition) -> str:
     return condition.external_id or f"c-{condition.content_key[:12]}"
 
 
-def _exportable_judgments(pairs):
+# Row `source` of the demo's seeded votes when an export asks for them: never the platform's own label,
+# which CMI-RewardBench's evaluator counts as real CMI-Pref data.
+SEEDED_SOURCE = "auditorium-seeded-demo"
+
+
+def _exportable_judgments(pairs, *, include_seeded: bool = False):
     base = Judgment.objects.filter(pair__in=pairs)
+    left_out = Counter()
+    if not include_seeded:
+        left_out["seeded demo votes (no one listened); ask for them with include_seeded"] = base.filter(source=Judgment.Source.SEEDED).count()
+        base = base.exclude(source=Judgment.Source.SEEDED)
+    # Votes made here count only from the annotator's consent on; imported votes come under their dataset's terms.
+    consented_then = Q(source=Judgment.Source.IMPORT) | Q(annotator__annotator_profile__consented_at__lte=F("created_at"))
     keep = base.filter(
+        consented_then,
         annotator__annotator_profile__isnull=False,
         annotator__annotator_profile__withdrawn_at__isnull=True,
         annotator__annotator_profile__excluded_at__isnull=True,
     )
-    left_out = Counter()
+    left_out["annotator had not consented when voting"] = base.filter(
+        annotator__annotator_profile__isnull=False,
+        annotator__annotator_profile__withdrawn_at__isnull=True,
+        annotator__annotator_profile__excluded_at__isnull=True,
+    ).exclude(consented_then).count()
     left_out["annotator withdrew consent"] = base.filter(annotator__annotator_profile__withdrawn_at__isnull=False).count()
     left_out["annotator excluded"] = base.filter(
         annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=False
@@ -170,6 +188,14 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "",
         f"Annotators: {len({r['user id'] for r in rows})} (pseudonymous ids in `user id`).",
         f"Votes collected on this platform: {sources[Judgment.Source.PLATFORM]}; imported from earlier datasets: {sources[Judgment.Source.IMPORT]}.",
+        *(
+            [
+                f"DEMO DATA: {sources[Judgment.Source.SEEDED]} rows are seeded demo votes (`source` {SEEDED_SOURCE}): made up by the demo's "
+                "set-up, no one listened. They are not preference data; leave them out of any evaluation."
+            ]
+            if sources[Judgment.Source.SEEDED]
+            else []
+        ),
         f"Collection dates (UTC): {dates[0]} to {dates[-1]}." if dates else "Collection dates: no votes.",
         "Only regular pairs are included (no gold or catch trials).",
         "Rows by `source` (kept as imported; `" + EXPORT_SOURCE + "` for what was made here): "
@@ -196,8 +222,10 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
     return "\n".join(lines) + "\n"
 
 
-def _row_source(label: str) -> str:
-    # Rows keep the `source` they were imported with; what was made here carries the platform's label.
+def _row_source(label: str, *, seeded: bool = False) -> str:
+    # Rows keep the `source` they were imported with; what was made here carries the platform's label; seeded votes their own.
+    if seeded:
+        return SEEDED_SOURCE
     return label or EXPORT_SOURCE
 
 
@@ -229,10 +257,12 @@ def dataset_export(
     balanced_test: int | None = None,
     seed: int | None = None,
     include_unvoted: bool = False,
+    include_seeded: bool = False,
 ) -> ExportReport:
     """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty).
 
-    include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`).
+    include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`); include_seeded
+    adds the demo's seeded votes, labelled as demo data (left out by default).
     """
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -244,7 +274,7 @@ def dataset_export(
     if studies is not None:
         pairs = pairs.filter(study__in=studies)
     with transaction.atomic():
-        judgments, report.left_out = _exportable_judgments(pairs)
+        judgments, report.left_out = _exportable_judgments(pairs, include_seeded=include_seeded)
         if balanced_test is not None:
             chosen = _balanced_test_draw(pairs=pairs, judgments=judgments, n=balanced_test, seed=seed)
             # Persisted, so later exports (and the annotation app) see the same split.
@@ -291,7 +321,7 @@ def dataset_export(
             "confidence_preference-musicality": _confidence_text(j.musicality_confidence),
             "confidence_preference-alignment": _confidence_text(j.alignment_confidence),
             "feedback": j.rationale,
-            "source": _row_source(j.dataset_source),
+            "source": _row_source(j.dataset_source, seeded=j.source == Judgment.Source.SEEDED),
             "split": pair.split,
             "modality": condition.modality,
             **_listening_seconds(j),
@@ -319,12 +349,12 @@ def dataset_export(
     return report
 
 
-def dataset_export_archive(*, studies: list[Study] | None = None, include_unvoted: bool = False):
+def dataset_export_archive(*, studies: list[Study] | None = None, include_unvoted: bool = False, include_seeded: bool = False):
     """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start."""
     archive = tempfile.TemporaryFile(suffix=".zip")
     with tempfile.TemporaryDirectory(prefix="auditorium-export-") as tmp:
         root = Path(tmp) / "dataset"
-        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted)
+        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted, include_seeded=include_seeded)
         with zipfile.ZipFile(archive, "w") as zf:
             for path in sorted(p for p in root.rglob("*") if p.is_file()):
                 arcname = path.relative_to(root).as_posix()

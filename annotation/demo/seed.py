@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from ..models import Clip, Pair, Study, System
-from ..services import clip_ingest_array, condition_get_or_create, pair_get_or_create, study_annotator_add
+from ..services import clip_ingest_array, condition_get_or_create, consent_give, pair_get_or_create, profile_ensure, study_annotator_add
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, SYSTEM_NAMES
 from .synth import render, render_reference
 from .votes import demo_votes_seed
@@ -57,6 +57,9 @@ USERS = (
     ("researcher", "researcher", False, ("researcher",)),
 )
 ANNOTATORS = (("annotator1", "annotator"), ("annotator2", "annotator"), ("annotator3", "annotator"))
+# Who the seeded votes are stored under: accounts of their own that cannot sign in, with consent recorded
+# before their first vote, so no seeded vote is ever attributed to an annotator whose consent is pending.
+SEEDED_VOTERS = ("demo-voter1", "demo-voter2", "demo-voter3")
 
 
 def _demo_pairs(index: int) -> list[tuple[str, str]]:
@@ -168,6 +171,17 @@ def seed_demo(*, force: bool = False):
             # Consent is left for the annotator to give: the consent page is the first thing they see.
             annotators.append(_ensure_user(username, password))
             study_annotator_add(study=study, user=annotators[-1])
-        # A few labelled, seeded answers, so the report's judge-versus-human sections have something to show.
-        demo_votes_seed(study=study, annotators=annotators)
+        voters = []
+        for username in SEEDED_VOTERS:
+            voter = get_user_model().objects.filter(username=username).first()
+            if voter is None:
+                voter = get_user_model().objects.create_user(username=username, password=None)  # an unusable password: nobody signs in as it
+            profile = profile_ensure(user=voter, pseudonym=username)
+            if not profile.has_consented:
+                consent_give(user=voter, version="seeded-demo")
+            study_annotator_add(study=study, user=voter)
+            voters.append(voter)
+        # A few labelled, seeded answers (source "seeded": demo data), so the report's judge-versus-human
+        # sections have something to show when asked to include them.
+        demo_votes_seed(study=study, annotators=voters)
     return study
