@@ -200,6 +200,8 @@ class Study(TriggerCounted):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_studies", help_text="May import pairs."
     )
+    # Named by the owner: they may change the study as the owner does (selectors.study_writable_by).
+    collaborators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="collaborating_studies")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

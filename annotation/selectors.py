@@ -213,19 +213,32 @@ def study_totals(*, study: Study, now=None) -> dict:
     }
 
 
-def study_importable_by(*, study: Study, user) -> bool:
-    """Admins may import pairs into any study; a researcher only into the studies they own."""
+def study_writable_by(*, study: Study, user) -> bool:
+    """The one rule for every change to a study (parameters, annotators, imports, training on its votes):
+    its owner, the collaborators the owner names, and admins."""
     if is_admin(user):
         return True
-    return is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk
+    if not is_researcher(user) or study.pk is None:
+        return False
+    return study.owner_id == user.pk or study.collaborators.filter(pk=user.pk).exists()
+
+
+def study_importable_by(*, study: Study, user) -> bool:
+    return study_writable_by(study=study, user=user)
 
 
 def studies_importable_by(*, user) -> QuerySet[Study]:
+    """The studies this user may change (and so import into)."""
     if is_admin(user):
         return Study.objects.order_by("name")
     if not is_researcher(user):
         return Study.objects.none()
-    return Study.objects.filter(owner=user).order_by("name")
+    return Study.objects.filter(Q(owner=user) | Q(collaborators=user)).distinct().order_by("name")
+
+
+def study_collaborators_editable_by(*, study: Study, user) -> bool:
+    """Only the owner (and admins) name the collaborators."""
+    return is_admin(user) or (is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk)
 
 
 def uploads_allowed(*, user, path: str) -> bool:

@@ -19,6 +19,7 @@ urlpatterns = [
     path("manage/studies/<slug:name>/", views.study_manage, name="study-manage"),
     path("manage/studies/<slug:name>/edit/", views.study_edit, name="study-edit"),
     path("manage/studies/<slug:name>/annotators/", views.study_annotators_add, name="study-annotators-add"),
+    path("manage/studies/<slug:name>/collaborators/", views.study_collaborators_set, name="study-collaborators"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

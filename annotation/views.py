@@ -25,7 +25,7 @@ from auditorium.roles import is_researcher
 
 from . import selectors, services
 from .dataset import max_upload_bytes, pairs_import_upload
-from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyForm
+from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyCollaboratorsForm, StudyForm
 from .models import Clip, Study
 
 PAIRS_PER_PAGE = 50
@@ -232,8 +232,16 @@ def study_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 @require_http_methods(["GET", "HEAD", "POST"])
+def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
+    if selectors.study_writable_by(study=study, user=request.user):
+        return None
+    return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
+
+
 def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
+    if (refused := _not_writable(request, study)) is not None:
+        return refused
     if request.method == "POST":
         form = StudyForm(request.POST, instance=study)
         if form.is_valid():
@@ -266,6 +274,9 @@ def _study_manage_render(request: HttpRequest, study: Study, add_form: StudyAnno
         "totals": selectors.study_totals(study=study),
         "import_url": _import_url(study),
         "can_import": selectors.study_importable_by(study=study, user=request.user),
+        "can_change": selectors.study_writable_by(study=study, user=request.user),
+        "can_name_collaborators": selectors.study_collaborators_editable_by(study=study, user=request.user),
+        "collaborators": study.collaborators.order_by("username"),
     }
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 
@@ -274,12 +285,30 @@ def _study_manage_render(request: HttpRequest, study: Study, add_form: StudyAnno
 @require_POST
 def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
+    if (refused := _not_writable(request, study)) is not None:
+        return refused
     form = StudyAnnotatorAddForm(request.POST)
     if not form.is_valid():
         return _study_manage_render(request, study, form, status=400)
     users = form.cleaned_data["usernames"]
     services.study_annotators_add(study=study, users=users)
     messages.success(request, f"Added to “{study.name}”: {', '.join(u.username for u in users)}.")
+    return redirect("study-manage", name=study.name)
+
+
+@researcher_required
+@require_POST
+def study_collaborators_set(request: HttpRequest, name: str) -> HttpResponse:
+    """The owner (or an admin) names the researchers who may change the study with them."""
+    study = get_object_or_404(Study, name=name)
+    if not selectors.study_collaborators_editable_by(study=study, user=request.user):
+        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
+    form = StudyCollaboratorsForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("usernames", ["Check the names."])))
+        return redirect("study-manage", name=study.name)
+    users = services.study_collaborators_set(study=study, users=form.cleaned_data["usernames"])
+    messages.success(request, f"Collaborators of “{study.name}”: {', '.join(u.username for u in users) or 'none'}.")
     return redirect("study-manage", name=study.name)
 
 
@@ -297,7 +326,7 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
     # The page links back to the study only when the name is one (a typed "a b" is no study and no URL).
     study = Study.objects.filter(name=wanted).first() if wanted else None
     if study is not None and not selectors.study_importable_by(study=study, user=request.user):
-        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can import pairs into it.")
+        return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
     limit = max_upload_bytes()
     if request.method == "POST":
         form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)

@@ -20,7 +20,7 @@ from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .priorities import pair_priorities_replace
-from .studies import STUDY_PARAMETERS, study_create, study_update
+from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
     "CONSENT_VERSION",
@@ -53,5 +53,6 @@ __all__ = [
     "study_annotators_add",
     "study_create",
     "study_update",
+    "study_collaborators_set",
     "system_get_or_create",
 ]

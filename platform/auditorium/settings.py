@@ -437,6 +437,8 @@ LOGGING = {
 AUDITORIUM_HASH_SALT = env_secret("AUDITORIUM_HASH_SALT") or SECRET_KEY
 # Root under which judge weights are looked up when a judge names a relative path.
 AUDITORIUM_MODEL_DIR = Path(env_str("AUDITORIUM_MODEL_DIR", str(DATA_DIR / "models")))
+# Reward-model trainings one user may have waiting or running at once (each registers a judge and holds a GPU worker).
+AUDITORIUM_MAX_QUEUED_TRAININGS = env_int("AUDITORIUM_MAX_QUEUED_TRAININGS", 2, minimum=1)
 
 # --- Arena (docs/arena.md) --------------------------------------------------------
 ARENA_MIN_LISTEN_SECONDS = env_float("ARENA_MIN_LISTEN_SECONDS", 5.0, minimum=0.0)

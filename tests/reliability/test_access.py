@@ -25,10 +25,11 @@ RESEARCHER = {
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",
+    "study-collaborators",
 }
 POST_ONLY = {
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
-    "study-annotators-add",
+    "study-annotators-add", "study-collaborators",
 }
 
 
@@ -104,7 +105,10 @@ def test_anonymous_cannot_reach_private_routes(client, world):
 
 
 def test_researchers_reach_researcher_routes(client, world):
-    client.force_login(UserFactory(username="a-researcher", roles=["researcher"]))
+    researcher = UserFactory(username="a-researcher", roles=["researcher"])
+    # Changing a study (its edit page among these routes) is for its owner, named collaborators and admins.
+    world["study"].collaborators.add(researcher)
+    client.force_login(researcher)
     for name, url in researcher_routes(world):
         if name.split(":")[-1] in POST_ONLY:
             continue

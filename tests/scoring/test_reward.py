@@ -285,6 +285,7 @@ class RewardModelTests(TestCase):
     # --- pages ---------------------------------------------------------------------------------------------
     def test_pages_train_from_the_judges_page_and_show_the_result(self):
         researcher = UserFactory(username="res-pages", roles=["researcher"])
+        self.study.collaborators.add(researcher)  # training is a change to the study: owner, named collaborators, admins
         self.client.force_login(researcher)
         page = self.client.get(reverse("scoring:judge-list")).content.decode()
         self.assertIn('id="train-reward"', page)
