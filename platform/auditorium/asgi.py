@@ -18,10 +18,11 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from auditorium.limits import BodyLimitASGI  # noqa: E402
 from auditorium.ranged import ConnectionWatchASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
+from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": BodyLimitASGI(ConnectionWatchASGI(django_asgi_app)),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginWebSocket(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )

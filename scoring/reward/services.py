@@ -37,7 +37,7 @@ from .. import broadcast, queueing
 from .. import services as scoring
 from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
 from ..judges import adapter_for
-from ..judges.base import AudioDecodeError, JudgeUnavailable
+from ..judges.base import AudioDecodeError, JudgeUnavailable, models_relative
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
@@ -185,7 +185,7 @@ def training_create(*, study: Study, feature_judge: Judge, seed: int = 0, option
         raise ServiceError(f"Judge {feature_judge.key} is disabled.", code="judge_disabled")
     state = adapter_for(feature_judge).availability()
     if not state.available:
-        raise ServiceError(f"Judge {feature_judge.key} is unavailable: {state.reason}", code="judge_unavailable", status=409)
+        raise ServiceError(f"Judge {feature_judge.key} is unavailable: {models_relative(state.reason)}", code="judge_unavailable", status=409)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise ServiceError("seed must be a whole number from 0 to 2147483647.", code="bad_seed")
     cleaned = training_options_clean(options)

@@ -386,7 +386,7 @@ class TrainingSocketTests(TransactionTestCase):
                 return session.session_key
 
             key = await session_cookie()
-            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost")]
+            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")]
             communicator = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=headers)
             connected, _ = await communicator.connect()
             assert connected
@@ -402,7 +402,7 @@ class TrainingSocketTests(TransactionTestCase):
             pushed = await communicator.receive_json_from(timeout=5)
             assert (pushed["progress"]["state"], pushed["progress"]["stage"], pushed["progress"]["step"]) == ("running", "training", 7)
             await communicator.disconnect()
-            anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost")])
+            anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
             connected, code = await anonymous.connect()
             assert not connected and code == 4403
             # Let the refused consumer end inside this loop (its channel-layer receive included)
