@@ -437,6 +437,8 @@ LOGGING = {
 AUDITORIUM_HASH_SALT = env_secret("AUDITORIUM_HASH_SALT") or SECRET_KEY
 # Root under which judge weights are looked up when a judge names a relative path.
 AUDITORIUM_MODEL_DIR = Path(env_str("AUDITORIUM_MODEL_DIR", str(DATA_DIR / "models")))
+# /healthz/workers/ checks the workers at most once per this many seconds; callers in between get the cached answer.
+AUDITORIUM_HEALTH_WORKERS_SECONDS = env_int("AUDITORIUM_HEALTH_WORKERS_SECONDS", 15, minimum=1)
 # Reward-model trainings one user may have waiting or running at once (each registers a judge and holds a GPU worker).
 AUDITORIUM_MAX_QUEUED_TRAININGS = env_int("AUDITORIUM_MAX_QUEUED_TRAININGS", 2, minimum=1)
 
