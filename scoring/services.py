@@ -28,8 +28,7 @@ from auditorium.roles import is_researcher
 from . import broadcast, compare, queueing
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
 from .hardneg import DegradationError, degrade, spec_clean
-from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, templates_for
-from .judges.base import models_relative
+from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
 from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 
