@@ -13,6 +13,7 @@ credited with nothing sent after the close was seen.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import mimetypes
@@ -54,8 +55,15 @@ class ConnectionWatchASGI:
                 state.disconnected = True
             return message
 
+        async def watched_send(message):
+            await send(message)
+            if message["type"] == "http.response.body":
+                # Once the client is gone the server's send returns at once, and a stream would run to its end in
+                # one step without the disconnect ever being read: one turn of the loop lets it be seen first.
+                await asyncio.sleep(0)
+
         try:
-            return await self.app(scope, watched_receive, send)
+            return await self.app(scope, watched_receive, watched_send)
         finally:
             _connection.reset(token)
 
