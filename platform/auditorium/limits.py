@@ -67,9 +67,9 @@ def session_may_upload(cookie_header: bytes, path: str) -> bool:
         user = get_user(request)  # checks the session's password hash, as AuthenticationMiddleware does
         return may_upload(user, path)
     finally:
-        from django.db import close_old_connections
+        from django.db import connection
 
-        close_old_connections()
+        connection.close()  # this runs in a pooled thread of its own: leave no connection behind in it
 
 
 def declared_length(value) -> int | None:
@@ -155,7 +155,9 @@ class BodyLimitASGI:
             return small_cap()
         from asgiref.sync import sync_to_async
 
-        allowed = await sync_to_async(session_may_upload, thread_sensitive=True)(cookies, path)
+        # Not thread-sensitive: outside Django's per-request context that would mean the process's one shared
+        # thread, which a long synchronous job elsewhere (a consumer, another request) could be holding.
+        allowed = await sync_to_async(session_may_upload, thread_sensitive=False)(cookies, path)
         return upload_cap() if allowed else small_cap()
 
     async def __call__(self, scope, receive, send):
