@@ -167,7 +167,9 @@ class BodyLimitASGI:
         length = declared_length(headers.get(b"content-length", b"").decode("latin-1") or None)
         if length is not None and length > small_cap() and not is_upload_path(scope.get("path", "")):
             return await _send_413(send, small_cap(), "nothing was read")
-        cap = await self.cap_for(scope)
+        # The session is looked up only when the large cap could matter: a body past the small cap, or one of unknown length.
+        fits = (length is not None and length <= small_cap()) or (length is None and b"transfer-encoding" not in headers)
+        cap = small_cap() if fits else await self.cap_for(scope)
         if length is not None and length > cap:
             return await _send_413(send, cap, "nothing was read")
         received, cut, started = 0, False, False
