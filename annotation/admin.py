@@ -87,7 +87,9 @@ class StudyAdmin(admin.ModelAdmin):
             "report": report,
             "max_upload_bytes": max_upload_bytes(),
         }
-        return TemplateResponse(request, "admin/annotation/study/import_pairs.html", context)
+        # A refused upload (bad form, bad archive, invalid rows) is a 400: the page says why.
+        status = 400 if request.method == "POST" and not (report is not None and report.imported) else 200
+        return TemplateResponse(request, "admin/annotation/study/import_pairs.html", context, status=status)
 
     @admin.action(description="Export dataset (zip: JSONL, audio, datasheet)", permissions=["view"])
     def export_dataset(self, request, queryset, include_unvoted=False):

@@ -52,11 +52,14 @@ class StudyExportApi(APIView):
                 "include_unvoted",
                 OpenApiTypes.BOOL,
                 description="Also export pairs without votes: one row each with empty user id, preferences, confidences and feedback.",
-            )
+            ),
+            OpenApiParameter("include_seeded", OpenApiTypes.BOOL, description="Also export the demo's seeded votes (no one listened), labelled as demo data."),
         ],
         responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="zip archive"), 403: None, 404: None},
     )
     def get(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        archive = dataset_export_archive(studies=[study], include_unvoted=_flag(request.query_params.get("include_unvoted")))
+        archive = dataset_export_archive(
+            studies=[study], include_unvoted=_flag(request.query_params.get("include_unvoted")), include_seeded=_flag(request.query_params.get("include_seeded"))
+        )
         return FileResponse(archive, as_attachment=True, filename=f"{study.name}-dataset.zip", content_type="application/zip")

@@ -127,6 +127,28 @@ class StudyAnnotatorAddForm(forms.Form):
         return [users[n] for n in names]
 
 
+class StudyCollaboratorsForm(forms.Form):
+    usernames = forms.CharField(
+        label="Collaborators",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "researcher2"}),
+        help_text="Researchers who may change this study with you (parameters, annotators, imports, training); empty: none.",
+    )
+
+    def clean_usernames(self) -> list:
+        from auditorium.roles import is_researcher
+
+        names = list(dict.fromkeys(n for n in _USERNAME_SPLIT.split(self.cleaned_data["usernames"]) if n))
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        missing = [n for n in names if n not in users]
+        if missing:
+            raise forms.ValidationError(f"No account named {', '.join(missing)}; nothing was changed.")
+        not_researchers = [n for n in names if not is_researcher(users[n])]
+        if not_researchers:
+            raise forms.ValidationError(f"{', '.join(not_researchers)} is not a researcher; nothing was changed.")
+        return [users[n] for n in names]
+
+
 class PairFilesForm(forms.Form):
     """The JSONL + audio zip of a pair import, each file refused past `max_bytes` (the admin's and the researcher's import)."""
 
@@ -178,7 +200,7 @@ class StudyExportForm(forms.Form):
     )
     seed = forms.IntegerField(required=False, label="Seed", help_text="The same seed draws the same test pairs again.")
     include_unvoted = forms.BooleanField(required=False, label="Include pairs without votes (rows with empty preferences and user id)")
-    # include_seeded (seeded demo data, left out by default) is added here once dataset_export takes it.
+    include_seeded = forms.BooleanField(required=False, label="Include seeded demo votes (no one listened; labelled as demo data in the rows)")
 
     def clean(self):
         data = super().clean()

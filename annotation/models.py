@@ -210,6 +210,8 @@ class Study(TriggerCounted):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="owned_studies", help_text="May import pairs."
     )
+    # Named by the owner: they may change the study as the owner does (selectors.study_writable_by).
+    collaborators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="collaborating_studies")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -423,6 +425,8 @@ class Judgment(models.Model):
     class Source(models.TextChoices):
         PLATFORM = "platform", "Annotated here"
         IMPORT = "import", "Imported"
+        # The demo's seeded answers (annotation/demo/votes.py): no one listened; left out of exports and reports unless asked for.
+        SEEDED = "seeded", "Seeded demo data"
 
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")

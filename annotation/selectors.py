@@ -231,11 +231,18 @@ def study_totals(*, study: Study, now=None) -> dict:
     }
 
 
-def study_importable_by(*, study: Study, user) -> bool:
-    """Admins may import pairs into any study; a researcher only into the studies they own."""
+def study_writable_by(*, study: Study, user) -> bool:
+    """The one rule for every change to a study (parameters, annotators, imports, training on its votes):
+    its owner, the collaborators the owner names, and admins."""
     if is_admin(user):
         return True
-    return is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk
+    if not is_researcher(user) or study.pk is None:
+        return False
+    return study.owner_id == user.pk or study.collaborators.filter(pk=user.pk).exists()
+
+
+def study_importable_by(*, study: Study, user) -> bool:
+    return study_writable_by(study=study, user=user)
 
 
 def study_exportable_by(*, study: Study, user) -> bool:
@@ -252,7 +259,11 @@ def _export_summary(options: dict) -> str:
         split = f"balanced test split of {options['balanced_test']} pairs (seed {options.get('seed')})"
     else:
         split = "split as stored"
-    return split + (", pairs without votes included" if options.get("include_unvoted") else "")
+    return (
+        split
+        + (", pairs without votes included" if options.get("include_unvoted") else "")
+        + (", seeded demo votes included" if options.get("include_seeded") else "")
+    )
 
 
 def study_export_status(*, export: StudyExport) -> dict:
@@ -272,8 +283,24 @@ def study_export_status(*, export: StudyExport) -> dict:
 
 
 def studies_importable_by(*, user) -> QuerySet[Study]:
+    """The studies this user may change (and so import into)."""
     if is_admin(user):
         return Study.objects.order_by("name")
     if not is_researcher(user):
         return Study.objects.none()
-    return Study.objects.filter(owner=user).order_by("name")
+    return Study.objects.filter(Q(owner=user) | Q(collaborators=user)).distinct().order_by("name")
+
+
+def study_collaborators_editable_by(*, study: Study, user) -> bool:
+    """Only the owner (and admins) name the collaborators."""
+    return is_admin(user) or (is_researcher(user) and study.owner_id is not None and study.owner_id == user.pk)
+
+
+def uploads_allowed(*, user, path: str) -> bool:
+    """Whether a request to this upload path may carry a dataset-sized body (auditorium/limits.py asks before reading it).
+
+    The admin import: staff allowed to add pairs, clips and judgments. The researchers' import: anyone with a study to import into.
+    """
+    if path.startswith("/admin/"):
+        return bool(user.is_staff) and (is_admin(user) or user.has_perms(["annotation.add_pair", "annotation.add_judgment", "annotation.add_clip"]))
+    return studies_importable_by(user=user).exists()

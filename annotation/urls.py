@@ -1,5 +1,7 @@
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import api, crowd_views, views, views_export
 from .api_dataset import StudyExportApi
 
@@ -12,9 +14,9 @@ urlpatterns = [
     path("studies/<slug:name>/annotate/", views.annotate, name="annotate"),
     path("studies/<slug:name>/screening/", crowd_views.screening_page, name="screening"),
     path("studies/<slug:name>/screening/<str:token>/", crowd_views.screening_submit, name="screening-submit"),
-    path("screening/<str:token>/trial/<int:index>.wav", crowd_views.screening_trial, name="screening-trial"),
+    path("screening/<str:token>/trial/<id:index>.wav", crowd_views.screening_trial, name="screening-trial"),
     path("studies/<slug:name>/practice/", crowd_views.practice_page, name="practice"),
-    path("practice/<int:item_id>/<str:which>/", crowd_views.practice_audio, name="practice-audio"),
+    path("practice/<id:item_id>/<str:which>/", crowd_views.practice_audio, name="practice-audio"),
     path("studies/<slug:name>/done/", crowd_views.recruitment_done, name="recruitment-done"),
     path("r/<str:token>/", crowd_views.recruitment_enter, name="recruitment-enter"),
     path("manage/studies/", views.study_manage_list, name="study-manage-list"),
@@ -27,11 +29,12 @@ urlpatterns = [
     path("manage/studies/<slug:name>/export/", views_export.study_export, name="study-export"),
     path("manage/studies/<slug:name>/exports/<uuid:public_id>/", views_export.study_export_status, name="study-export-status"),
     path("manage/studies/<slug:name>/exports/<uuid:public_id>/download/", views_export.study_export_download, name="study-export-download"),
+    path("manage/studies/<slug:name>/collaborators/", views.study_collaborators_set, name="study-collaborators"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),
     path("api/studies/<slug:name>/export/", StudyExportApi.as_view(), name="api-study-export"),
-    path("api/assignments/<int:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
-    path("api/assignments/<int:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
-    path("api/assignments/<int:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
+    path("api/assignments/<id:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
+    path("api/assignments/<id:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
+    path("api/assignments/<id:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
 ]

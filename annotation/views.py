@@ -15,18 +15,18 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from auditorium.errors import ServiceError
-from auditorium.listening import served_range
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
 from . import selectors, services
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
-from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyExportForm, StudyForm
+from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyCollaboratorsForm, StudyExportForm, StudyForm
 from .models import Clip, Study
 
 PAIRS_PER_PAGE = 50
@@ -103,11 +103,13 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
     if not selectors.clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
-    response = ranged_file_response(request, clip.file.path, etag=clip.sha256)
-    if request.method == "GET":
-        # What was sent is what can have been heard: the judgment submit checks listening against it.
-        services.audio_fetch_record(user=request.user, clip=clip, served=served_range(response))
-    return response
+    user, started = request.user, timezone.now()
+
+    def sent(first: int, last: int, total: int) -> None:
+        # What reached the client is what can have been heard: the judgment submit checks listening against it.
+        services.audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started)
+
+    return ranged_file_response(request, clip.file.path, etag=clip.sha256, on_sent=sent)
 
 
 # --- Annotator pages --------------------------------------------------------------
@@ -245,8 +247,16 @@ def study_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 @require_http_methods(["GET", "HEAD", "POST"])
+def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
+    if selectors.study_writable_by(study=study, user=request.user):
+        return None
+    return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
+
+
 def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
+    if (refused := _not_writable(request, study)) is not None:
+        return refused
     if request.method == "POST":
         form = StudyForm(request.POST, instance=study)
         if form.is_valid():
@@ -288,6 +298,9 @@ def _study_manage_render(
         "export_latest": selectors.study_export_status(export=latest) if latest else None,
         "export_status_url": reverse("study-export-status", args=[study.name, latest.public_id]) if latest else "",
         "export_download_url": reverse("study-export-download", args=[study.name, latest.public_id]) if latest and latest.state == "done" else "",
+        "can_change": selectors.study_writable_by(study=study, user=request.user),
+        "can_name_collaborators": selectors.study_collaborators_editable_by(study=study, user=request.user),
+        "collaborators": study.collaborators.order_by("username"),
     }
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 
@@ -296,12 +309,30 @@ def _study_manage_render(
 @require_POST
 def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
+    if (refused := _not_writable(request, study)) is not None:
+        return refused
     form = StudyAnnotatorAddForm(request.POST)
     if not form.is_valid():
         return _study_manage_render(request, study, form, status=400)
     users = form.cleaned_data["usernames"]
     services.study_annotators_add(study=study, users=users)
     messages.success(request, f"Added to “{study.name}”: {', '.join(u.username for u in users)}.")
+    return redirect("study-manage", name=study.name)
+
+
+@researcher_required
+@require_POST
+def study_collaborators_set(request: HttpRequest, name: str) -> HttpResponse:
+    """The owner (or an admin) names the researchers who may change the study with them."""
+    study = get_object_or_404(Study, name=name)
+    if not selectors.study_collaborators_editable_by(study=study, user=request.user):
+        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
+    form = StudyCollaboratorsForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("usernames", ["Check the names."])))
+        return redirect("study-manage", name=study.name)
+    users = services.study_collaborators_set(study=study, users=form.cleaned_data["usernames"])
+    messages.success(request, f"Collaborators of “{study.name}”: {', '.join(u.username for u in users) or 'none'}.")
     return redirect("study-manage", name=study.name)
 
 
@@ -316,10 +347,10 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
     """JSONL + zip upload into a study the user owns (admins: any study), with the admin import's all-or-nothing checks."""
     studies = selectors.studies_importable_by(user=request.user)
     wanted = request.POST.get("study") if request.method == "POST" else request.GET.get("study")
-    if wanted:
-        study = Study.objects.filter(name=wanted).first()
-        if study is not None and not selectors.study_importable_by(study=study, user=request.user):
-            return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can import pairs into it.")
+    # The page links back to the study only when the name is one (a typed "a b" is no study and no URL).
+    study = Study.objects.filter(name=wanted).first() if wanted else None
+    if study is not None and not selectors.study_importable_by(study=study, user=request.user):
+        return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
     limit = max_upload_bytes()
     if request.method == "POST":
         form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)
@@ -341,10 +372,10 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
                         "warnings": list(report.warnings),
                     }
                     return redirect("pairs-import-done")
-        context = {"form": form, "report": report, "max_upload_bytes": limit, "studies": studies}
+        context = {"form": form, "report": report, "max_upload_bytes": limit, "studies": studies, "study": study}
         return _render(request, "annotation/manage/pairs_import.html", context, status=400)
-    form = PairUploadForm(initial={"study": wanted} if wanted else None, studies=studies, max_bytes=limit)
-    return _render(request, "annotation/manage/pairs_import.html", {"form": form, "max_upload_bytes": limit, "studies": studies})
+    form = PairUploadForm(initial={"study": study.name} if study else None, studies=studies, max_bytes=limit)
+    return _render(request, "annotation/manage/pairs_import.html", {"form": form, "max_upload_bytes": limit, "studies": studies, "study": study})
 
 
 @researcher_required

@@ -53,7 +53,7 @@ def study_export(request: HttpRequest, name: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             export = study_export_request(
-                study=study, user=request.user, include_unvoted=data["include_unvoted"], balanced_test=data["balanced_test"], seed=data["seed"]
+                study=study, user=request.user, include_unvoted=data["include_unvoted"], include_seeded=data["include_seeded"], balanced_test=data["balanced_test"], seed=data["seed"]
             )
         except ServiceError as exc:
             _form_error(form, exc)

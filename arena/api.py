@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
@@ -17,6 +18,7 @@ from rest_framework.views import APIView
 
 from auditorium.api_fields import MAX_ID
 from auditorium.api_input import validated
+from auditorium.proxy import client_address
 
 from . import conf, services
 from .models import ArenaPrompt, Battle, ListenEvent
@@ -26,11 +28,8 @@ from .services import ArenaError
 
 def client_ip_hash(request) -> str:
     """Salted hash of the client address; the raw address goes no further than this function."""
-    ip = request.META.get("REMOTE_ADDR", "")
-    if conf.get("ARENA_TRUST_X_FORWARDED_FOR"):
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-        if forwarded:
-            ip = forwarded.split(",")[0].strip()
+    # X-Forwarded-For counts only from a trusted proxy (auditorium/proxy.py); ARENA_TRUST_X_FORWARDED_FOR is the older name of AUDITORIUM_BEHIND_PROXY here.
+    ip = client_address(request, trust_forwarded=bool(settings.AUDITORIUM_BEHIND_PROXY or conf.get("ARENA_TRUST_X_FORWARDED_FOR")))
     return conf.salted_hash("ip", ip) if ip else ""
 
 

@@ -342,13 +342,22 @@ def _vote_replay(*, battle: Battle, visitor: Visitor, idempotency_key: str) -> V
     return vote
 
 
+def _fetched_as_stored(battle: Battle | None, short: list[tuple[str, float, bool]]) -> list[tuple[str, float, bool]]:
+    """Whether each short side's audio was sent, from the fetch rows: the battle's listening record is only
+    refreshed when events arrive, so a vote before any event (or a fetch after the last one) would read "never fetched"."""
+    if battle is None or not short:
+        return short
+    fetched = set(BattleAudioFetch.objects.filter(battle=battle, side__in=[side for side, _, _ in short]).values_list("side", flat=True))
+    return [(side, seconds, side in fetched) for side, seconds, _ in short]
+
+
 def _vote_refusal(code: str, **info) -> ArenaError:
     """The refusals the fast path (voting.py) raises, worded as vote_submit words them."""
     if code == "daily_cap":
         oldest = Vote.objects.filter(visitor=info["visitor"], created_at__gte=info["since"]).order_by("created_at").values_list("created_at", flat=True).first() or info["now"]
         retry = max(1, int((oldest + timedelta(days=1) - info["now"]).total_seconds()) + 1)
         return ArenaError(f"You have reached today's limit of {info['cap']} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-    need, short = info["need"], info["short"]
+    need, short = info["need"], _fetched_as_stored(info.get("battle"), info["short"])
     return ArenaError(
         listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
         code="listen_required",
@@ -435,7 +444,7 @@ def vote_submit(
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
             heard = listen_seconds(locked)
             need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-            short = listening.shortfalls(locked.listening, sides=SIDES, minimum=need)
+            short = _fetched_as_stored(locked, listening.shortfalls(locked.listening, sides=SIDES, minimum=need))
             if short:
                 raise ArenaError(
                     listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),

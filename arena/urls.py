@@ -1,5 +1,7 @@
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import api, release_views, views
 
 app_name = "arena"
@@ -10,7 +12,7 @@ urlpatterns = [
     path("audio/<uuid:public_id>/<str:side>/", views.battle_audio, name="audio"),
     path("release/", release_views.release, name="release"),
     path("release/status/", release_views.release_status, name="release-status"),
-    path("release/<int:build_id>/download/", release_views.release_download, name="release-download"),
+    path("release/<id:build_id>/download/", release_views.release_download, name="release-download"),
     # API
     path("api/terms/", api.TermsAcceptApi.as_view(), name="api-terms"),
     path("api/prompts/random/", api.PromptRandomApi.as_view(), name="api-prompt-random"),

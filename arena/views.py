@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
-from auditorium.listening import served_range
 from auditorium.ranged import ranged_file_response
 
 from . import conf
@@ -53,9 +53,12 @@ def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
     # The ETag names the battle side, not the clip: a content hash would let a visitor
     # recognise a catalog clip heard before.
     path = battle_audio_path(battle=battle, side=side)
-    response = ranged_file_response(request, str(path), etag=f"{battle.public_id}-{side}", content_type="audio/wav")
+    started = timezone.now()
+
+    def sent(first: int, last: int, total: int) -> None:
+        # What reached the visitor is what can have been heard: the vote checks listening against it.
+        battle_audio_fetch_record(battle=battle, side=side, served=(first, last, total), now=started)
+
+    response = ranged_file_response(request, str(path), etag=f"{battle.public_id}-{side}", content_type="audio/wav", on_sent=sent)
     response["Cache-Control"] = "private, no-store"
-    if request.method == "GET":
-        # What was sent is what can have been heard: the vote checks listening against it.
-        battle_audio_fetch_record(battle=battle, side=side, served=served_range(response))
     return response

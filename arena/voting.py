@@ -125,7 +125,7 @@ def vote_cast(*, public_id, visitor: Visitor, choice: str, feedback: str, ip_has
         need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
         short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
         if short:
-            raise refusal("listen_required", short=short, need=need, heard=listen_seconds(battle))
+            raise refusal("listen_required", short=short, need=need, heard=listen_seconds(battle), battle=battle)
         vote = vote_insert(battle=battle, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
         battle.status = Battle.Status.VOTED
         # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.

@@ -115,11 +115,13 @@ def thresholds_parse(values) -> Thresholds:
 # --- Loading -----------------------------------------------------------------------
 
 
-def votes_frame(*, study: Study) -> pd.DataFrame:
-    """Every judgment of the study by an annotator who has not withdrawn, one row each."""
+def votes_frame(*, study: Study, include_seeded: bool = False) -> pd.DataFrame:
+    """Every judgment of the study by an annotator who has not withdrawn, one row each; the demo's seeded votes only when asked for."""
+    judgments = Judgment.objects.filter(pair__study=study)
+    if not include_seeded:
+        judgments = judgments.exclude(source=Judgment.Source.SEEDED)
     rows = (
-        Judgment.objects.filter(pair__study=study)
-        .exclude(annotator__annotator_profile__withdrawn_at__isnull=False)
+        judgments.exclude(annotator__annotator_profile__withdrawn_at__isnull=False)
         .annotate(
             heard_a=Cast(KT("listening_log__A__seconds"), FloatField()),
             heard_b=Cast(KT("listening_log__B__seconds"), FloatField()),

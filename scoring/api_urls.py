@@ -2,13 +2,15 @@
 
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import api
 
 urlpatterns = [
     path("judges/", api.JudgeListApi.as_view(), name="api-scoring-judges"),
     path("runs/", api.RunListApi.as_view(), name="api-scoring-runs"),
-    path("runs/<int:run_id>/", api.RunDetailApi.as_view(), name="api-scoring-run"),
-    path("runs/<int:run_id>/verdicts/", api.RunVerdictsApi.as_view(), name="api-scoring-run-verdicts"),
+    path("runs/<id:run_id>/", api.RunDetailApi.as_view(), name="api-scoring-run"),
+    path("runs/<id:run_id>/verdicts/", api.RunVerdictsApi.as_view(), name="api-scoring-run-verdicts"),
     path("external/", api.ExternalSetListApi.as_view(), name="api-scoring-external"),
 ]
 

@@ -53,9 +53,10 @@ class ReportOptions:
     rounds: int = 1000  # bootstrap resamples
     seed: int = 0
     triage: int = 10  # disagreements listed per judge
+    include_seeded: bool = False  # the demo's seeded votes (no one listened): left out unless asked for
 
     def as_dict(self) -> dict:
-        return {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage}
+        return {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage, "include_seeded": self.include_seeded}
 
 
 def report_options_parse(values) -> ReportOptions:
@@ -66,6 +67,7 @@ def report_options_parse(values) -> ReportOptions:
         rounds=_parse_number(values.get("bootstrap", defaults.rounds), "bootstrap", int, 0, 10000),
         seed=_parse_number(values.get("seed", defaults.seed), "seed", int, 0, 2**32 - 1),
         triage=_parse_number(values.get("triage", defaults.triage), "triage", int, 0, 500),
+        include_seeded=str(values.get("include_seeded", "")).strip().lower() in ("1", "true", "yes", "on"),
     )
 
 
@@ -480,7 +482,7 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         cached = cache.get(key)
         if cached is not None:
             return cached
-    votes = votes_frame(study=study)
+    votes = votes_frame(study=study, include_seeded=options.include_seeded)
     pairs = pairs_frame(study=study)
     verdicts = verdicts_frame(study=study)
     sources = runs_meta(study=study)
@@ -501,6 +503,9 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
             "excluded_annotators": int(votes.loc[votes["excluded"], "annotator_id"].nunique()),
             "excluded_votes": int(votes["excluded"].sum()),
             "both_or_neither_votes": int(included["tie_any"].sum()),
+            # Shown apart on the page: counted in the figures above only when asked for.
+            "seeded_votes": Judgment.objects.filter(pair__study=study, source=Judgment.Source.SEEDED).count(),
+            "seeded_included": options.include_seeded,
         },
         "generated_at": timezone.now().isoformat(),
         "options": options.as_dict(),

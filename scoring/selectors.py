@@ -9,6 +9,7 @@ from annotation.models import Judgment, Study
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
 from .judges import adapter_for, templates_for
+from .judges.base import models_relative
 from .models import ExternalResultSet, Judge, ScoringRun, TrainingRun, Verdict
 
 
@@ -29,11 +30,11 @@ def judge_list() -> list[dict]:
                 "modalities": list(adapter.modalities),
                 "pairwise": adapter.pairwise,
                 "queue": judge.queue,
-                "weights": judge.weights,
+                "weights": models_relative(judge.weights),
                 "version": judge.version,
                 "enabled": judge.enabled,
                 "available": state.available and judge.enabled,
-                "reason": state.reason if state.available is False else ("" if judge.enabled else "disabled"),
+                "reason": models_relative(state.reason) if state.available is False else ("" if judge.enabled else "disabled"),
                 "templates": list(templates_for(judge.kind)),
             }
         )

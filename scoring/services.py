@@ -28,7 +28,7 @@ from auditorium.roles import is_researcher
 from . import broadcast, compare, queueing
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
 from .hardneg import DegradationError, degrade, spec_clean
-from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, templates_for
+from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
 from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 
@@ -269,7 +269,7 @@ def run_create(
     adapter = adapter_for(judge)
     state = adapter.availability()
     if not state.available:
-        raise ServiceError(f"Judge {judge.key} is unavailable: {state.reason}", code="judge_unavailable", status=409)
+        raise ServiceError(f"Judge {judge.key} is unavailable: {models_relative(state.reason)}", code="judge_unavailable", status=409)
     allowed = templates_for(judge.kind)
     template = (template or "").strip()
     if template and template not in allowed:

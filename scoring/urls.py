@@ -1,5 +1,7 @@
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import views
 
 app_name = "scoring"
@@ -7,9 +9,9 @@ urlpatterns: list = [
     # Judges and scoring runs
     path("judges/", views.judge_list, name="judge-list"),
     path("judges/reward/", views.reward_train, name="reward-train"),
-    path("training/<int:training_id>/", views.training_detail, name="training-detail"),
+    path("training/<id:training_id>/", views.training_detail, name="training-detail"),
     path("runs/", views.run_list, name="run-list"),
-    path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<id:run_id>/", views.run_detail, name="run-detail"),
     # Study reports
     path("reports/", views.report_list, name="report-list"),
     path("studies/<slug:name>/report/", views.study_report, name="study-report"),

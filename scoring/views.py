@@ -78,7 +78,7 @@ def reward_train(request: HttpRequest) -> HttpResponse:
         run = reward_services.training_create(study=study, feature_judge=judge, seed=seed, options=options, user=request.user)
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return _judges_page(request, form, status=400)
+        return _judges_page(request, form, status=exc.status if exc.status in (403, 429) else 400)
     return redirect("scoring:training-detail", training_id=run.pk)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from django.db import transaction
+from django.db.models import F, Q
 
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
 from .aggregates import AGGREGATE_HELP, AGGREGATE_KEYS, aggregate_columns
@@ -26,7 +27,8 @@ from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVO
 
 CONSENT_STATEMENT = (
     "Annotators on this platform gave informed consent before their first judgment and may withdraw at any time; "
-    "votes of annotators who withdrew consent or were excluded by a researcher are not included. "
+    "only votes made after the annotator's consent are included, and votes of annotators who withdrew consent "
+    "or were excluded by a researcher are not. "
     "Annotators appear only under pseudonyms. Imported votes keep the pseudonymous ids of the dataset they came from "
     "and remain under that dataset's terms."
 )
@@ -75,14 +77,30 @@ def prompt_id_for(condition: Condition) -> str:
     return condition.external_id or f"c-{condition.content_key[:12]}"
 
 
-def _exportable_judgments(pairs):
+# Row `source` of the demo's seeded votes when an export asks for them: never the platform's own label,
+# which CMI-RewardBench's evaluator counts as real CMI-Pref data.
+SEEDED_SOURCE = "auditorium-seeded-demo"
+
+
+def _exportable_judgments(pairs, *, include_seeded: bool = False):
     base = Judgment.objects.filter(pair__in=pairs)
+    left_out = Counter()
+    if not include_seeded:
+        left_out["seeded demo votes (no one listened); ask for them with include_seeded"] = base.filter(source=Judgment.Source.SEEDED).count()
+        base = base.exclude(source=Judgment.Source.SEEDED)
+    # Votes made here count only from the annotator's consent on; imported votes come under their dataset's terms.
+    consented_then = Q(source=Judgment.Source.IMPORT) | Q(annotator__annotator_profile__consented_at__lte=F("created_at"))
     keep = base.filter(
+        consented_then,
         annotator__annotator_profile__isnull=False,
         annotator__annotator_profile__withdrawn_at__isnull=True,
         annotator__annotator_profile__excluded_at__isnull=True,
     )
-    left_out = Counter()
+    left_out["annotator had not consented when voting"] = base.filter(
+        annotator__annotator_profile__isnull=False,
+        annotator__annotator_profile__withdrawn_at__isnull=True,
+        annotator__annotator_profile__excluded_at__isnull=True,
+    ).exclude(consented_then).count()
     left_out["annotator withdrew consent"] = base.filter(annotator__annotator_profile__withdrawn_at__isnull=False).count()
     left_out["annotator excluded"] = base.filter(
         annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=False
@@ -177,6 +195,14 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "",
         f"Annotators: {len({r['user id'] for r in rows})} (pseudonymous ids in `user id`).",
         f"Votes collected on this platform: {sources[Judgment.Source.PLATFORM]}; imported from earlier datasets: {sources[Judgment.Source.IMPORT]}.",
+        *(
+            [
+                f"DEMO DATA: {sources[Judgment.Source.SEEDED]} rows are seeded demo votes (`source` {SEEDED_SOURCE}): made up by the demo's "
+                "set-up, no one listened. They are not preference data; leave them out of any evaluation."
+            ]
+            if sources[Judgment.Source.SEEDED]
+            else []
+        ),
         f"Collection dates (UTC): {dates[0]} to {dates[-1]}." if dates else "Collection dates: no votes.",
         "Only regular pairs are included (no gold or catch trials).",
         "Rows by `source` (kept as imported; `" + EXPORT_SOURCE + "` for what was made here): "
@@ -203,8 +229,10 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
     return "\n".join(lines) + "\n"
 
 
-def _row_source(label: str) -> str:
-    # Rows keep the `source` they were imported with; what was made here carries the platform's label.
+def _row_source(label: str, *, seeded: bool = False) -> str:
+    # Rows keep the `source` they were imported with; what was made here carries the platform's label; seeded votes their own.
+    if seeded:
+        return SEEDED_SOURCE
     return label or EXPORT_SOURCE
 
 
@@ -236,11 +264,13 @@ def dataset_export(
     balanced_test: int | None = None,
     seed: int | None = None,
     include_unvoted: bool = False,
+    include_seeded: bool = False,
     progress: Progress | None = None,
 ) -> ExportReport:
     """Write train.jsonl, test.jsonl, the audio and README.md into out_dir (new or empty).
 
-    include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`).
+    include_unvoted adds one row per pair without an exported vote (see `_unvoted_row`); include_seeded
+    adds the demo's seeded votes, labelled as demo data (left out by default).
     progress, if given, is called as (step, done, total) while the audio is copied.
     """
     out = Path(out_dir)
@@ -253,7 +283,7 @@ def dataset_export(
     if studies is not None:
         pairs = pairs.filter(study__in=studies)
     with transaction.atomic():
-        judgments, report.left_out = _exportable_judgments(pairs)
+        judgments, report.left_out = _exportable_judgments(pairs, include_seeded=include_seeded)
         if balanced_test is not None:
             chosen = _balanced_test_draw(pairs=pairs, judgments=judgments, n=balanced_test, seed=seed)
             # Persisted, so later exports (and the annotation app) see the same split.
@@ -301,7 +331,7 @@ def dataset_export(
             "confidence_preference-musicality": _confidence_text(j.musicality_confidence),
             "confidence_preference-alignment": _confidence_text(j.alignment_confidence),
             "feedback": j.rationale,
-            "source": _row_source(j.dataset_source),
+            "source": _row_source(j.dataset_source, seeded=j.source == Judgment.Source.SEEDED),
             "split": pair.split,
             "modality": condition.modality,
             **_listening_seconds(j),
@@ -339,6 +369,7 @@ def dataset_export_archive(
     include_unvoted: bool = False,
     balanced_test: int | None = None,
     seed: int | None = None,
+    include_seeded: bool = False,
     progress: Progress | None = None,
 ):
     """The export as a zip in an anonymous temporary file (removed when closed), positioned at its start.
@@ -348,7 +379,7 @@ def dataset_export_archive(
     archive = tempfile.TemporaryFile(suffix=".zip")
     with tempfile.TemporaryDirectory(prefix="auditorium-export-") as tmp:
         root = Path(tmp) / "dataset"
-        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted, balanced_test=balanced_test, seed=seed, progress=progress)
+        dataset_export(out_dir=root, studies=studies, include_unvoted=include_unvoted, balanced_test=balanced_test, seed=seed, include_seeded=include_seeded, progress=progress)
         files = sorted(p for p in root.rglob("*") if p.is_file())
         with zipfile.ZipFile(archive, "w") as zf:
             for index, path in enumerate(files):

@@ -162,8 +162,21 @@ def _imported_user(user_id: str):
     return user
 
 
-@transaction.atomic
 def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportReport) -> None:
+    """The write, all or nothing for the stored audio files too: a rollback takes the files its new clips wrote with it."""
+    written: list[Clip] = []
+    try:
+        _write_rows(rows, study_name=study_name, stored=stored, report=report, written=written)
+    except BaseException:
+        for clip in written:
+            # A clip of the same content committed meanwhile by someone else keeps its (identical) file.
+            if not Clip.objects.filter(sha256=clip.sha256, file=clip.file.name).exists():
+                clip.file.delete(save=False)
+        raise
+
+
+@transaction.atomic
+def _write_rows(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportReport, written: list[Clip]) -> None:
     """Create what is missing. What the check phase already found stored is reused, not looked up again row by row."""
     study, created = Study.objects.get_or_create(name=study_name, defaults={"title": study_name})
     report.created["studies"] += int(created)
@@ -189,6 +202,8 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
             clips[sha], created = clip_ingest(
                 path=audio.path, system=systems.get(model) if model else None, kind=kind, original_name=audio.rel, info=audio.info
             )
+            if created:
+                written.append(clips[sha])
         report.created["clips"] += int(created)
         report.existing["clips"] += int(not created)
 
@@ -269,10 +284,13 @@ def _write(rows: list[Row], *, study_name: str, stored: _Stored, report: ImportR
     report.created["judgments"] += len(new)
 
 
-def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name: str = DEFAULT_STUDY, skip_invalid: bool = False, names: list[str] | None = None) -> ImportReport:
+def pairs_import(
+    *, files: list[Path | str], audio_root: Path | str, study_name: str = DEFAULT_STUDY, skip_invalid: bool = False, names: list[str] | None = None, fetch_audio=None
+) -> ImportReport:
     """Import CMI-RewardBench JSONL rows: validate every row, then write all of them (or, with skip_invalid, the valid ones).
 
-    `names` are how the files are called in error messages (default: their file names).
+    `names` are how the files are called in error messages (default: their file names); `fetch_audio(rel)`
+    brings a file the rows name under audio_root before it is read (the upload's zip, unpacked on demand).
     """
     try:
         validate_slug(study_name)
@@ -289,7 +307,7 @@ def pairs_import(*, files: list[Path | str], audio_root: Path | str, study_name:
     names = names or [p.name for p in paths]
 
     report = ImportReport()
-    rows = read_rows(list(zip(names, paths)), root=root, report=report)
+    rows = read_rows(list(zip(names, paths)), root=root, report=report, fetch=fetch_audio)
     stored = _Stored(rows, study_name)
     rows = _check_rows(rows, stored, report)
     report.errors.sort(key=lambda e: (names.index(e.source), e.line))

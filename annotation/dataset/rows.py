@@ -173,13 +173,19 @@ def _preference(obj: dict, key: str) -> str:
 
 
 class _AudioCache:
-    """Each file is opened, decoded and hashed once, however many rows name it."""
+    """Each file is opened, decoded and hashed once, however many rows name it.
 
-    def __init__(self):
+    `fetch(rel)`, where given, brings the file into place first (an upload unpacks a zip entry only when a row names it).
+    """
+
+    def __init__(self, fetch=None):
         self._seen: dict[Path, AudioFile | str] = {}
+        self._fetch = fetch
 
     def get(self, rel: str, path: Path, key: str) -> AudioFile:
         if path not in self._seen:
+            if self._fetch is not None:
+                self._fetch(rel)
             try:
                 info = audio_probe(path)
                 self._seen[path] = AudioFile(rel=rel, path=path, sha256=file_sha256(path), info=info)
@@ -250,12 +256,39 @@ def _parse_row(obj, *, root: Path, audio: _AudioCache, source: str, line: int) -
     return Row(source, line, a, b, ref, model_a, model_b, prompt, lyrics, prompt_id, split, vote, dataset_source)
 
 
-def read_rows(sources: list[tuple[str, Path]], *, root: Path, report: ImportReport) -> list[Row]:
-    audio = _AudioCache()
+# Longest JSONL line read, in bytes: a row's longest texts (TEXT_LIMITS) fit many times over,
+# even written as \u escapes; a longer line is reported by number and skipped unread.
+MAX_LINE_BYTES = 1024 * 1024
+
+
+def _lines(handle, cap: int):
+    """(line number, bytes) per line, read at most cap + 1 bytes at a time; a longer line gives (number, None) and is skipped."""
+    line_no = 0
+    while True:
+        raw = handle.readline(cap + 1)
+        if not raw:
+            return
+        line_no += 1
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            while True:
+                rest = handle.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield line_no, None
+        else:
+            yield line_no, raw
+
+
+def read_rows(sources: list[tuple[str, Path]], *, root: Path, report: ImportReport, fetch=None) -> list[Row]:
+    audio = _AudioCache(fetch)
     rows = []
     for name, path in sources:
         with open(path, "rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
+            for line_no, raw in _lines(handle, MAX_LINE_BYTES):
+                if raw is None:
+                    report.rows += 1
+                    report.errors.append(RowError(name, line_no, f"the line is longer than {MAX_LINE_BYTES:,} bytes; a row is one object of short texts"))
+                    continue
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:

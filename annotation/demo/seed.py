@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from ..models import Clip, Pair, Study, StudyAnnotator, System
-from ..services import clip_ingest_array, condition_get_or_create, pair_get_or_create, profile_ensure, study_annotator_add
+from ..services import clip_ingest_array, condition_get_or_create, consent_give, pair_get_or_create, profile_ensure, study_annotator_add
 from .catalogue import CLEAN_SYSTEM, DEMO_CONDITIONS, DEMO_SYSTEMS, SYSTEM_NAMES
 from .synth import render, render_reference
 from .votes import demo_votes_seed
@@ -57,9 +57,10 @@ USERS = (
     ("researcher", "researcher", False, ("researcher",)),
 )
 ANNOTATORS = (("annotator1", "annotator"), ("annotator2", "annotator"), ("annotator3", "annotator"))
-# The seeded votes' authors: accounts of their own that cannot sign in, so a demo annotator's
-# progress counts only what they judged themselves.
-SEEDED_VOTERS = ("seeded-voter-1", "seeded-voter-2", "seeded-voter-3")
+# The seeded votes' authors: accounts of their own that cannot sign in, with consent recorded before
+# their first vote, so a demo annotator's progress counts only what they judged themselves and no
+# seeded vote is attributed to an annotator whose consent is pending.
+SEEDED_VOTERS = ("demo-voter1", "demo-voter2", "demo-voter3")
 
 
 def _demo_pairs(index: int) -> list[tuple[str, str]]:
@@ -92,15 +93,17 @@ def _ensure_user(username: str, password: str, *, superuser: bool = False, group
 
 
 def _seeded_voter(study: Study, username: str):
-    """An account that holds seeded votes: no password, an imported profile, an inactive membership
-    (the study page lists it, the assignment engine never serves it)."""
+    """An account that holds seeded votes: no password, consent recorded before its votes, an inactive
+    membership (the study page lists it, the assignment engine never serves it)."""
     User = get_user_model()
     user = User.objects.filter(username=username).first()
     if user is None:
         user = User(username=username)
         user.set_unusable_password()
         user.save()
-    profile_ensure(user=user, pseudonym=username, is_imported=True)
+    profile = profile_ensure(user=user, pseudonym=username)
+    if not profile.has_consented:
+        consent_give(user=user, version="seeded-demo")
     StudyAnnotator.objects.get_or_create(study=study, annotator=user, defaults={"seed": 0, "is_active": False})
     return user
 
@@ -185,6 +188,7 @@ def seed_demo(*, force: bool = False):
             # Consent is left for the annotator to give: the consent page is the first thing they see.
             annotators.append(_ensure_user(username, password))
             study_annotator_add(study=study, user=annotators[-1])
-        # A few labelled, seeded answers, so the report's judge-versus-human sections have something to show.
+        # A few labelled, seeded answers (source "seeded": demo data), so the report's judge-versus-human
+        # sections have something to show when asked to include them.
         demo_votes_seed(study=study, annotators=[_seeded_voter(study, username) for username in SEEDED_VOTERS])
     return study

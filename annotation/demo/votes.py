@@ -3,7 +3,8 @@ has human labels for its judges to be measured against.
 
 No one listened to anything: each vote follows the systems' true ranks (catalogue.py) with some
 deliberate noise, drawn from a fixed seed, so every demo database gets the same answers. Each vote is
-marked twice: its rationale starts with DEMO_VOTE_LABEL and its idempotency key with "demo-vote:".
+marked three times: its source is "seeded" (Judgment.Source.SEEDED: exports and reports leave it out
+unless asked for), its rationale starts with DEMO_VOTE_LABEL and its idempotency key with "demo-vote:".
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def demo_votes_seed(*, study: Study, annotators: list) -> int:
                         musicality_confidence=musicality_confidence,
                         rationale=f"{DEMO_VOTE_LABEL}: {side(alignment)} {_WHY['alignment']}; {side(musicality)} {_WHY['musicality']}.",
                         idempotency_key=f"{DEMO_VOTE_KEY}{user.username}:{pair.condition.external_id}:{pair.clip_key}"[:100],
+                        source=Judgment.Source.SEEDED,
                     )
                 )
     Judgment.objects.bulk_create(new)

@@ -24,7 +24,7 @@ from .practice import practice_answer, practice_from_gold, practice_next
 from .priorities import pair_priorities_replace
 from .recruitment import recruitment_enter, recruitment_finish, recruitment_link_create
 from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
-from .studies import STUDY_PARAMETERS, study_create, study_update
+from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
     "practice_answer",
@@ -67,5 +67,6 @@ __all__ = [
     "study_annotators_add",
     "study_create",
     "study_update",
+    "study_collaborators_set",
     "system_get_or_create",
 ]

@@ -35,7 +35,7 @@ def export_path(export: StudyExport) -> Path:
 
 
 def study_export_request(
-    *, study: Study, user, include_unvoted: bool = False, balanced_test: int | None = None, seed: int | None = None
+    *, study: Study, user, include_unvoted: bool = False, include_seeded: bool = False, balanced_test: int | None = None, seed: int | None = None
 ) -> StudyExport:
     """Record an export of `study` with these options and queue its build.
 
@@ -49,8 +49,7 @@ def study_export_request(
         raise ServiceError("A balanced test split needs a seed, so the draw can be repeated.", code="bad_balance", extra={"errors": {"seed": ["Give a seed."]}})
     if balanced_test is not None and balanced_test <= 0:
         raise ServiceError("The balanced test split needs a positive number of pairs.", code="bad_balance", extra={"errors": {"balanced_test": ["Give a positive number."]}})
-    options = {"include_unvoted": bool(include_unvoted), "balanced_test": balanced_test, "seed": seed}
-    # The place for include_seeded (seeded demo data, left out by default) once dataset_export takes it.
+    options = {"include_unvoted": bool(include_unvoted), "include_seeded": bool(include_seeded), "balanced_test": balanced_test, "seed": seed}
     with transaction.atomic():
         earlier = list(StudyExport.objects.filter(study=study, requested_by=user, state__in=[StudyExport.State.DONE, StudyExport.State.FAILED]))
         export = StudyExport.objects.create(study=study, requested_by=user, options=options)
@@ -81,6 +80,7 @@ def study_export_build(*, export_id: int) -> StudyExport:
         archive = dataset_export_archive(
             studies=[export.study],
             include_unvoted=bool(options.get("include_unvoted")),
+            include_seeded=bool(options.get("include_seeded")),
             balanced_test=options.get("balanced_test"),
             seed=options.get("seed"),
             progress=progress,

@@ -13,7 +13,7 @@ from django.utils import timezone
 from auditorium import listening
 from auditorium.errors import ServiceError
 
-from ..models import Assignment, AudioFetch, Clip, ListeningEvent
+from ..models import AnnotatorProfile, Assignment, AudioFetch, Clip, ListeningEvent
 
 SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
@@ -65,6 +65,12 @@ def listening_events_record(*, assignment_id: int, annotator, events, now=None) 
             raise ServiceError("No such task for you.", code="not_found", status=404)
         if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
             raise ServiceError(f"This pair is already {assignment.state}; listening to it is no longer recorded.", code="not_listening", status=409)
+        profile = AnnotatorProfile.objects.filter(user=annotator).only("consented_at", "withdrawn_at").first()
+        if profile is None or not profile.has_consented:
+            # Nothing of someone who has not (or no longer) consented is stored, listening included.
+            raise ServiceError(
+                "Your consent is withdrawn (or was never given), so no listening is recorded for you.", code="consent_withdrawn", status=403
+            )
         fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq)
         if fresh:
             stored = assignment.listening.get("events", 0)

@@ -92,3 +92,11 @@ def study_update(*, study: Study, **parameters) -> Study:
     _validate(locked)
     locked.save(update_fields=sorted(parameters))
     return locked
+
+
+@transaction.atomic
+def study_collaborators_set(*, study: Study, users: list) -> list:
+    """Replace the study's collaborators (the owner is never one of them: they hold every right already)."""
+    chosen = [u for u in users if u.pk != study.owner_id]
+    study.collaborators.set(chosen)
+    return chosen

@@ -16,7 +16,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from auditorium.limits import BodyLimitASGI  # noqa: E402
+from auditorium.ranged import ConnectionWatchASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
+from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
 
 
 async def lifespan(scope, receive, send):
@@ -34,7 +36,7 @@ async def lifespan(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "lifespan": lifespan,
-        "http": BodyLimitASGI(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "http": BodyLimitASGI(ConnectionWatchASGI(django_asgi_app)),
+        "websocket": SameOriginWebSocket(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )

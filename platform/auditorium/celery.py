@@ -24,6 +24,12 @@ app.conf.task_queues = (Queue("cpu"), Queue("gpu"))
 app.autodiscover_tasks()
 
 
+@app.task(name="auditorium.ping", bind=True, ignore_result=False)
+def ping(self) -> str:
+    """The workers health check's round trip where the broker cannot broadcast (auditorium/health.py)."""
+    return self.request.hostname or "worker"
+
+
 @worker_process_init.connect
 def _forget_inherited_connection_pools(**_kwargs) -> None:
     """A prefork child must not share the parent's pooled PostgreSQL sockets.

@@ -51,16 +51,68 @@ def check_broker():
     return None
 
 
+QUEUES = ("cpu", "gpu")
+
+
 def check_workers(timeout: float = 2.0) -> dict:
-    """Which queues have a worker answering, by Celery's ping/active_queues control commands."""
+    """Which queues have a worker answering.
+
+    Brokers that broadcast (Redis, AMQP) are asked with Celery's active_queues control command. The
+    others (the demo's SQLite broker: kombu's virtual transports have no fanout) never deliver a
+    control command, so there a ping task goes through each queue and back through the result backend.
+    """
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        return {"mode": "in-process", "queues": {"cpu": True, "gpu": True}}
+        return {"mode": "in-process", "queues": dict.fromkeys(QUEUES, True)}
     from auditorium.celery import app
 
-    inspector = app.control.inspect(timeout=timeout)
-    active = inspector.active_queues() or {}
-    served = {queue["name"] for queues in active.values() for queue in queues}
-    return {"mode": "broker", "workers": sorted(active), "queues": {name: name in served for name in ("cpu", "gpu")}}
+    with app.connection_for_read() as conn:
+        broadcasts = "fanout" in conn.transport.implements.exchange_type
+    if broadcasts:
+        inspector = app.control.inspect(timeout=timeout)
+        active = inspector.active_queues() or {}
+        served = {queue["name"] for queues in active.values() for queue in queues}
+        return {"mode": "broker", "workers": sorted(active), "queues": {name: name in served for name in QUEUES}}
+    # Unclaimed pings expire, so a queue without a worker does not pile them up.
+    sent = {name: app.send_task("auditorium.ping", queue=name, expires=timeout * 5) for name in QUEUES}
+    deadline = time.monotonic() + timeout
+    answered: dict[str, str | None] = {}
+    for name, result in sent.items():
+        try:
+            answered[name] = result.get(timeout=max(0.05, deadline - time.monotonic()), interval=0.05, propagate=False)
+        except Exception:  # no answer in time
+            answered[name] = None
+        finally:
+            result.forget()
+    return {"mode": "round trip", "workers": sorted({w for w in answered.values() if w}), "queues": {name: bool(who) for name, who in answered.items()}}
+
+
+WORKERS_KEY = "healthz:workers"
+
+
+def workers_state() -> dict:
+    """check_workers, kept in the cache for AUDITORIUM_HEALTH_WORKERS_SECONDS: one check at a time whoever asks, so
+    callers (anonymous ones included) cost a cache read, not a two-second broker round trip each."""
+    state = cache.get(WORKERS_KEY)
+    if state is not None:
+        return state
+    seconds = int(getattr(settings, "AUDITORIUM_HEALTH_WORKERS_SECONDS", 15))
+    if not cache.add(WORKERS_KEY + ":lock", 1, timeout=10):
+        # Another request is checking: wait for its answer rather than start a second check.
+        for _ in range(60):
+            time.sleep(0.05)
+            state = cache.get(WORKERS_KEY)
+            if state is not None:
+                return state
+        return {"error": "the worker check is still running"}
+    try:
+        try:
+            state = check_workers()
+        except Exception as exc:
+            state = {"error": f"{type(exc).__name__}: {exc}"}
+        cache.set(WORKERS_KEY, state, seconds)
+        return state
+    finally:
+        cache.delete(WORKERS_KEY + ":lock")
 
 
 @never_cache
@@ -90,8 +142,7 @@ def readyz(request):
 @never_cache
 @require_safe
 def workers(request):
-    try:
-        result = check_workers()
-    except Exception as exc:
-        return _answer(request, False, {"detail": f"{type(exc).__name__}: {exc}"})
+    result = workers_state()
+    if "error" in result:
+        return _answer(request, False, {"detail": result["error"]})
     return _answer(request, result["queues"].get("cpu", False), result)

@@ -5,10 +5,11 @@ that first: without a limit in front, an anonymous 700 MB upload with a bogus to
 spooled to disk before the 403. So:
 
 - every request's declared Content-Length is checked before any body is read: at most
-  AUDITORIUM_MAX_REQUEST_BYTES, except on the upload paths (the admin dataset import), which
-  take AUDITORIUM_MAX_UPLOAD_BYTES plus room for the form fields, and only from staff;
+  AUDITORIUM_MAX_REQUEST_BYTES, except on the upload paths (the dataset imports), which take
+  AUDITORIUM_MAX_UPLOAD_BYTES plus room for the form fields, and only when the session is a
+  signed-in user allowed to import there (a cookie alone is not enough: it is looked up first);
 - a body sent without a length (chunked) is counted while it is read: the ASGI wrapper
-  stops reading past the cap, and the upload handler stops a multipart parse past it;
+  stops reading past the cap and answers 413, and the upload handler stops a multipart parse past it;
 - in front of the application, the server's own limit (platform/deploy/nginx.conf) refuses it
   before it reaches a worker at all.
 """
@@ -33,6 +34,42 @@ def upload_cap() -> int:
 
 def is_upload_path(path: str) -> bool:
     return any(path.startswith(prefix) for prefix in settings.AUDITORIUM_UPLOAD_PATHS)
+
+
+def may_upload(user, path: str) -> bool:
+    """Whether this user gets the upload cap on this path: signed in, active, and allowed to import there."""
+    if not is_upload_path(path) or user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    from annotation.selectors import uploads_allowed  # the apps load after this module
+
+    return uploads_allowed(user=user, path=path)
+
+
+def session_may_upload(cookie_header: bytes, path: str) -> bool:
+    """The same rule from the raw Cookie header, before Django has read anything: the session is looked up."""
+    from http.cookies import SimpleCookie
+    from types import SimpleNamespace
+
+    from django.contrib.auth import get_user
+    from django.utils.module_loading import import_string
+
+    jar = SimpleCookie()
+    try:
+        jar.load(cookie_header.decode("latin-1"))
+    except Exception:
+        return False
+    morsel = jar.get(settings.SESSION_COOKIE_NAME)
+    if morsel is None or not morsel.value:
+        return False
+    store = import_string(settings.SESSION_ENGINE + ".SessionStore")
+    try:
+        request = SimpleNamespace(session=store(morsel.value))
+        user = get_user(request)  # checks the session's password hash, as AuthenticationMiddleware does
+        return may_upload(user, path)
+    finally:
+        from django.db import connection
+
+        connection.close()  # this runs in a pooled thread of its own: leave no connection behind in it
 
 
 def declared_length(value) -> int | None:
@@ -61,7 +98,7 @@ class RequestBodyLimitMiddleware:
         length = declared_length(request.META.get("CONTENT_LENGTH"))
         if length is not None:
             cap = small_cap()
-            if is_upload_path(request.path_info) and getattr(request, "user", None) is not None and request.user.is_staff:
+            if may_upload(getattr(request, "user", None), request.path_info):
                 cap = upload_cap()
             if length > cap:
                 return too_large(cap)
@@ -91,45 +128,71 @@ class CappedUploadHandler(FileUploadHandler):
         return None
 
 
+async def _send_413(send, cap: int, what: str) -> None:
+    body = f"The request body is larger than the limit of {cap:,} bytes; {what}.\n".encode()
+    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BodyLimitASGI:
     """In front of Django's ASGI handler, which reads (and spools) the whole body before any middleware runs.
 
+    The cap is decided from the headers alone: the upload paths get the large one only when the
+    session cookie names a signed-in user allowed to import there (looked up in the session store).
     A declared length over the cap is answered 413 at once; an undeclared one is counted as it
-    arrives and the request is cut off (as a client disconnect) once it passes the cap. Without a
-    session cookie nobody can be staff, so the upload paths then get the small cap too.
+    arrives, and once it passes the cap Django is told the client left and the answer is 413.
     """
 
     def __init__(self, app):
         self.app = app
 
-    def cap_for(self, scope) -> int:
-        if not is_upload_path(scope.get("path", "")):
+    async def cap_for(self, scope) -> int:
+        path = scope.get("path", "")
+        if not is_upload_path(path):
             return small_cap()
-        cookies = b"".join(value for name, value in scope.get("headers", []) if name == b"cookie")
+        cookies = b"; ".join(value for name, value in scope.get("headers", []) if name == b"cookie")
         if settings.SESSION_COOKIE_NAME.encode() + b"=" not in cookies:
             return small_cap()
-        return upload_cap()
+        from asgiref.sync import sync_to_async
+
+        # Not thread-sensitive: outside Django's per-request context that would mean the process's one shared
+        # thread, which a long synchronous job elsewhere (a consumer, another request) could be holding.
+        allowed = await sync_to_async(session_may_upload, thread_sensitive=False)(cookies, path)
+        return upload_cap() if allowed else small_cap()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        cap = self.cap_for(scope)
         headers = dict(scope.get("headers", []))
         length = declared_length(headers.get(b"content-length", b"").decode("latin-1") or None)
+        if length is not None and length > small_cap() and not is_upload_path(scope.get("path", "")):
+            return await _send_413(send, small_cap(), "nothing was read")
+        # The session is looked up only when the large cap could matter: a body past the small cap, or one of unknown length.
+        fits = (length is not None and length <= small_cap()) or (length is None and b"transfer-encoding" not in headers)
+        cap = small_cap() if fits else await self.cap_for(scope)
         if length is not None and length > cap:
-            body = f"The request body is larger than the limit of {cap:,} bytes; nothing was read.\n".encode()
-            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        received = 0
+            return await _send_413(send, cap, "nothing was read")
+        received, cut, started = 0, False, False
 
         async def counted_receive():
-            nonlocal received
+            nonlocal received, cut
+            if cut:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > cap:
+                    cut = True
                     return {"type": "http.disconnect"}
             return message
 
-        return await self.app(scope, counted_receive, send)
+        async def watched_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, counted_receive, watched_send)
+        if cut and not started:
+            # Django stops at the "disconnect" without answering; the client is still there and gets told why.
+            await _send_413(send, cap, "the rest was not read")

@@ -8,7 +8,9 @@ both written by the server and neither trusted from the page:
   plays and stamped with the server's clock on arrival. Each carries a sequence number
   that must grow per assignment or battle; an event whose number was already received
   is ignored, so a replayed batch adds nothing.
-- **fetches**: the byte ranges of each clip the audio endpoint sent to this listener.
+- **fetches**: the byte ranges of each clip the audio endpoint sent to this listener, noted at the
+  end of each response with the bytes the server took while the client was connected
+  (auditorium/ranged.py).
 
 Heard time is counted by one transport playing one clip at a time, between server
 stamps (`evidence`): a `play` or `switch` ends the other clip's interval, so sending
@@ -24,7 +26,6 @@ This module holds the pure rules; each app stores its own rows and calls them.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -38,7 +39,6 @@ MAX_EVENT_GAP_SECONDS = 5.0
 START_ALLOWANCE_SECONDS = 0.5
 MAX_EVENTS_PER_POST = 50
 MAX_SEQ = 2**53  # what a page's JavaScript number counts exactly
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -95,20 +95,6 @@ def events_clean(raw, *, sides: tuple[str, ...], last_seq: int) -> tuple[list[di
             continue
         fresh.append({"seq": seq, "side": side, "kind": kind, "position": position, "client_time": client_time})
     return fresh, ignored
-
-
-def served_range(response) -> tuple[int, int, int] | None:
-    """(first byte, last byte, file size) of what an audio response sends; None when it sends no audio."""
-    if response.status_code == 206:
-        match = _CONTENT_RANGE.match(response.get("Content-Range", ""))
-        if match:
-            first, last, total = (int(g) for g in match.groups())
-            return first, last, total
-        return None
-    if response.status_code == 200:
-        size = int(response.get("Content-Length") or 0)
-        return (0, size - 1, size) if size > 0 else None
-    return None
 
 
 def coverage(ranges: list[tuple[int, int]], total: int) -> float:

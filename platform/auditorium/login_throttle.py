@@ -23,6 +23,7 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 
 from .auth_backend import CachedModelBackend
+from .proxy import client_address
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +36,6 @@ def _hash(label: str, value: str) -> str:
 def _rate(name: str) -> tuple[int, int]:
     count, _, seconds = str(getattr(settings, name)).partition("/")
     return int(count), int(seconds or 60)
-
-
-def client_address(request) -> str:
-    """The client's address: REMOTE_ADDR, or behind the configured proxy (which sets X-Forwarded-For, see
-    platform/deploy/nginx.conf) the address that proxy appended last; otherwise every client would share the proxy's."""
-    if request is None:
-        return ""
-    if getattr(settings, "AUDITORIUM_BEHIND_PROXY", False):
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-        if forwarded.strip():
-            return forwarded.split(",")[-1].strip()
-    return request.META.get("REMOTE_ADDR", "") or ""
 
 
 def _scopes(request, username: str) -> list[tuple[str, str, str]]:

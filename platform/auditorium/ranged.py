@@ -2,38 +2,124 @@
 
 Browsers seek in <audio> and fetch() by Range requests; without 206 answers
 seeking silently restarts from zero in Chrome and fails in Safari.
+
+What a response sent is known only at its end: `on_sent(first, last, total)` is called then with
+the bytes handed to the server while the client was still connected (a chunk counts once the
+server's send of it returned and the next one was asked for). Under ASGI the connection's state
+comes from `ConnectionWatchASGI`, which notes the client's disconnect as the server reports it;
+the server drops a send after that silently, so a client that closes after the headers is
+credited with nothing sent after the close was seen.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import logging
 import mimetypes
 import os
 import re
 
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.utils.http import quote_etag
+
+log = logging.getLogger(__name__)
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg", ".ogg": "audio/ogg", ".opus": "audio/ogg"}
 
 
-class _Window:
-    """A file object reading only bytes [start, start+length)."""
+class _Connection:
+    disconnected = False
 
-    def __init__(self, handle, start: int, length: int, chunk: int = 64 * 1024):
+
+_connection: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("auditorium_connection", default=None)
+
+
+class ConnectionWatchASGI:
+    """Notes, per HTTP request, when the server reports the client gone (read by the counted file streams)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        state = _Connection()
+        token = _connection.set(state)
+
+        async def watched_receive():
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                state.disconnected = True
+            return message
+
+        async def watched_send(message):
+            await send(message)
+            if message["type"] == "http.response.body":
+                # Once the client is gone the server's send returns at once, and a stream would run to its end in
+                # one step without the disconnect ever being read: one turn of the loop lets it be seen first.
+                await asyncio.sleep(0)
+
+        try:
+            return await self.app(scope, watched_receive, watched_send)
+        finally:
+            _connection.reset(token)
+
+
+class _Window:
+    """Bytes [start, start+length) of a file, counting those the server took while the client was connected."""
+
+    def __init__(self, handle, start: int, length: int, *, on_sent=None, total: int = 0, chunk: int = 64 * 1024):
         self.handle, self.remaining, self.chunk = handle, length, chunk
+        self.start, self.total, self.on_sent, self.sent = start, total, on_sent, 0
         handle.seek(start)
 
+    def _read(self) -> bytes:
+        data = self.handle.read(min(self.chunk, self.remaining)) if self.remaining > 0 else b""
+        self.remaining -= len(data)
+        return data
+
+    def _took(self, size: int, connection: _Connection | None) -> None:
+        if connection is None or not connection.disconnected:
+            self.sent += size
+
+    def _report(self) -> None:
+        callback, self.on_sent = self.on_sent, None
+        if callback is not None and self.sent > 0:
+            try:
+                callback(self.start, self.start + self.sent - 1, self.total)
+            except Exception:  # the response is over: a failed note must not turn it into an error
+                log.exception("recording the bytes sent failed")
+
     def __iter__(self):
-        while self.remaining > 0:
-            data = self.handle.read(min(self.chunk, self.remaining))
-            if not data:
-                break
-            self.remaining -= len(data)
-            yield data
+        try:
+            while data := self._read():
+                yield data
+                self._took(len(data), None)
+        finally:
+            self.close()
 
     def close(self) -> None:
+        """Runs at the end of the response, however it ended (Django closes the response): the note is made here at the latest."""
         self.handle.close()
+        self._report()
+
+
+class _AsyncWindow(_Window):
+    """The same, as an async stream for ASGI (not iterable synchronously, so Django does not read it whole first)."""
+
+    __iter__ = None
+
+    async def __aiter__(self):
+        connection = _connection.get()
+        try:
+            while data := self._read():
+                yield data
+                self._took(len(data), connection)
+        finally:
+            await sync_to_async(self.close, thread_sensitive=True)()
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
@@ -60,7 +146,8 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_type: str | None = None) -> HttpResponse:
+def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_type: str | None = None, on_sent=None) -> HttpResponse:
+    """The file, whole or the requested range; `on_sent(first byte, last byte, file size)` runs at the end of a GET with what was sent."""
     size = os.path.getsize(path)
     content_type = content_type or CONTENT_TYPES.get(os.path.splitext(path)[1].lower()) or mimetypes.guess_type(path)[0] or "application/octet-stream"
     quoted = quote_etag(etag)
@@ -86,14 +173,14 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
         header = None
 
     handle = open(path, "rb")
+    start, end = byte_range if byte_range is not None else (0, size - 1)
+    # Under ASGI the body is an async stream (a sync one would be read whole before the first send).
+    window_class = _AsyncWindow if getattr(request, "scope", None) is not None else _Window
+    window = window_class(handle, start, end - start + 1, on_sent=on_sent if request.method == "GET" else None, total=size)
+    response = StreamingHttpResponse(window, status=206 if byte_range is not None else 200, content_type=content_type)
+    response["Content-Length"] = str(end - start + 1)
     if byte_range is not None:
-        start, end = byte_range
-        response = StreamingHttpResponse(_Window(handle, start, end - start + 1), status=206, content_type=content_type)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
-        response["Content-Length"] = str(end - start + 1)
-    else:
-        response = FileResponse(handle, content_type=content_type)
-        response["Content-Length"] = str(size)
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = quoted
     # Private: audio is access-checked per user, so shared caches must not keep it.

@@ -9,6 +9,7 @@ DEBUG is off unless DJANGO_DEBUG=true (`./auditorium demo` and the tests set it)
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import secrets
@@ -321,11 +322,11 @@ STORAGES = {
 }
 
 # Request sizes (auditorium/limits.py): checked against the declared length before any body is read.
-# Only the upload paths (the admin dataset import, staff only) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
+# Only the upload paths (the dataset imports, for users allowed to import there) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
 AUDITORIUM_MAX_UPLOAD_BYTES = env_int("AUDITORIUM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, minimum=1024)
 AUDITORIUM_MAX_REQUEST_BYTES = env_int("AUDITORIUM_MAX_REQUEST_BYTES", 2 * DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=DATA_UPLOAD_MAX_MEMORY_SIZE)
-AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/"])
+AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/", "/manage/import/"])
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
     "auditorium.limits.CappedUploadHandler",
@@ -365,12 +366,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Ids in paths (auditorium/converters.py): larger numbers miss (404), they never reach the database.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},
 }
 
 # --- Security (tightened automatically outside debug) ----------------------------
 # X-Forwarded-Proto says "this came over HTTPS"; any client can send it, so it is believed only when a
 # proxy that sets it (and drops the client's) is named in front (platform/deploy/nginx.conf).
 AUDITORIUM_BEHIND_PROXY = env_bool("AUDITORIUM_BEHIND_PROXY", False)
+# The proxies' own addresses (or networks): X-Forwarded-For is believed only from these (auditorium/proxy.py).
+AUDITORIUM_TRUSTED_PROXIES = env_list("AUDITORIUM_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
+for _proxy in AUDITORIUM_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"AUDITORIUM_TRUSTED_PROXIES: {_proxy!r} is not an address or network.") from None
 if AUDITORIUM_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -431,6 +441,10 @@ LOGGING = {
 AUDITORIUM_HASH_SALT = env_secret("AUDITORIUM_HASH_SALT") or SECRET_KEY
 # Root under which judge weights are looked up when a judge names a relative path.
 AUDITORIUM_MODEL_DIR = Path(env_str("AUDITORIUM_MODEL_DIR", str(DATA_DIR / "models")))
+# /healthz/workers/ checks the workers at most once per this many seconds; callers in between get the cached answer.
+AUDITORIUM_HEALTH_WORKERS_SECONDS = env_int("AUDITORIUM_HEALTH_WORKERS_SECONDS", 15, minimum=1)
+# Reward-model trainings one user may have waiting or running at once (each registers a judge and holds a GPU worker).
+AUDITORIUM_MAX_QUEUED_TRAININGS = env_int("AUDITORIUM_MAX_QUEUED_TRAININGS", 2, minimum=1)
 
 # --- Arena (docs/arena.md) --------------------------------------------------------
 ARENA_MIN_LISTEN_SECONDS = env_float("ARENA_MIN_LISTEN_SECONDS", 5.0, minimum=0.0)

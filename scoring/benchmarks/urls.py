@@ -1,5 +1,7 @@
 from django.urls import path
 
+from auditorium import converters  # noqa: F401  (registers <id:...>)
+
 from . import team_views, views
 
 app_name = "benchmarks"
@@ -11,7 +13,7 @@ urlpatterns: list = [
     path("teams/<slug:team>/members/", team_views.team_members_add, name="team-members-add"),
     path("teams/<slug:team>/endpoints/", team_views.team_endpoint_register, name="team-endpoint-register"),
     path("audio/<str:token>/", views.signed_audio, name="benchmark-audio"),
-    path("submissions/<int:submission_id>/", views.submission_detail, name="benchmark-submission"),
+    path("submissions/<id:submission_id>/", views.submission_detail, name="benchmark-submission"),
     path("<slug:name>/", views.benchmark_detail, name="benchmark-detail"),
     path("<slug:name>/export.zip", views.benchmark_export, name="benchmark-export"),
     path("<slug:name>/submit/", views.benchmark_submit, name="benchmark-submit"),

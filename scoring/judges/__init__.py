@@ -24,6 +24,7 @@ from .base import (
     JudgeOutputError,
     JudgeUnavailable,
     PairOutcome,
+    models_relative,
     prefer,
 )
 from .clap import ClapJudge
@@ -101,6 +102,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeOutputError",
     "JudgeUnavailable",
+    "models_relative",
     "PairOutcome",
     "adapter_for",
     "judge_config",

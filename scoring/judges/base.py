@@ -135,6 +135,22 @@ def package_missing(*names: str) -> str:
     return ", ".join(missing)
 
 
+def models_relative(text: str) -> str:
+    """Text shown to researchers (pages, API) with server paths cut down: the models folder's own path becomes
+    `AUDITORIUM_MODEL_DIR`, the home folder `~`; the folder layout below them stays, as it says what is missing."""
+    from django.conf import settings
+
+    root = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models"))
+    prefixes = sorted({str(root.resolve()), str(root.expanduser()), str(root)}, key=len, reverse=True)
+    for prefix in prefixes:
+        if prefix not in ("", ".", "/"):
+            text = text.replace(prefix, "AUDITORIUM_MODEL_DIR")
+    home = str(Path.home())
+    if home not in ("", "/"):
+        text = text.replace(home, "~")
+    return text
+
+
 def resolve_weights(weights: str) -> tuple[str, str]:
     """(what to pass to from_pretrained, reason it cannot be used or "").
 

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.models import Clip, Condition, Judgment, Pair, Study
+from annotation.selectors import study_writable_by
 from annotation.services import pair_priorities_replace
 from auditorium.errors import ServiceError
 from auditorium.runtime import pick_device
@@ -35,7 +37,7 @@ from .. import broadcast, queueing
 from .. import services as scoring
 from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate_clustered, prefer
 from ..judges import adapter_for
-from ..judges.base import AudioDecodeError, JudgeUnavailable
+from ..judges.base import AudioDecodeError, JudgeUnavailable, models_relative
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
@@ -186,24 +188,40 @@ def heldout_rows(trained: RewardModel, table: FeatureTable, votes, rows: list[di
 
 
 def training_create(*, study: Study, feature_judge: Judge, seed: int = 0, options: dict | None = None, user=None, queue: bool = True) -> TrainingRun:
-    """A training run, queued on the gpu queue once committed (queue=False: the caller runs it)."""
+    """A training run, queued on the gpu queue once committed (queue=False: the caller runs it).
+
+    With a user (the pages and the API), the user must be allowed to change the study (its owner, a collaborator
+    the owner named, an admin) and may have at most AUDITORIUM_MAX_QUEUED_TRAININGS runs waiting or running.
+    """
+    if user is not None and not study_writable_by(study=study, user=user):
+        raise ServiceError(
+            f"Only the owner of study {study.name}, the collaborators the owner names, or an administrator can train on its votes.", code="forbidden", status=403
+        )
     if feature_judge.kind not in FEATURE_KINDS:
         raise ServiceError(f"Judge {feature_judge.key} ({feature_judge.kind}) gives no clip features; choose a judge of kind {', '.join(FEATURE_KINDS)}.", code="bad_features")
     if not feature_judge.enabled:
         raise ServiceError(f"Judge {feature_judge.key} is disabled.", code="judge_disabled")
     state = adapter_for(feature_judge).availability()
     if not state.available:
-        raise ServiceError(f"Judge {feature_judge.key} is unavailable: {state.reason}", code="judge_unavailable", status=409)
+        raise ServiceError(f"Judge {feature_judge.key} is unavailable: {models_relative(state.reason)}", code="judge_unavailable", status=409)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise ServiceError("seed must be a whole number from 0 to 2147483647.", code="bad_seed")
     cleaned = training_options_clean(options)
     rows, _ = study_vote_rows(study=study)
     if len(rows) < MIN_VOTES:
         raise ServiceError(f"Study {study.name} has {len(rows)} counted vote(s) on regular pairs; a reward model needs at least {MIN_VOTES}.", code="too_few_votes")
+    creator = user if getattr(user, "is_authenticated", False) else None
     with transaction.atomic():
-        run = TrainingRun.objects.create(
-            study=study, feature_judge=feature_judge, seed=seed, options=cleaned, created_by=user if getattr(user, "is_authenticated", False) else None
-        )
+        if creator is not None:
+            # The user's row is locked while counting, so parallel requests cannot all slip under the limit.
+            get_user_model().objects.select_for_update().filter(pk=creator.pk).first()
+            limit = int(settings.AUDITORIUM_MAX_QUEUED_TRAININGS)
+            waiting = TrainingRun.objects.filter(created_by=creator, state__in=(TrainingRun.State.PENDING, TrainingRun.State.RUNNING)).count()
+            if waiting >= limit:
+                raise ServiceError(
+                    f"You have {waiting} training run(s) waiting or running; the limit is {limit}. Start another when one has finished.", code="too_many_trainings", status=429
+                )
+        run = TrainingRun.objects.create(study=study, feature_judge=feature_judge, seed=seed, options=cleaned, created_by=creator)
         if queue:
             transaction.on_commit(lambda: queueing.task(queueing.REWARD_TRAIN).apply_async((run.pk,), queue=Judge.Queue.GPU))
     return run

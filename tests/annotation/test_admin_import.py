@@ -86,7 +86,7 @@ def test_row_errors_are_shown_by_line_and_nothing_is_imported(admin_client, tmp_
     rows = jsonl(row(), row(b="gen/missing.wav", user="7"), row(user="8", **{"preference-musicality": "maybe"}))
     response = upload(admin_client, archive=audio_zip(tmp_path), rows=rows)
     page = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "Nothing was imported" in page
     assert "rows.jsonl line 2: audio2 &#x27;gen/missing.wav&#x27;: audio file not found" in page
     assert "rows.jsonl line 3: preference-musicality has unknown label &#x27;maybe&#x27;" in page
@@ -120,7 +120,7 @@ def test_unsafe_archive_entries_are_refused_before_anything_is_written(admin_cli
     before = set(os.listdir(tmp_path.parent))
     response = upload(admin_client, archive=audio_zip(tmp_path, extra=[entry]), rows=jsonl(row()))
     page = response.content.decode()
-    assert response.status_code == 200 and message in page
+    assert response.status_code == 400 and message in page
     assert not Path("/tmp/escape.wav").exists() and not (tmp_path.parent / "escape.wav").exists()
     assert set(os.listdir(tmp_path.parent)) == before
     assert Clip.objects.count() == 0 and Study.objects.count() == 0

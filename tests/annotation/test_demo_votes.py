@@ -9,7 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotation.demo import ANNOTATORS, DEMO_VOTE_KEY, DEMO_VOTE_LABEL, SEEDED_VOTERS
+from annotation.demo import ANNOTATORS, DEMO_VOTE_KEY, DEMO_VOTE_LABEL
+from annotation.demo.seed import SEEDED_VOTERS
 from annotation.models import Judgment, Pair
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -34,17 +35,24 @@ def test_the_demo_report_shows_the_signal_judge_against_the_seeded_votes(client)
 
     votes = list(demo_votes())
     assert len(votes) == Judgment.objects.count() == 48 and "Demo votes: 48 seeded answers" in out.getvalue()
-    # The seeded voters made them, not the demo annotators: an annotator's progress counts only their own.
+    assert {j.source for j in votes} == {Judgment.Source.SEEDED}
+    # Stored under accounts of their own that consented before their first vote; the demo's annotators still
+    # see the consent page first and have no votes in their name.
     assert {j.annotator.username for j in votes} == set(SEEDED_VOTERS)
+    assert all(j.annotator.annotator_profile.consented_at <= j.created_at and not j.annotator.has_usable_password() for j in votes)
     assert not Judgment.objects.filter(annotator__username__in=[name for name, _ in ANNOTATORS]).exists()
-    assert not any(get_user_model().objects.get(username=name).has_usable_password() for name in SEEDED_VOTERS)
     assert all(j.rationale.startswith(DEMO_VOTE_LABEL) for j in votes)
     assert all(j.pair.kind == Pair.Kind.REGULAR for j in votes)
     assert len({j.pair_id for j in votes}) == 16  # two pairs per condition, all three annotators on each
 
     client.force_login(get_user_model().objects.get(username="researcher"))
-    response = client.get("/scoring/studies/demo/report/")
+    # Left out unless asked for, and said so.
+    plain = client.get("/scoring/studies/demo/report/")
+    assert plain.status_code == 200 and plain.context["report"]["study"]["votes"] == 0
+    assert "48 seeded demo votes" in plain.content.decode() and "left out of these figures" in plain.content.decode()
+    response = client.get("/scoring/studies/demo/report/?include_seeded=1")
     assert response.status_code == 200
+    assert "Demo data:" in response.content.decode()
     [judge] = [j for j in response.context["report"]["judges"] if j["judge"] == "signal-technical"]
     musicality = judge["dimensions"]["musicality"]
     assert musicality["n"] == 16 and musicality["accuracy"] is not None and musicality["accuracy"] > 0.5

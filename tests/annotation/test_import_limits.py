@@ -29,16 +29,23 @@ def test_an_over_long_text_field_is_refused_by_line_and_nothing_is_imported(admi
     rows = jsonl(row(), row(user="605", **{field: "x" * (limit + 1)}))
     response = upload(admin_client, archive=audio_zip(tmp_path), rows=rows)
     page = response.content.decode()
-    assert response.status_code == 200 and "Nothing was imported" in page
+    assert response.status_code == 400 and "Nothing was imported" in page
     assert f"rows.jsonl line 2: {field} is {limit + 1:,} characters long; the limit is {limit:,}" in page
     assert Study.objects.count() == Pair.objects.count() == Clip.objects.count() == 0
 
 
-def test_a_ten_megabyte_prompt_is_refused(admin_client, tmp_path):
-    rows = jsonl(row(prompt="la " * 3_500_000))
+def test_a_ten_megabyte_prompt_is_refused_by_its_line_length_unparsed(admin_client, tmp_path):
+    rows = jsonl(row(prompt="la " * 3_500_000), row())
     page = upload(admin_client, archive=audio_zip(tmp_path), rows=rows).content.decode()
-    assert "rows.jsonl line 1: prompt is 10,500,000 characters long; the limit is 5,000" in page
+    assert "rows.jsonl line 1: the line is longer than 1,048,576 bytes" in page
+    assert "line 2" not in page  # the next line is read as its own row
     assert Pair.objects.count() == 0
+
+
+def test_a_long_prompt_under_the_line_cap_is_refused_by_its_field_limit(admin_client, tmp_path):
+    rows = jsonl(row(prompt="la " * 100_000))
+    page = upload(admin_client, archive=audio_zip(tmp_path), rows=rows).content.decode()
+    assert "rows.jsonl line 1: prompt is 300,000 characters long; the limit is 5,000" in page
 
 
 @pytest.mark.parametrize("field", ["audio-path", "audio2"])

@@ -178,7 +178,7 @@ class StudyPagesUseTheServicesTests(TestCase):
         self.assertTrue(Study.objects.filter(name="mixed-case").exists())
 
     def test_bad_edit_changes_nothing(self):
-        study = StudyFactory(name="page-edit", title="Kept", gold_rate=0.0)
+        study = StudyFactory(name="page-edit", title="Kept", gold_rate=0.0, owner=self.researcher)
         response = self.client.post(reverse("study-edit", args=["page-edit"]), self.form(title="Lost", gold_rate=3))
         self.assertEqual(response.status_code, 200)
         self.assertContains(response, "nothing was saved")

@@ -10,7 +10,8 @@ from django.test import TestCase
 from django.urls import reverse
 
 from annotation.dataset import dataset_export_archive
-from annotation.models import StudyExport
+from annotation.dataset.exporter import SEEDED_SOURCE
+from annotation.models import Judgment, StudyExport
 from annotation.services.exports import export_path
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
@@ -59,6 +60,20 @@ class StudyExportTests(TestCase):
         self.assertEqual(len(rows), 3)
         # One archive per person and study: the earlier one and its file are gone.
         self.assertEqual(StudyExport.objects.filter(study=self.study).count(), 1)
+
+    def test_seeded_demo_votes_stay_out_unless_ticked_and_are_labelled_when_in(self):
+        JudgmentFactory(pair=self.unvoted, annotator=self.annotator, source=Judgment.Source.SEEDED)
+        status = self.export(self.owner, split="keep").json()
+        with self.archive(self.client.get(status["status_url"]).json()) as zf:
+            rows = [json.loads(line) for name in ("train.jsonl", "test.jsonl") for line in zf.read(name).decode().splitlines()]
+        self.assertEqual(len(rows), 2)
+        self.assertNotIn(SEEDED_SOURCE, {row["source"] for row in rows})
+        status = self.export(self.owner, split="keep", include_seeded="on").json()
+        self.assertEqual(status["summary"], "split as stored, seeded demo votes included")
+        with self.archive(self.client.get(status["status_url"]).json()) as zf:
+            rows = [json.loads(line) for name in ("train.jsonl", "test.jsonl") for line in zf.read(name).decode().splitlines()]
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(sorted(row["source"] for row in rows).count(SEEDED_SOURCE), 1)
 
     def test_an_admin_may_export_any_study(self):
         self.assertEqual(self.export(self.admin, split="keep").status_code, 202)

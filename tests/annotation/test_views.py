@@ -224,9 +224,9 @@ MANAGE_PAGES = [
 class RoleTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        cls.study = StudyFactory(name="roles-study")
-        cls.annotator = AnnotatorFactory(username="roles-annotator")
         cls.researcher = UserFactory(username="roles-researcher", roles=["researcher"])
+        cls.study = StudyFactory(name="roles-study", owner=cls.researcher)
+        cls.annotator = AnnotatorFactory(username="roles-annotator")
         cls.admin = UserFactory(username="roles-admin", roles=["admin"])
 
     def test_anonymous_is_sent_to_login(self):
@@ -324,7 +324,7 @@ class StudyCreateEditTests(TestCase):
         self.assertEqual(Study.objects.count(), 1)
 
     def test_edit_changes_parameters_but_not_the_name(self):
-        study = StudyFactory(name="edit-me", min_listen_seconds=10)
+        study = StudyFactory(name="edit-me", min_listen_seconds=10, owner=self.researcher)
         response = self.client.post(reverse("study-edit", args=["edit-me"]), {**VALID_STUDY, "name": "renamed", "min_listen_seconds": 4})
         self.assertRedirects(response, reverse("study-manage", args=["edit-me"]), fetch_redirect_response=False)
         study.refresh_from_db()
@@ -333,7 +333,7 @@ class StudyCreateEditTests(TestCase):
         self.assertFalse(Study.objects.filter(name="renamed").exists())
 
     def test_edit_can_close_a_study(self):
-        StudyFactory(name="to-close")
+        StudyFactory(name="to-close", owner=self.researcher)
         data = {k: v for k, v in VALID_STUDY.items() if k != "is_active"}
         self.client.post(reverse("study-edit", args=["to-close"]), data)
         self.assertFalse(Study.objects.get(name="to-close").is_active)
@@ -343,7 +343,7 @@ class AnnotatorAddTests(TestCase):
     @classmethod
     def setUpTestData(cls):
         cls.researcher = UserFactory(username="adder", roles=["researcher"])
-        cls.study = StudyFactory(name="add-study")
+        cls.study = StudyFactory(name="add-study", owner=cls.researcher)
         cls.alice = UserFactory(username="alice")
         cls.bob = UserFactory(username="bob")
 

@@ -41,6 +41,7 @@ RESEARCHER = {
     "release", "release-status",
     # Benchmark teams: researchers, and members for their own teams only (tests/benchmarks/test_teams_and_endpoints.py).
     "team-list", "team-detail", "team-members-add", "team-endpoint-register",
+    "study-collaborators",
 }
 # Researcher routes that serve a finished file (404 without one): checked for refusals only here,
 # downloads in their own tests.
@@ -51,7 +52,7 @@ POST_ONLY = {
     "study-export",
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
-    "team-members-add", "team-endpoint-register",
+    "team-members-add", "team-endpoint-register", "study-collaborators",
 }
 
 
@@ -139,7 +140,10 @@ def test_anonymous_cannot_reach_private_routes(client, world):
 
 
 def test_researchers_reach_researcher_routes(client, world):
-    client.force_login(UserFactory(username="a-researcher", roles=["researcher"]))
+    researcher = UserFactory(username="a-researcher", roles=["researcher"])
+    # Changing a study (its edit page among these routes) is for its owner, named collaborators and admins.
+    world["study"].collaborators.add(researcher)
+    client.force_login(researcher)
     for name, url in researcher_routes(world):
         if name.split(":")[-1] in POST_ONLY:
             continue

@@ -7,7 +7,11 @@ Three passes, each through the whole WSGI stack (middleware, CSRF, authenticatio
 2. per operation with a body, hostile bodies: nested thousands deep, huge and out-of-range
    numbers, malformed JSON, invalid UTF-8, enormous strings, wrong types;
 3. stateful: schemathesis' state machine chains calls along links it infers from the responses
-   (a created run's id into its detail and verdicts, a study's name into next / report / export).
+   (a created run's id into its detail and verdicts, a study's name into next / report / export);
+4. under a real uvicorn server (the ASGI stack the deployment runs): every operation with chunked
+   bodies (small, malformed, and past the request cap), and every path with an id given ids at
+   and past 2^63.
+Pass 1 also puts ids past 2^63 into a third of its cases' integer path parameters.
 The example counts keep each database's run well under a minute (AUDITORIUM_FUZZ_EXAMPLES raises them).
 """
 
@@ -53,6 +57,10 @@ HOSTILE_BODIES: list[bytes] = [
     b'{"idempotency_key": null, "alignment": "A", "alignment_confidence": "1e400", "musicality": "B", "musicality_confidence": -0.0, "listening_log": [[[]]]}',
     b'{"reason": "\\u0000\\ud800", "excluded": "maybe", "version": {"$ne": 1}}',
 ]
+
+
+# At and past what a 64-bit key holds: each must miss (404), never reach the database driver.
+HUGE_IDS = [2**63 - 1, 2**63, 2**64, 10**19, 99999999999999999999]
 
 
 @pytest.fixture
@@ -162,10 +170,12 @@ def test_no_operation_answers_5xx_to_generated_input(keep_test_connection, world
             auth = world["roles"][role]
 
             @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-            @given(case=operation.as_strategy(), real_ids=st.booleans())
-            def check(case, real_ids):
-                if real_ids and case.path_parameters:
+            @given(case=operation.as_strategy(), ids=st.sampled_from(["real", "generated", "huge"]), huge=st.sampled_from(HUGE_IDS))
+            def check(case, ids, huge):
+                if ids == "real" and case.path_parameters:
                     case.path_parameters = {k: world["known"].get(k, v) for k, v in case.path_parameters.items()}
+                if ids == "huge" and case.path_parameters:
+                    case.path_parameters = {k: huge if k.endswith("_id") and k != "public_id" else v for k, v in case.path_parameters.items()}
                 response = case.call(headers=auth["headers"], cookies=auth["cookies"])
                 tally.record(role=role, method=case.method, template=operation.path, detail=f"{case.formatted_path} body={case.body!r:.200}", response=response)
 
@@ -213,4 +223,44 @@ def test_stateful_sequences_answer_no_5xx(keep_test_connection, world):
 
     Workflow.run(settings=settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=6, deadline=None, database=None, suppress_health_check=list(HealthCheck)))
     assert len(tally.operations) >= 3  # it chained calls, not one operation over and over
+    tally.check()
+
+
+def _chunks(body: bytes, size: int = 7):
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_under_uvicorn_chunked_bodies_and_huge_ids_answer_no_5xx(world, fuzz_settings):
+    import requests
+
+    from tests.live_uvicorn import serving
+
+    fuzz_settings.AUDITORIUM_MAX_REQUEST_BYTES = 64 * 1024
+    _, operations = schema_and_operations()
+    tally = Tally("uvicorn: chunked bodies, huge ids")
+    past_cap = b'{"pad": "' + b"x" * (fuzz_settings.AUDITORIUM_MAX_REQUEST_BYTES * 2) + b'"}'
+    with serving() as (port, _):
+        base = f"http://127.0.0.1:{port}"
+        for operation in operations:
+            method = operation.method.upper()
+            with_id = [name for name in world["known"] if name.endswith("_id") and name != "public_id" and "{" + name + "}" in operation.path]
+            paths = [(operation.path.format(**world["known"]), False)]
+            for huge in HUGE_IDS if with_id else []:
+                paths.append((operation.path.format(**{**world["known"], **{name: huge for name in with_id}}), huge > 2**63 - 1))
+            for role in roles_for(operation.path):
+                auth = world["roles"][role]
+                for path, past_range in paths:
+                    bodies = [None] if method in ("GET", "HEAD", "DELETE") else [b"{}", b'{"a": ', HOSTILE_BODIES[0], past_cap]
+                    for body in bodies:
+                        data = None if body is None else (_chunks(body) if len(body) < 10_000 else _chunks(body, 16_384))
+                        response = requests.request(method, base + path, data=data, headers={**auth["headers"], "Content-Type": "application/json"}, cookies=auth["cookies"], timeout=30)
+                        tally.record(role=role, method=method, template=operation.path, detail=f"{path} chunked={body is not None}", response=response)
+                        if body is past_cap:
+                            assert response.status_code == 413, f"{method} {path} -> {response.status_code}"
+                        elif past_range:
+                            assert response.status_code == 404, f"{method} {path} -> {response.status_code}"
+    assert len(tally.operations) == len(operations)
     tally.check()

@@ -122,4 +122,4 @@ def test_the_demo_runs_with_debug_off_unless_asked():
     demo = script.split("demo)", 1)[1].split(";;", 1)[0]
     assert "export DJANGO_DEBUG=${DJANGO_DEBUG:-false}" in demo
     assert "collectstatic" in demo  # with debug off the static files come from whitenoise
-    assert "uvicorn auditorium.asgi:application" in demo  # refuses an oversized body from its headers
+    assert "-m auditorium.serve" in demo  # uvicorn (refuses an oversized body from its headers), proxy headers left to the application

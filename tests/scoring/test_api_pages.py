@@ -124,7 +124,7 @@ class RunProgressSocketTests(TransactionTestCase):
                 return session.session_key
 
             key = await session_cookie()
-            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost")]
+            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")]
             communicator = WebsocketCommunicator(application, f"/ws/scoring/runs/{run.pk}/", headers=headers)
             connected, _ = await communicator.connect()
             assert connected
@@ -142,7 +142,7 @@ class RunProgressSocketTests(TransactionTestCase):
             assert pushed["progress"]["done"] == 1 and pushed["progress"]["remaining"] == 0 and pushed["progress"]["state"] == "done"
             await communicator.disconnect()
 
-            anonymous = WebsocketCommunicator(application, f"/ws/scoring/runs/{run.pk}/", headers=[(b"origin", b"http://localhost")])
+            anonymous = WebsocketCommunicator(application, f"/ws/scoring/runs/{run.pk}/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
             connected, code = await anonymous.connect()
             assert not connected and code == 4403
             # Let the refused consumer end inside this loop (its channel-layer receive included)

@@ -335,7 +335,7 @@ def test_judges_command_lists_the_cmi_family_with_reasons(settings, tmp_path):
     call_command("judges", "--ensure-defaults", stdout=out)
     lines = {line.split()[0]: line for line in out.getvalue().splitlines()}
     for key, layout in (("muq-mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi-rm", "CMI-RM"), ("audiobox-aesthetics", "audiobox-aesthetics")):
-        assert f"UNAVAILABLE: weights not found: {tmp_path / layout}" in lines[key]
+        assert f"UNAVAILABLE: weights not found: AUDITORIUM_MODEL_DIR/{layout}" in lines[key]  # the models folder named, not its server path
     assert "dims=alignment,musicality" in lines["cmi-rm"]
 
 

@@ -285,6 +285,7 @@ class RewardModelTests(TestCase):
     # --- pages ---------------------------------------------------------------------------------------------
     def test_pages_train_from_the_judges_page_and_show_the_result(self):
         researcher = UserFactory(username="res-pages", roles=["researcher"])
+        self.study.collaborators.add(researcher)  # training is a change to the study: owner, named collaborators, admins
         self.client.force_login(researcher)
         page = self.client.get(reverse("scoring:judge-list")).content.decode()
         self.assertIn('id="train-reward"', page)
@@ -389,7 +390,7 @@ class TrainingSocketTests(TransactionTestCase):
                 return session.session_key
 
             key = await session_cookie()
-            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost")]
+            headers = [(b"cookie", f"sessionid={key}".encode()), (b"origin", b"http://localhost"), (b"host", b"localhost")]
             communicator = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=headers)
             connected, _ = await communicator.connect()
             assert connected
@@ -405,7 +406,7 @@ class TrainingSocketTests(TransactionTestCase):
             pushed = await communicator.receive_json_from(timeout=5)
             assert (pushed["progress"]["state"], pushed["progress"]["stage"], pushed["progress"]["step"]) == ("running", "training", 7)
             await communicator.disconnect()
-            anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost")])
+            anonymous = WebsocketCommunicator(application, f"/ws/scoring/training/{run.pk}/", headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")])
             connected, code = await anonymous.connect()
             assert not connected and code == 4403
             # Let the refused consumer end inside this loop (its channel-layer receive included)

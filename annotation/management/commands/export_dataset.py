@@ -24,8 +24,13 @@ class Command(BaseCommand):
             action="store_true",
             help="Also write pairs without votes: one row each with empty user id, preferences, confidences and feedback.",
         )
+        parser.add_argument(
+            "--include-seeded",
+            action="store_true",
+            help="Also write the demo's seeded votes (no one listened), labelled as demo data; left out by default.",
+        )
 
-    def handle(self, *args, out, study, balanced_test, seed, include_unvoted, **options):
+    def handle(self, *args, out, study, balanced_test, seed, include_unvoted, include_seeded=False, **options):
         studies = None
         if study:
             found = Study.objects.filter(name=study).first()
@@ -33,7 +38,7 @@ class Command(BaseCommand):
                 raise CommandError(f"No study named {study!r}.")
             studies = [found]
         try:
-            report = dataset_export(out_dir=out, studies=studies, balanced_test=balanced_test, seed=seed, include_unvoted=include_unvoted)
+            report = dataset_export(out_dir=out, studies=studies, balanced_test=balanced_test, seed=seed, include_unvoted=include_unvoted, include_seeded=include_seeded)
         except ServiceError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(report.summary())

@@ -43,7 +43,10 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Demo study {study.name!r} ready in {time.monotonic() - started:.1f} s: {pairs} pairs."))
         self.stdout.write(f"Added: {added}.")
         votes = Judgment.objects.filter(pair__study=study, idempotency_key__startswith=DEMO_VOTE_KEY).count()
-        self.stdout.write(f"Demo votes: {votes} seeded answers of the demo annotators, each rationale starting {DEMO_VOTE_LABEL!r}.")
+        self.stdout.write(
+            f"Demo votes: {votes} seeded answers (source 'seeded', no one listened), each rationale starting {DEMO_VOTE_LABEL!r}; "
+            f"left out of exports and reports unless asked for (report: /scoring/studies/{study.name}/report/?include_seeded=1; export_dataset --include-seeded)."
+        )
         self.stdout.write("Logins (change these before exposing the server):")
         for username, password, _superuser, groups in USERS:
             self.stdout.write(f"  {username} / {password}  ({', '.join(groups)})")

@@ -41,6 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of pairs for 95%% intervals (default %(default)s)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
         parser.add_argument("--triage", type=int, default=10, help="disagreements listed per judge (default %(default)s)")
+        parser.add_argument("--include-seeded", action="store_true", help="count the demo's seeded votes (no one listened) as demo data")
         exclusion = parser.add_mutually_exclusive_group()
         exclusion.add_argument("--exclude", metavar="PSEUDONYM", help="leave this annotator out of analysis and export (needs --reason and --by)")
         exclusion.add_argument("--include", metavar="PSEUDONYM", help="include an excluded annotator again (needs --by)")
@@ -62,6 +63,7 @@ class Command(BaseCommand):
                     "bootstrap": opts["bootstrap"],
                     "seed": opts["seed"],
                     "triage": opts["triage"],
+                    "include_seeded": "1" if opts["include_seeded"] else "",
                 }
             )
             if opts["exclude"] or opts["include"]:

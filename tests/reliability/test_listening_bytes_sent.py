@@ -1,0 +1,147 @@
+"""Listening proof under a real uvicorn server: a clip counts only as far as its bytes reached the socket before the client left.
+
+The client here asks for each clip, reads the headers and closes (a small receive buffer, as a
+client that never reads would leave the kernel to fill): the server notes only what it sent
+before the close, at the end of the response, and the answer after paced play/switch events is
+refused. The same client reading the whole clip is credited the whole clip.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import socket
+import time
+import uuid
+
+import numpy as np
+import pytest
+import requests
+import soundfile as sf
+from django.core.files.base import ContentFile
+
+from annotation.models import AudioFetch, Clip
+from arena.models import BattleAudioFetch
+from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, SystemFactory, UserFactory
+from tests.listening import Clock
+from tests.live_uvicorn import serving
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TOKEN = "s" * 32
+
+
+@pytest.fixture(autouse=True)
+def own_cache(settings):
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"sent-test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+
+
+# Long enough that the kernel's socket buffers (a few MB on loopback) cannot swallow the file whole:
+# bytes the kernel took are indistinguishable from bytes delivered, so a short clip cannot show the difference.
+SECONDS, RATE = 120.0, 48000
+
+
+def long_clip(freq: float, seconds: float = SECONDS) -> Clip:
+    buf = io.BytesIO()
+    t = np.arange(int(seconds * RATE)) / RATE
+    sf.write(buf, np.stack([0.2 * np.sin(2 * np.pi * freq * t)] * 2, axis=1).astype(np.float32), RATE, format="WAV", subtype="PCM_16")
+    data = buf.getvalue()
+    import hashlib
+
+    sha = hashlib.sha256(data).hexdigest()
+    clip = Clip(sha256=sha, system=SystemFactory(), duration=seconds, sample_rate=RATE, channels=2, extension=".wav")
+    clip.file.save(f"{sha}.wav", ContentFile(data), save=False)
+    clip.save()
+    return clip
+
+
+def get_headers_then_close(port: int, path: str, cookie: str) -> bytes:
+    """GET, read up to the end of the headers, close without reading the body."""
+    conn = socket.socket()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn.connect(("127.0.0.1", port))
+    conn.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(1)
+    conn.close()
+    return head
+
+
+def wait_for(predicate, timeout: float = 10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_an_annotator_who_closes_after_the_headers_is_not_credited_and_the_judgment_is_refused(monkeypatch):
+    study = StudyFactory(name="sent", min_listen_seconds=60.0)
+    pair = PairFactory(study=study, clip_a=long_clip(300.0), clip_b=long_clip(500.0))
+    annotator = UserFactory(username="sent-annotator", roles=["annotator"])
+    StudyAnnotatorFactory(study=study, annotator=annotator)
+    from django.test import Client
+
+    from annotation.services import consent_give
+
+    consent_give(user=annotator)
+    login = Client()
+    login.force_login(annotator)
+    session = login.cookies["sessionid"].value
+    cookies = {"sessionid": session, "csrftoken": TOKEN}
+    headers = {"X-CSRFToken": TOKEN}
+    clock = Clock(monkeypatch)
+    with serving() as (port, _):
+        base = f"http://127.0.0.1:{port}"
+        assignment = requests.post(f"{base}/api/studies/sent/next/", json={}, cookies=cookies, headers=headers, timeout=10).json()["assignment"]
+        for side in ("A", "B"):
+            head = get_headers_then_close(port, assignment["clips"][side]["url"], f"sessionid={session}")
+            assert head.startswith(b"HTTP/1.1 200")
+        # The responses end once the server sees the close; only then are they noted.
+        time.sleep(1.5)
+        fetched = list(AudioFetch.objects.filter(user=annotator).values_list("first_byte", "last_byte", "total_bytes"))
+        print("noted after a close after the headers (first, last, total):", fetched)
+        for first, last, total in fetched:
+            assert last - first + 1 < total // 3, (first, last, total)
+        seq = assignment["listening"]["next_seq"] - 1
+        url = f"{base}/api/assignments/{assignment['id']}/listening/"
+        for side in ("A", "B"):
+            for kind in ["play" if side == "A" else "switch"] + ["tick"] * 61:
+                seq += 1
+                clock.advance(1.0)
+                answer = requests.post(url, json={"events": [{"seq": seq, "side": side, "kind": kind, "position": 0.0}]}, cookies=cookies, headers=headers, timeout=10)
+                assert answer.status_code in (200, 201), answer.text
+        vote = {"idempotency_key": "sent-1", "alignment": "A", "alignment_confidence": "3.0", "musicality": "B", "musicality_confidence": "3.0"}
+        refused = requests.post(f"{base}/api/assignments/{assignment['id']}/judgment/", json=vote, cookies=cookies, headers=headers, timeout=10)
+        assert refused.status_code == 400 and refused.json()["code"] == "listening_too_short", refused.text
+        assert max(refused.json()["heard"].values()) < 30.0
+        # The same listener reading both clips whole is credited whole, and the same events then pass.
+        for side in ("A", "B"):
+            body = requests.get(base + assignment["clips"][side]["url"], cookies=cookies, timeout=30).content
+            assert len(body) == Clip.objects.get(public_id=assignment["clips"][side]["url"].split("/")[2]).file.size
+    whole = AudioFetch.objects.filter(user=annotator, first_byte=0).order_by("-last_byte").first()
+    assert whole is not None and whole.last_byte == whole.total_bytes - 1
+    assert pair.pk
+
+
+def test_an_arena_visitor_who_closes_after_the_headers_is_not_credited(settings):
+    from tests.arena.conftest import arena_system, ready_battle, visitor_with_terms
+
+    settings.ARENA_SAMPLE_RATE = RATE
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("sent-a"), arena_system("sent-b"), seconds=SECONDS)
+    with serving() as (port, _):
+        for side in ("a", "b"):
+            head = get_headers_then_close(port, f"/arena/audio/{battle.public_id}/{side}/", f"{settings.ARENA_VISITOR_COOKIE}={cookie}")
+            assert head.startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)
+        fetched = list(BattleAudioFetch.objects.filter(battle=battle).values_list("first_byte", "last_byte", "total_bytes"))
+        print("arena: noted after a close after the headers (first, last, total):", fetched)
+        for first, last, total in fetched:
+            assert last - first + 1 < total // 2, (first, last, total)
+        whole = requests.get(f"http://127.0.0.1:{port}/arena/audio/{battle.public_id}/a/", cookies={settings.ARENA_VISITOR_COOKIE: cookie}, timeout=30)
+        assert whole.status_code == 200
+    assert wait_for(lambda: BattleAudioFetch.objects.filter(battle=battle, side="a", first_byte=0, last_byte=len(whole.content) - 1).exists())
