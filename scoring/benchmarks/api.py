@@ -10,11 +10,12 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions, status
+from rest_framework import permissions, serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from auditorium.api_input import validated
 from auditorium.errors import ServiceError
 from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
@@ -147,33 +148,41 @@ class SubmissionDetailApi(APIView):
         )
 
 
+class RunSubmissionInput(serializers.Serializer):
+    team = serializers.CharField(max_length=200)
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    endpoint = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    judge = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
 class RunSubmissionApi(APIView):
     """A team's registered outside judge, by name (its members), or an in-platform judge (researchers) as a submission."""
 
     @extend_schema(
         summary="Run a judge as a submission: `endpoint` (the name of an outside judge the team registered) or `judge` (an in-platform judge key, researchers only)",
-        request={"application/json": {"type": "object", "properties": {"team": {"type": "string"}, "label": {"type": "string"}, "endpoint": {"type": "string"}, "judge": {"type": "string"}}}},
+        request=RunSubmissionInput,
         responses={202: OpenApiTypes.OBJECT},
     )
     def post(self, request, name: str):
         bench = get_object_or_404(Benchmark, name=name)
+        data = validated(RunSubmissionInput, request.data)
         researcher = is_researcher(request.user)
         teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
-        team = teams.filter(name=request.data.get("team", "")).first()
+        team = teams.filter(name=data["team"]).first()
         if team is None:
             raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
-        label = str(request.data.get("label", ""))
-        if request.data.get("judge"):
+        label = data["label"]
+        if data["judge"]:
             if not researcher:
                 raise ServiceError("In-platform judges are run by researchers.", code="forbidden", status=403)
-            judge = Judge.objects.filter(key=request.data["judge"]).first()
+            judge = Judge.objects.filter(key=data["judge"]).first()
             if judge is None:
-                raise ServiceError(f"No judge with key {request.data['judge']!r}.", code="no_judge")
+                raise ServiceError(f"No judge with key {data['judge']!r}.", code="no_judge")
             submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label, user=None)
-        elif request.data.get("endpoint"):
-            endpoint = team.endpoints.filter(name=str(request.data["endpoint"])).first()
+        elif data["endpoint"]:
+            endpoint = team.endpoints.filter(name=data["endpoint"]).first()
             if endpoint is None:
-                raise ServiceError(f"Team {team.name} has no registered endpoint named {str(request.data['endpoint'])[:100]!r}.", code="no_endpoint")
+                raise ServiceError(f"Team {team.name} has no registered endpoint named {data['endpoint']!r}.", code="no_endpoint")
             submission = runners.http_submission_create(benchmark=bench, endpoint=endpoint, label=label, user=None if researcher else request.user)
         else:
             raise ServiceError("Give `endpoint` or `judge`.", code="no_source")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from annotation import services
-from tests.factories import JudgmentFactory, PairFactory, StudyFactory, UserFactory
+from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 from tests.live_browser import BrowserLiveServerTestCase
 
 pytestmark = pytest.mark.browser
@@ -33,8 +33,8 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
         self.study = StudyFactory(name="my-study", title="My listening study", owner=self.researcher)
         services.study_annotator_add(study=self.study, user=self.annotator)
         self.pairs = [PairFactory(study=self.study) for _ in range(3)]
-        # Someone else's judgment: the annotator's own count stays 0.
-        self.voter = UserFactory(username="voter", roles=["annotator"])
+        # Someone else's judgment (consent given first, so the export keeps it): the annotator's own count stays 0.
+        self.voter = AnnotatorFactory(username="voter")
         services.study_annotator_add(study=self.study, user=self.voter)
         JudgmentFactory(pair=self.pairs[0], annotator=self.voter)
         self.errors: list[str] = []

@@ -95,6 +95,7 @@ def _signed_in(user, token: str) -> dict:
 def world(db, fuzz_settings):
     from annotation.services import assignment_next, consent_give
     from arena.services import visitor_accept_terms
+    from scoring.benchmarks.models import Benchmark, Submission, Team
     from scoring.models import Judge, ScoringRun
     from scoring.services import judges_ensure_defaults
     from tests.arena.conftest import arena_system, ready_battle
@@ -111,6 +112,8 @@ def world(db, fuzz_settings):
     assignment = assignment_next(study=study, annotator=annotator)
     judges_ensure_defaults()
     run = ScoringRun.objects.create(judge=Judge.objects.first(), study=study)
+    # A judge benchmark of the same name, so its routes reach a real benchmark and submission.
+    submission = Submission.objects.create(benchmark=Benchmark.objects.create(name=study.name), team=Team.objects.create(name="fuzz-team"), state=Submission.State.DONE)
     visitor, cookie = visitor_accept_terms(cookie=None, version=fuzz_settings.ARENA_TERMS_VERSION)
     battle = ready_battle(visitor, arena_system("fuzz-a"), arena_system("fuzz-b"))
     token = _get_new_csrf_string()
@@ -123,6 +126,7 @@ def world(db, fuzz_settings):
         "name": study.name,
         "assignment_id": getattr(assignment, "pk", None) or getattr(assignment, "id", 1),
         "run_id": run.pk,
+        "submission_id": submission.pk,
         "pseudonym": researcher.annotator_profile.pseudonym,
         "public_id": str(battle.public_id),
         "table": "annotators",
