@@ -15,7 +15,7 @@ class PracticeItemForm(forms.Form):
     explanation = forms.CharField(
         label="Explanation shown after the answer",
         max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
+        widget=forms.Textarea(attrs={"rows": 3}),
         error_messages={"required": "Write the explanation shown after the answer."},
     )
 
