@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils import timezone
 
-from .crowd_models import PracticeAnswer, PracticeItem, ScreeningAttempt
-from .models import ScreeningKind, Study
+from .crowd_models import PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
+from .models import Pair, ScreeningKind, Study
 
 
 def annotator_crowd_columns(*, study: Study, rows: list[dict]) -> list[dict]:
@@ -34,4 +36,42 @@ def annotator_crowd_columns(*, study: Study, rows: list[dict]) -> list[dict]:
             row["screening_state"] = "ok" if passed else "bad"
         done = practice.get(row["username"])
         row["practice"] = "–" if not items else (f"{done['n']}/{items} answered, {done['both']} fully right" if done else f"0/{items} answered")
+    return rows
+
+
+def practice_manage_rows(*, study: Study) -> list[dict]:
+    """The study's practice pairs in the order they are served, with how many annotators answered each."""
+    return [
+        {"id": item.pk, "position": item.position, "pair": item.from_pair_id, "prompt": item.condition.prompt, "explanation": item.explanation, "answers": item.n}
+        for item in PracticeItem.objects.filter(study=study).select_related("condition").annotate(n=Count("answers")).order_by("position", "id")
+    ]
+
+
+def practice_candidates(*, study: Study, limit: int = 500) -> list[tuple[int, str]]:
+    """(pair id, label) of the gold and catch pairs with an expected answer that are not practice pairs yet."""
+    used = PracticeItem.objects.filter(study=study, from_pair__isnull=False).values("from_pair")
+    pairs = (
+        Pair.objects.filter(study=study)
+        .exclude(kind=Pair.Kind.REGULAR)
+        .filter(Q(expected_alignment__isnull=False) | Q(expected_musicality__isnull=False))
+        .exclude(pk__in=used)
+        .select_related("condition")
+        .order_by("id")[:limit]
+    )
+    return [(p.pk, f"#{p.pk} {p.get_kind_display().lower()} · {p.condition.prompt[:60]}") for p in pairs]
+
+
+def recruitment_link_rows(*, study: Study, base_url: str, now=None) -> list[dict]:
+    """Each link with the URL to paste into the platform, its use and its state (open, full or closed)."""
+    now = now or timezone.now()
+    links = RecruitmentLink.objects.filter(study=study).annotate(
+        used=Count("participants"),
+        completed=Count("participants", filter=Q(participants__completed_at__isnull=False)),
+        screened_out=Count("participants", filter=Q(participants__screened_out_at__isnull=False)),
+    )
+    rows = []
+    for link in links.order_by("-created_at", "-id"):
+        state = "closed" if link.expires_at <= now else "full" if link.used >= link.cap else "open"
+        params = "&".join(f"{p}={{{{%{p}%}}}}" for p in (link.participant_param, link.study_param, link.session_param))
+        rows.append({"link": link, "state": state, "url": f"{base_url}{reverse('recruitment-enter', kwargs={'token': link.token})}?{params}"})
     return rows

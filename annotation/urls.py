@@ -2,7 +2,7 @@ from django.urls import path
 
 from auditorium import converters  # noqa: F401  (registers <id:...>)
 
-from . import api, crowd_views, views, views_export
+from . import api, crowd_manage, crowd_views, views, views_export
 from .api_dataset import StudyExportApi
 
 urlpatterns = [
@@ -30,6 +30,10 @@ urlpatterns = [
     path("manage/studies/<slug:name>/exports/<uuid:public_id>/", views_export.study_export_status, name="study-export-status"),
     path("manage/studies/<slug:name>/exports/<uuid:public_id>/download/", views_export.study_export_download, name="study-export-download"),
     path("manage/studies/<slug:name>/collaborators/", views.study_collaborators_set, name="study-collaborators"),
+    path("manage/studies/<slug:name>/practice/", crowd_manage.practice_add, name="study-practice-add"),
+    path("manage/studies/<slug:name>/practice/<id:item_id>/remove/", crowd_manage.practice_remove, name="study-practice-remove"),
+    path("manage/studies/<slug:name>/links/", crowd_manage.recruitment_link_add, name="study-link-add"),
+    path("manage/studies/<slug:name>/links/<id:link_id>/close/", crowd_manage.recruitment_link_close, name="study-link-close"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

@@ -24,6 +24,7 @@ from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
 from . import selectors, services
+from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
 from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyCollaboratorsForm, StudyExportForm, StudyForm
@@ -245,14 +246,14 @@ def study_create(request: HttpRequest) -> HttpResponse:
     return _render(request, "annotation/manage/study_form.html", {"form": form, "creating": True})
 
 
-@researcher_required
-@require_http_methods(["GET", "HEAD", "POST"])
 def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
     if selectors.study_writable_by(study=study, user=request.user):
         return None
     return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
 
 
+@researcher_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
     if (refused := _not_writable(request, study)) is not None:
@@ -281,8 +282,9 @@ def study_manage(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _study_manage_render(
-    request: HttpRequest, study: Study, add_form: StudyAnnotatorAddForm | None, status: int = 200, export_form: StudyExportForm | None = None
-) -> HttpResponse:
+    request: HttpRequest, study: Study, add_form: StudyAnnotatorAddForm | None, status: int = 200, export_form: StudyExportForm | None = None,
+    crowd_forms: dict | None = None,
+) -> HttpResponse:  # fmt: skip
     can_export = selectors.study_exportable_by(study=study, user=request.user)
     latest = selectors.study_export_latest(study=study, user=request.user) if can_export else None
     context = {
@@ -302,6 +304,7 @@ def _study_manage_render(
         "can_name_collaborators": selectors.study_collaborators_editable_by(study=study, user=request.user),
         "collaborators": study.collaborators.order_by("username"),
     }
+    context.update(crowd_manage_context(study=study, can_change=context["can_change"], base_url=request.build_absolute_uri("/")[:-1], **(crowd_forms or {})))
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 
 

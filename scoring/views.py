@@ -37,7 +37,7 @@ def researcher_required(view):
     return wrapper
 
 
-TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split_seeds": "0", "split": "condition", "confidence_weight": ""}
+TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split_seeds": "0", "split": "condition", "confidence_weight": "", "weight_by_reliability": ""}
 
 
 def _judges_page(request: HttpRequest, form: dict, *, status: int = 200) -> HttpResponse:
@@ -73,7 +73,8 @@ def reward_train(request: HttpRequest) -> HttpResponse:
     except ValueError:
         messages.error(request, "The seed is a whole number.")
         return _judges_page(request, form, status=400)
-    options = {"split": form["split"] or "condition", "split_seeds": form["split_seeds"] or "0", "confidence_weight": form["confidence_weight"] == "on"}
+    options = {"split": form["split"] or "condition", "split_seeds": form["split_seeds"] or "0", "confidence_weight": form["confidence_weight"] == "on",
+               "weight_by": "reliability" if form["weight_by_reliability"] == "on" else "confidence"}  # fmt: skip
     try:
         run = reward_services.training_create(study=study, feature_judge=judge, seed=seed, options=options, user=request.user)
     except ServiceError as exc:

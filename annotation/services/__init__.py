@@ -20,18 +20,21 @@ from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listenin
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
-from .practice import practice_answer, practice_from_gold, practice_next
+from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove
 from .priorities import pair_priorities_replace
-from .recruitment import recruitment_enter, recruitment_finish, recruitment_link_create
+from .recruitment import recruitment_enter, recruitment_finish, recruitment_link_close, recruitment_link_create
 from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
 from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
+    "practice_add",
     "practice_answer",
     "practice_from_gold",
     "practice_next",
+    "practice_remove",
     "recruitment_enter",
     "recruitment_finish",
+    "recruitment_link_close",
     "recruitment_link_create",
     "screening_answer",
     "screening_attempt_for",

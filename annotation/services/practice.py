@@ -59,3 +59,25 @@ def practice_answer(*, item_id: int, study, annotator, shown_a: str, alignment: 
             )
     except IntegrityError:
         raise ServiceError("You already answered this practice pair.", code="already_answered", status=409) from None
+
+
+def practice_add(*, study, pair_id: int, explanation: str) -> PracticeItem:
+    """Name one of the study's gold pairs as a practice pair, placed after the ones named before."""
+    pair = Pair.objects.filter(pk=pair_id, study=study).select_related("study").first()
+    if pair is None:
+        raise ServiceError(f"Pair {pair_id} is not a pair of this study; choose one of its gold pairs.", code="not_found", extra={"errors": {"pair_id": ["Choose one of this study's gold pairs."]}})
+    if PracticeItem.objects.filter(study=study, from_pair=pair).exists():
+        raise ServiceError(f"Pair {pair.pk} is already a practice pair.", code="duplicate", extra={"errors": {"pair_id": [f"Pair {pair.pk} is already a practice pair."]}})
+    last = PracticeItem.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
+    return practice_from_gold(pair=pair, explanation=explanation, position=0 if last is None else last + 1)
+
+
+def practice_remove(*, study, item_id: int) -> int:
+    """Remove a practice pair and the practice answers given to it; returns how many answers went with it."""
+    item = PracticeItem.objects.filter(pk=item_id, study=study).first()
+    if item is None:
+        raise ServiceError("No such practice pair in this study; it may have been removed already.", code="not_found", status=404)
+    with transaction.atomic():
+        answers = item.answers.count()
+        item.delete()
+    return answers

@@ -23,6 +23,7 @@ from ..crowd_models import ExternalParticipant, RecruitmentLink
 from .people import study_annotator_add
 
 MAX_ID_LENGTH = 100
+MAX_DAYS = 365
 
 
 def participant_hash(participant_id: str) -> str:
@@ -34,6 +35,8 @@ def recruitment_link_create(*, study, completion_code: str, screenout_code: str 
         raise ServiceError("A recruitment link needs the platform's completion code.", code="no_code")
     if cap < 1:
         raise ServiceError("The cap must be at least 1 participant.", code="bad_cap")
+    if not 0 < days <= MAX_DAYS:
+        raise ServiceError(f"A link stays open for more than 0 and at most {MAX_DAYS} days.", code="bad_days")
     return RecruitmentLink.objects.create(
         study=study, completion_code=completion_code.strip(), screenout_code=(screenout_code or "").strip(), cap=cap,
         expires_at=timezone.now() + timedelta(days=days), label=label, **extra,
@@ -98,3 +101,16 @@ def recruitment_finish(*, participant: ExternalParticipant, screened_out: bool =
     participant.completed_at = participant.completed_at or now
     participant.save(update_fields=["completed_at"])
     return link.completion_code
+
+
+def recruitment_link_close(*, study, link_id: int, now=None) -> RecruitmentLink:
+    """Close a link now: it admits no one new, and returning participants are refused as for an expired link."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        link = RecruitmentLink.objects.select_for_update().filter(pk=link_id, study=study).first()
+        if link is None:
+            raise ServiceError("No such recruitment link in this study.", code="not_found", status=404)
+        if link.expires_at > now:
+            link.expires_at = now
+            link.save(update_fields=["expires_at"])
+    return link

@@ -61,7 +61,9 @@ def _dawid_skene(frame: pd.DataFrame):
     reliability = {}
     for worker in frame["worker"].unique():
         block = errors.loc[worker]
-        diagonal = [float(block.loc[c, c]) if c in block.index and c in block.columns else np.nan for c in (0, 1)]
+        # A label the annotator never gave is reported with probability 0 (not unknown): a voter who always
+        # gives the same label is right on one class only, not perfectly reliable.
+        diagonal = [(float(block.loc[c, c]) if c in block.index else 0.0) if c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
     p_first = _p_first(model.probas_)
     # Per vote: the posterior that the item's true label is 0 and 1 (for the intervals).

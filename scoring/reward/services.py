@@ -54,6 +54,8 @@ MAX_SPLIT_SEEDS = 20
 FEATURE_BATCH = 32
 PUSH_SECONDS = 0.5
 HELDOUT_LABEL = "held-out test split"
+# What the per-vote weight column carries (scoring/reward/data.py votes_from_rows).
+WEIGHT_MODES = ("confidence", "reliability")
 # Failures that are the data's or the set-up's, reported as the run's error; anything else is logged too.
 EXPECTED_ERRORS = (TrainingError, FeatureUnavailable, JudgeUnavailable, ServiceError, AudioDecodeError)
 
@@ -96,11 +98,19 @@ def training_options_clean(options: dict | None) -> dict:
     if not 1 <= len(split_seeds) <= MAX_SPLIT_SEEDS or len(set(split_seeds)) != len(split_seeds) or not all(0 <= v < 2**31 for v in split_seeds):
         raise ServiceError(f"split seeds must be 1 to {MAX_SPLIT_SEEDS} distinct whole numbers from 0 to 2147483647.", code="bad_option")
     device = str(options.pop("device", "") or "")
+    weight_by = options.pop("weight_by", "confidence") or "confidence"
+    if weight_by not in WEIGHT_MODES:
+        raise ServiceError(f"weight_by must be one of {', '.join(WEIGHT_MODES)}; got {weight_by!r}.", code="bad_option")
+    if weight_by == "reliability":
+        if options.get("confidence_weight") in (True, "true", "on", 1):
+            raise ServiceError("Weight votes either by stated confidence or by annotator reliability, not both.", code="bad_option")
+        # The reliability weights travel in the per-vote weight column, which the network reads only with confidence_weight on.
+        options["confidence_weight"] = True
     try:
         config = TrainConfig.parse(options)
     except TrainingError as exc:
         raise ServiceError(f"{exc}.", code="bad_option") from None
-    return {"split": split, "split_seeds": split_seeds, "text": text, **shares, "rounds": rounds, "device": device, "train": config.as_dict()}
+    return {"split": split, "split_seeds": split_seeds, "text": text, **shares, "rounds": rounds, "device": device, "weight_by": weight_by, "train": config.as_dict()}
 
 
 # --- Votes ------------------------------------------------------------------------------------------
@@ -277,7 +287,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     splits = [split_rows(rows, mode=options["split"], seed=s, val_share=options["val_share"], test_share=options["test_share"]) for s in split_seeds]
     featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
     table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
-    votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index)
+    votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index, weight_by=options.get("weight_by", "confidence"))
     judge_scores, judge_note = feature_judge_scores(featurizer=featurizer, table=table, votes=votes, rows=rows)
     device = pick_device(options.get("device") or None)
     per_seed, first = [], None
@@ -393,6 +403,14 @@ def _torch_version() -> str:
     return torch.__version__
 
 
+def _vote_weights_text(options: dict) -> str:
+    if not options["train"]["confidence_weight"]:
+        return "none: every vote weighs the same"
+    if options.get("weight_by") == "reliability":
+        return "annotator reliability: 2r - 1 (floor 0.01) of the annotator's Dawid-Skene reliability r, per dimension"
+    return "stated confidence over the mean confidence"
+
+
 def model_card(
     *, run: TrainingRun, rows, left_out, split, featurizer: Featurizer, trained: RewardModel, metrics: dict, options: dict, device: str,
     network: RewardModel | None = None, registered: dict | None = None, seeds: dict | None = None, per_seed: list | None = None, judge_note: str = "",
@@ -412,6 +430,7 @@ def model_card(
                 "left_out_votes": left_out,
                 "labels": "human choices in clip terms (side-corrected); both / neither votes are a 0.5 target",
                 "confidence_weight": options["train"]["confidence_weight"],
+                "vote_weights": _vote_weights_text(options),
             },
             "split": {
                 **split.info,

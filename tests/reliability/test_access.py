@@ -42,6 +42,8 @@ RESEARCHER = {
     # Benchmark teams: researchers, and members for their own teams only (tests/benchmarks/test_teams_and_endpoints.py).
     "team-list", "team-detail", "team-members-add", "team-endpoint-register",
     "study-collaborators",
+    # Practice pairs and recruitment links on the study page: changes, so writers only (tests/annotation/test_crowd_manage.py).
+    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close",
 }
 # Researcher routes that serve a finished file (404 without one): checked for refusals only here,
 # downloads in their own tests.
@@ -53,6 +55,7 @@ POST_ONLY = {
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
     "team-members-add", "team-endpoint-register", "study-collaborators",
+    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close",
 }
 
 
@@ -92,7 +95,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name, "index": 0, "item_id": 1, "which": "a",
+        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name, "index": 0, "item_id": 1, "which": "a", "link_id": 1,
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 

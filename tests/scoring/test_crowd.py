@@ -155,3 +155,18 @@ def test_reward_votes_can_be_weighted_by_annotator_reliability():
     assert flipper_votes.max() < 0.2 < 1.0 < honest_votes.min()
     with pytest.raises(TrainingError):
         votes_from_rows(rows, clip_index=clips, condition_index=conditions, weight_by="votes")
+
+
+def test_an_annotator_who_always_gives_one_label_is_rated_a_coin_not_perfect():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 2, 72)
+    workers, items, labels = [], [], []
+    for w in range(3):
+        for i, t in enumerate(truth):
+            workers.append(f"honest{w}"), items.append(i), labels.append(int(t if rng.random() < 0.8 else 1 - t))
+    for i in range(len(truth)):
+        workers.append("always-b"), items.append(i), labels.append(0)
+    reliability = aggregate(workers, items, labels, rounds=50, methods=("dawid_skene",)).reliability
+    assert reliability.loc["always-b", "dawid_skene"] == pytest.approx(0.5)
+    assert reliability.loc["always-b", "dawid_skene_high"] <= 0.5 + 1e-9
+    assert (reliability.loc[["honest0", "honest1", "honest2"], "dawid_skene"] > 0.65).all()

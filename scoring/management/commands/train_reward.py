@@ -75,6 +75,7 @@ class Command(BaseCommand):
         parser.add_argument("--split", default="condition", help=f"{', '.join(SPLIT_MODES)}; default %(default)s")
         parser.add_argument("--text", default="auto", help="prompt embedding: auto, judge (the feature judge's text encoder) or hashed; default %(default)s")
         parser.add_argument("--confidence-weight", action="store_true", help="weight each vote by its annotator confidence")
+        parser.add_argument("--reliability-weight", action="store_true", help="weight each vote by its annotator's Dawid-Skene reliability (instead of confidence)")
         parser.add_argument("--epochs", type=int, help="at most this many epochs (early stopping may end sooner)")
         parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds for the 95%% intervals (default %(default)s)")
         parser.add_argument("--json", action="store_true", help="print the result as JSON (--full: every figure of every seed)")
@@ -87,7 +88,8 @@ class Command(BaseCommand):
         judge = Judge.objects.filter(key=opts["features"]).first()
         if judge is None:
             raise CommandError(f"No judge {opts['features']!r}; `manage.py judges` lists them.")
-        options = {"split": opts["split"], "split_seeds": opts["seeds"], "text": opts["text"], "rounds": opts["rounds"], "confidence_weight": opts["confidence_weight"]}
+        options = {"split": opts["split"], "split_seeds": opts["seeds"], "text": opts["text"], "rounds": opts["rounds"], "confidence_weight": opts["confidence_weight"],
+                   "weight_by": "reliability" if opts["reliability_weight"] else "confidence"}  # fmt: skip
         if opts["epochs"] is not None:
             options["epochs"] = opts["epochs"]
         try:
