@@ -245,14 +245,14 @@ def study_create(request: HttpRequest) -> HttpResponse:
     return _render(request, "annotation/manage/study_form.html", {"form": form, "creating": True})
 
 
-@researcher_required
-@require_http_methods(["GET", "HEAD", "POST"])
 def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
     if selectors.study_writable_by(study=study, user=request.user):
         return None
     return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
 
 
+@researcher_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
     if (refused := _not_writable(request, study)) is not None:

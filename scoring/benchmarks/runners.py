@@ -66,7 +66,8 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
-        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
+        # The team rule (_check_can_submit) governs benchmark runs: members need not be able to change the study.
+        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user, study_rule=False)
         submission = Submission.objects.create(
             benchmark=benchmark,
             team=team,
