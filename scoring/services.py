@@ -280,7 +280,7 @@ def run_create(
         raise ServiceError(f"Unknown template {template!r}: {hint}.", code="bad_template")
     ids = _scope_pairs(study=study, pair_ids=pair_ids, external_set=external_set)
     if study_rule and getattr(user, "is_authenticated", False):
-        study_rule_check.run_scope_check(user=user, pair_ids=ids)
+        study_rule_check.run_scope_check(user=user, study=study, pair_ids=ids)
     if study is None:
         studies = set(Pair.objects.filter(pk__in=ids).values_list("study_id", flat=True))
         study = Study.objects.get(pk=studies.pop()) if len(studies) == 1 else None

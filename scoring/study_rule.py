@@ -16,13 +16,17 @@ def _owner_text(study: Study) -> str:
     return f"its owner ({study.owner.get_username()}), the collaborators the owner names, and admins"
 
 
-def run_scope_check(*, user, pair_ids: list[int]) -> None:
-    """Every study whose pairs a run would score must be one the user may change."""
-    study_ids = set(Pair.objects.filter(pk__in=pair_ids).values_list("study_id", flat=True))
-    for study in Study.objects.filter(pk__in=study_ids).select_related("owner").order_by("name"):
-        if not study_writable_by(study=study, user=user):
+def run_scope_check(*, user, study: Study | None, pair_ids: list[int]) -> None:
+    """Every study whose pairs a run would score must be one the user may change (a study's run: that study alone)."""
+    if study is not None:
+        studies = [study]
+    else:
+        study_ids = set(Pair.objects.filter(pk__in=pair_ids).values_list("study_id", flat=True))
+        studies = Study.objects.filter(pk__in=study_ids).select_related("owner").order_by("name")
+    for each in studies:
+        if not study_writable_by(study=each, user=user):
             raise ServiceError(
-                f"You may not launch a scoring run on study {study.name}: only {_owner_text(study)} may. Ask the owner to name you a collaborator on the study's page.",
+                f"You may not launch a scoring run on study {each.name}: only {_owner_text(each)} may. Ask the owner to name you a collaborator on the study's page.",
                 code="forbidden",
                 status=403,
             )
