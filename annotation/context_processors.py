@@ -24,11 +24,26 @@ def _section(request) -> str:
     return next((section for prefix, section in _SECTIONS if name.startswith(prefix)), "")
 
 
+def _benchmark_teams(user):
+    """The user's judge benchmark teams, looked up only when a template asks (the nav for non-researchers, the home
+    page) and then once per request: pages that never read it, and the API, pay no query."""
+    found: list = []
+
+    def teams() -> list:
+        if not found:
+            found.append(list(user.benchmark_teams.select_related("benchmark").order_by("name")) if user is not None and user.is_authenticated else [])
+        return found[0]
+
+    return teams
+
+
 def roles(request):
     user = getattr(request, "user", None)
     profile = getattr(user, "annotator_profile", None) if user is not None and user.is_authenticated else None
     return {
         "is_researcher": bool(user is not None and is_researcher(user)),
+        # Team members who are not researchers reach the benchmarks through this (nav link, home page list).
+        "benchmark_teams": _benchmark_teams(user),
         # Withdrawing means something only once consent was given (and not already withdrawn).
         "can_withdraw_consent": bool(profile is not None and profile.has_consented),
         "nav_section": _section(request),

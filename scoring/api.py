@@ -226,12 +226,12 @@ class AnnotatorExclusionApi(APIView):
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def post(self, request, name: str, pseudonym: str):
-        get_object_or_404(Study, name=name)
+        study = get_object_or_404(Study, name=name)
         profile = get_object_or_404(AnnotatorProfile, pseudonym=pseudonym)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         service = services.annotator_exclude if serializer.validated_data["action"] == "exclude" else services.annotator_include
-        profile = service(profile=profile, by=request.user, reason=serializer.validated_data["reason"])
+        profile = service(profile=profile, by=request.user, reason=serializer.validated_data["reason"], study=study)
         return Response(
             self.OutputSerializer(
                 {"pseudonym": profile.pseudonym, "excluded": profile.excluded_at is not None, "excluded_at": profile.excluded_at, "log": profile.excluded_reason.splitlines()}

@@ -20,13 +20,14 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from annotation.dataset.keys import export_hash_stem, export_path_names
-from annotation.models import AnnotatorProfile, Clip, Condition, Judgment, Pair, Study
+from annotation.models import Clip, Condition, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
 from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
 
 from . import broadcast, compare, queueing
+from . import study_rule as study_rule_check
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
+from .exclusion import annotator_exclude, annotator_include  # noqa: F401
 from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
@@ -262,8 +263,10 @@ def run_create(
     group: str = "",
     label: str = "",
     user=None,
+    study_rule: bool = True,
 ) -> ScoringRun:
-    """Create a run and queue it once the transaction commits. Refuses judges that cannot run here."""
+    """Create a run and queue it once the transaction commits. Refuses judges that cannot run here, and a signed-in
+    user who may not change a study in scope (study_rule=False only where the caller has its own rule: benchmarks)."""
     if not judge.enabled:
         raise ServiceError(f"Judge {judge.key} is disabled.", code="judge_disabled")
     adapter = adapter_for(judge)
@@ -276,6 +279,8 @@ def run_create(
         hint = f"use one of {', '.join(allowed)}" if allowed else "this judge has no prompt templates"
         raise ServiceError(f"Unknown template {template!r}: {hint}.", code="bad_template")
     ids = _scope_pairs(study=study, pair_ids=pair_ids, external_set=external_set)
+    if study_rule and getattr(user, "is_authenticated", False):
+        study_rule_check.run_scope_check(user=user, study=study, pair_ids=ids)
     if study is None:
         studies = set(Pair.objects.filter(pk__in=ids).values_list("study_id", flat=True))
         study = Study.objects.get(pk=studies.pop()) if len(studies) == 1 else None
@@ -598,60 +603,7 @@ def hard_negative_create(
     return derived, pair
 
 
-# --- Annotator exclusion (recorded, reversible) -----------------------------------------------------------
-
-
-def _exclusion_log_line(*, action: str, by, reason: str) -> str:
-    stamp = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    text = f"{stamp} {action} by {by.get_username()}"
-    return f"{text}: {reason}" if reason else text
-
-
-def _exclusion_check(*, by, reason: str, required: bool) -> str:
-    if not is_researcher(by):
-        raise ServiceError("Only researchers and admins can exclude or include annotators.", code="forbidden", status=403)
-    reason = " ".join((reason or "").split())
-    if required and not reason:
-        raise ServiceError("Say why this annotator is excluded (for example: random clicking on gold pairs).", code="reason_required")
-    if len(reason) > 500:
-        raise ServiceError("Keep the reason under 500 characters.", code="too_long")
-    return reason
-
-
-@transaction.atomic
-def annotator_exclude(*, profile: AnnotatorProfile, by, reason: str) -> AnnotatorProfile:
-    """Leave the annotator out of analysis and export; the log line records who, when and why."""
-    reason = _exclusion_check(by=by, reason=reason, required=True)
-    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
-    if profile.excluded_at is not None:
-        raise ServiceError(f"{profile.pseudonym} is already excluded (since {profile.excluded_at:%Y-%m-%d %H:%M} UTC).", code="already_excluded", status=409)
-    profile.excluded_at = timezone.now()
-    # excluded_reason keeps the whole history, one line per decision; excluded_at is the current state.
-    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="excluded", by=by, reason=reason)]))
-    profile.save(update_fields=["excluded_at", "excluded_reason"])
-    _broadcast_after_commit(profile)
-    return profile
-
-
-@transaction.atomic
-def annotator_include(*, profile: AnnotatorProfile, by, reason: str = "") -> AnnotatorProfile:
-    """Undo an exclusion; the history stays in excluded_reason."""
-    reason = _exclusion_check(by=by, reason=reason, required=False)
-    profile = AnnotatorProfile.objects.select_for_update().get(pk=profile.pk)
-    if profile.excluded_at is None:
-        raise ServiceError(f"{profile.pseudonym} is not excluded.", code="not_excluded", status=409)
-    profile.excluded_at = None
-    profile.excluded_reason = "\n".join(filter(None, [profile.excluded_reason, _exclusion_log_line(action="included again", by=by, reason=reason)]))
-    profile.save(update_fields=["excluded_at", "excluded_reason"])
-    _broadcast_after_commit(profile)
-    return profile
-
-
-def _broadcast_after_commit(profile: AnnotatorProfile) -> None:
-    """Open report pages of every study this annotator voted in refresh once the change is committed."""
-    study_ids = list(Judgment.objects.filter(annotator_id=profile.user_id).values_list("pair__study_id", flat=True).distinct())
-    for study_id in study_ids:
-        transaction.on_commit(lambda study_id=study_id: broadcast.report_changed_broadcast(study_id=study_id, reason="exclusion"))
+# --- Annotator exclusion: scoring/exclusion.py (re-exported here for callers of services.*) ---------------
 
 
 # --- Judges ------------------------------------------------------------------------------------

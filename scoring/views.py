@@ -156,7 +156,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     judges = [j for j in selectors.judge_list() if j["available"]]
     studies = Study.objects.order_by("name")
     form = {"judge": "", "study": "", "template": "", "label": ""}
+    status = 200
     if request.method == "POST":
+        status = 400
         form = {k: request.POST.get(k, "").strip() for k in form}
         judge = Judge.objects.filter(key=form["judge"]).first()
         study = Study.objects.filter(name=form["study"]).first()
@@ -167,13 +169,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
                 run = services.run_create(judge=judge, study=study, template=form["template"], label=form["label"], user=request.user)
             except ServiceError as exc:
                 messages.error(request, exc.message)
+                status = exc.status if exc.status == 403 else 400
             else:
                 return redirect("scoring:run-detail", run_id=run.pk)
     return render(
         request,
         "scoring/runs.html",
         {"runs": selectors.run_list(), "judges": judges, "studies": studies, "form": form},
-        status=400 if request.method == "POST" else 200,
+        status=status,
     )
 
 
@@ -432,14 +435,16 @@ def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> Http
     action = request.POST.get("action")
     try:
         if action == "exclude":
-            services.annotator_exclude(profile=profile, by=request.user, reason=request.POST.get("reason", ""))
+            services.annotator_exclude(profile=profile, by=request.user, reason=request.POST.get("reason", ""), study=study)
             messages.success(request, f"{pseudonym} is now left out of analysis and export.")
         elif action == "include":
-            services.annotator_include(profile=profile, by=request.user, reason=request.POST.get("reason", ""))
+            services.annotator_include(profile=profile, by=request.user, reason=request.POST.get("reason", ""), study=study)
             messages.success(request, f"{pseudonym} is included again.")
         else:
             messages.error(request, "Choose exclude or include.")
     except ServiceError as exc:
+        if exc.status == 403:
+            return render(request, "annotation/forbidden.html", {"message": exc.message}, status=403)
         messages.error(request, exc.message)
     back = reverse("scoring:study-report", kwargs={"name": study.name})
     query = request.POST.get("query", "")

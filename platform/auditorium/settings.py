@@ -506,4 +506,12 @@ BENCHMARK_AUDIO_URL_TTL = env_int("BENCHMARK_AUDIO_URL_TTL", 3600, minimum=1)
 BENCHMARK_AUDIO_BASE_URL = env_str("BENCHMARK_AUDIO_BASE_URL", "http://127.0.0.1:8000")
 # Hosts a registered outside judge may point at (comma-separated; empty: any). Deployments should set it.
 BENCHMARK_ENDPOINT_HOSTS = env_list("BENCHMARK_ENDPOINT_HOSTS", [])
+# Loopback/private/link-local networks an outside judge may still resolve to (comma-separated; empty: none, so a
+# registered URL cannot reach this machine or its network). scoring/benchmarks/endpoint_address.py.
+BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = env_list("BENCHMARK_ENDPOINT_PRIVATE_NETWORKS", [])
+for _network in BENCHMARK_ENDPOINT_PRIVATE_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"BENCHMARK_ENDPOINT_PRIVATE_NETWORKS: {_network!r} is not an address or network.") from None
 env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("BENCHMARK_")})

@@ -43,6 +43,7 @@ from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict
 
 from . import audio, formats
+from .endpoint_address import endpoint_address, pinned_opener
 from .models import Benchmark, BenchmarkItem, JudgeEndpoint, Prediction, Submission, Team
 from .services import _check_can_submit, labels_from_verdict, predictions_store
 
@@ -66,7 +67,8 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
-        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
+        # The team rule (_check_can_submit) governs benchmark runs: members need not be able to change the study.
+        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user, study_rule=False)
         submission = Submission.objects.create(
             benchmark=benchmark,
             team=team,
@@ -153,7 +155,7 @@ def _item_payload(benchmark: Benchmark, item: BenchmarkItem) -> dict:
     }
 
 
-def _ask(url: str, secret: str, payload: dict) -> dict:
+def _ask(url: str, secret: str, payload: dict, opener: urllib.request.OpenerDirector) -> dict:
     """One item to the endpoint, with retries; returns prediction values, or {"error": ...} with all labels missing."""
     body = json.dumps(payload).encode()
     last = "error"
@@ -165,7 +167,7 @@ def _ask(url: str, secret: str, payload: dict) -> dict:
         headers = {"Content-Type": "application/json", "X-Auditorium-Timestamp": stamp, "X-Auditorium-Signature": signature(secret, stamp, body)}
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=settings.BENCHMARK_HTTP_TIMEOUT) as response:  # noqa: S310 - a registered endpoint
+            with opener.open(request, timeout=settings.BENCHMARK_HTTP_TIMEOUT) as response:
                 answer = json.loads(response.read(1_000_000).decode())
         except (TimeoutError, socket.timeout):
             last = "timeout"
@@ -219,6 +221,13 @@ def http_run(*, submission_id: int, chunk: int = 200) -> Submission:
         submission.refresh_from_db()
         return submission
     secret = submission.endpoint.secret
+    try:
+        # Checked now, not only at registration: the name may resolve elsewhere since. Every request goes to this address.
+        opener = pinned_opener(endpoint_address(submission.endpoint_url))
+    except ServiceError as exc:
+        Submission.objects.filter(pk=submission.pk).update(state=Submission.State.FAILED, error=exc.message[:500], finished_at=timezone.now())
+        submission.refresh_from_db()
+        return submission
     Submission.objects.filter(pk=submission.pk).update(state=Submission.State.RUNNING)
     benchmark = submission.benchmark
     answered = set(Prediction.objects.filter(submission=submission, error="").values_list("item_id", flat=True))
@@ -226,7 +235,7 @@ def http_run(*, submission_id: int, chunk: int = 200) -> Submission:
     with ThreadPoolExecutor(max_workers=settings.BENCHMARK_HTTP_CONCURRENCY) as pool:
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
-            answers = list(pool.map(lambda item: _ask(submission.endpoint_url, secret, _item_payload(benchmark, item)), part))
+            answers = list(pool.map(lambda item: _ask(submission.endpoint_url, secret, _item_payload(benchmark, item), opener), part))
             _store_answers(submission, part, answers)
     failures = Prediction.objects.filter(submission=submission).exclude(error="")
     timeouts = failures.filter(error="timeout").count()

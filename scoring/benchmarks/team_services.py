@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from auditorium.errors import ServiceError
 from auditorium.roles import is_researcher
 
+from .endpoint_address import endpoint_address
 from .models import Benchmark, JudgeEndpoint, Team
 
 NAME_RULE = "letters, digits, hyphens or underscores"
@@ -60,7 +61,8 @@ def is_member(user, team: Team) -> bool:
 
 
 def endpoint_url_check(url: str) -> str:
-    """An http(s) URL with a host and no credentials, on an allowed host when BENCHMARK_ENDPOINT_HOSTS is set."""
+    """An http(s) URL with a host and no credentials, on an allowed host when BENCHMARK_ENDPOINT_HOSTS is set, resolving
+    to public addresses only (or networks BENCHMARK_ENDPOINT_PRIVATE_NETWORKS allows)."""
     url = (url or "").strip()
     if len(url) > 500:
         raise ServiceError("The endpoint URL is longer than 500 characters.", code="bad_url")
@@ -78,6 +80,8 @@ def endpoint_url_check(url: str) -> str:
     allowed = [h.lower() for h in settings.BENCHMARK_ENDPOINT_HOSTS]
     if allowed and parts.hostname.lower() not in allowed:
         raise ServiceError(f"This server sends judge requests only to {', '.join(allowed)}; ask a researcher to allow {parts.hostname}.", code="host_not_allowed")
+    # A name that does not resolve yet is checked again, and pinned, when a run starts.
+    endpoint_address(url, unresolved_ok=True)
     return url
 
 

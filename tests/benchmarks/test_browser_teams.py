@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.test import override_settings
 
 from scoring.benchmarks import services
 from scoring.benchmarks.models import JudgeEndpoint, Submission, Team
@@ -22,6 +23,8 @@ PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobil
 WIDE = {"viewport": {"width": 1280, "height": 860}}
 
 
+# The member's judge below is registered on loopback, which the server refuses unless allowed explicitly.
+@override_settings(BENCHMARK_ENDPOINT_PRIVATE_NETWORKS=["127.0.0.1"])
 class TeamBrowserTests(BrowserLiveServerTestCase):
     shots_prefix = "benchmark-team-shots-"
 
@@ -119,3 +122,20 @@ class TeamBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual(found, {})
         self.assertEqual(self.errors, [])
         self.assertEqual(Submission.objects.count(), 2)
+
+    def test_a_member_who_is_no_researcher_reaches_the_benchmarks_from_home(self):
+        member = Team.objects.create(name="lab-three", benchmark=self.bench)
+        member.members.add(UserFactory._meta.model.objects.get(username="member"))
+        for options, name in ((WIDE, "home-benchmark-teams"), (PHONE, "home-benchmark-teams-390")):
+            context, page = self.open_as("member", "/", **options, bypass_csp=True)  # axe is injected inline
+            section = page.locator("#home-benchmark-teams")
+            self.assertTrue(section.is_visible())
+            self.assertEqual(self.overflow(page), 0, "the home page scrolls sideways")
+            self.assertEqual(axe_violations(page), [])
+            page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+            section.get_by_role("link", name="lab-three").click()
+            page.wait_for_url("**/benchmarks/teams/lab-three/")
+            page.locator("nav[aria-label=Main]").get_by_role("link", name="Judge benchmarks").click()
+            page.wait_for_url("**/benchmarks/")
+            context.close()
+        self.assertEqual(self.errors, [])

@@ -101,6 +101,7 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
     settings.BENCHMARK_HTTP_RETRIES = 1
     settings.BENCHMARK_HTTP_CONCURRENCY = 2
     settings.BENCHMARK_AUDIO_BASE_URL = "http://testserver"
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]  # the judge below listens on loopback
     truth = item_truth(bench)
     ids = sorted(truth)
     _Judge.truth, _Judge.slow, _Judge.flaky, _Judge.seen, _Judge.payloads, _Judge.peak, _Judge.signed = truth, {ids[0]}, {ids[1]}, {}, [], 0, []
@@ -108,12 +109,12 @@ def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callb
     ask, flight = runners._ask, {"now": 0, "peak": 0}
     lock = threading.Lock()
 
-    def counted(url, secret, payload):
+    def counted(url, secret, payload, opener):
         with lock:
             flight["now"] += 1
             flight["peak"] = max(flight["peak"], flight["now"])
         try:
-            return ask(url, secret, payload)
+            return ask(url, secret, payload, opener)
         finally:
             with lock:
                 flight["now"] -= 1

@@ -20,7 +20,9 @@ def login(user) -> Client:
 
 
 @pytest.fixture
-def world():
+def world(settings):
+    # The endpoints here stand on this machine: loopback is allowed explicitly (refused by default).
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]
     study, _ = known_study(n_pairs=6, name="teams-study")
     bench = services.benchmark_create(name="tb", study=study, bootstrap_rounds=100)
     other = services.benchmark_create(name="tb-other", study=study, bootstrap_rounds=100)

@@ -185,8 +185,8 @@ class SideCorrectedAgreementTests(TestCase):
 class ExclusionTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        cls.study = StudyFactory(name="exclusion-study")
         cls.researcher = UserFactory(username="res", roles=["researcher"])
+        cls.study = StudyFactory(name="exclusion-study", owner=cls.researcher)
         cls.annotators = [AnnotatorFactory(username=f"x{i}") for i in range(3)]
         cls.pairs = [PairFactory(study=cls.study) for _ in range(2)]
         for pair in cls.pairs:

@@ -34,6 +34,8 @@ class ScoringApiTests(TestCase):
         cls.researcher = UserFactory(username="res", roles=["researcher"])
         cls.annotator = AnnotatorFactory(username="ann")
         cls.study, cls.pairs = _study_with_pairs("api-study")
+        cls.study.owner = cls.researcher  # launching a run on a study is a study write (owner, collaborators, admins)
+        cls.study.save(update_fields=["owner"])
         cls.signal = Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
         cls.clap = Judge.objects.create(key="clap-missing", kind=Judge.Kind.CLAP, weights="/nonexistent/clap", queue=Judge.Queue.GPU)
 

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services as annotation_services
-from annotation.models import AnnotatorProfile
+from annotation.models import AnnotatorProfile, Study
 from scoring import broadcast, evaluation, report, report_tables
 from scoring.models import Judge, ScoringRun, Verdict
 from scoring.routing import websocket_urlpatterns
@@ -231,6 +231,8 @@ class ReportAccessTests(TestCase):
     def setUpTestData(cls):
         cls.study, cls.pairs, cls.annotators, cls.run1, cls.run2 = build_study()
         cls.researcher = UserFactory(username="resa", roles=["researcher"])
+        # Exclusions are study writes: the researcher owns the study (the study rule).
+        Study.objects.filter(pk=cls.study.pk).update(owner=cls.researcher)
 
     def test_api_json_for_researchers_only(self):
         url = reverse("api-study-report", kwargs={"name": self.study.name})
@@ -354,6 +356,8 @@ class LiveRefreshTests(TestCase):
         cls.study = StudyFactory(name="live-study", min_listen_seconds=2.0)
         cls.pair = PairFactory(study=cls.study)
         cls.researcher = UserFactory(username="live-res", roles=["researcher"])
+        cls.study.owner = cls.researcher  # exclusions are study writes
+        cls.study.save(update_fields=["owner"])
         cls.annotator = AnnotatorFactory(username="live-ann")
 
     def test_listener_is_installed(self):

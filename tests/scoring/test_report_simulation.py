@@ -17,7 +17,7 @@ import pytest
 from django.test import TestCase
 
 from annotation.demo import DEMO_SYSTEMS
-from annotation.models import AnnotatorProfile, Judgment, Pair, System
+from annotation.models import AnnotatorProfile, Judgment, Pair, Study, System
 from scoring import agreement, report, services
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, PairFactory, StudyFactory, UserFactory
 
@@ -64,6 +64,7 @@ class SimulatedPanelTests(TestCase):
         cls.random_clicker = AnnotatorFactory(username="clicker")
         cls.straight = AnnotatorFactory(username="straight")
         cls.researcher = UserFactory(username="sim-res", roles=["researcher"])
+        Study.objects.filter(pk=cls.study.pk).update(owner=cls.researcher)  # exclusions are study writes
         rows = []
         for pair in pairs:
             clip_ids = (pair.clip_a_id, pair.clip_b_id)

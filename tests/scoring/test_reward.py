@@ -185,6 +185,7 @@ class RewardModelTests(TestCase):
     # --- exclusions ------------------------------------------------------------------------------------
     def test_excluded_annotators_votes_are_left_out(self):
         researcher = UserFactory(username="res-reward", roles=["researcher"])
+        Study.objects.filter(pk=self.study.pk).update(owner=researcher)  # exclusions are study writes
         profile = add_contrarian(self.study)
         rows, left_out = reward.study_vote_rows(study=self.study)
         self.assertIn(profile.user_id, {r["annotator"] for r in rows})
