@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from asgiref.sync import SyncToAsync
 from channels.testing import ChannelsLiveServerTestCase
 
 from tests.browser import launch
+
+
+def _fresh_single_thread_executor() -> None:
+    # The live server is forked from the test process. Once any earlier test ran thread-sensitive
+    # work outside a request (an in-process uvicorn finishing a response, say), asgiref's one
+    # shared executor has its worker thread, which a fork does not copy: the child's executor
+    # then counts a dead thread as running and never starts another, so every websocket connect
+    # (its auth lookup runs there) waits forever. A child gets an executor of its own.
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+
+
+os.register_at_fork(after_in_child=_fresh_single_thread_executor)
 
 
 class BrowserLiveServerTestCase(ChannelsLiveServerTestCase):

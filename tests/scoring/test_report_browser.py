@@ -147,6 +147,9 @@ class _ReportBrowser(BrowserLiveServerTestCase):
     def setUp(self):
         self.study, self.pairs, self.annotators = showcase_study()
         self.researcher = UserFactory(username="researcher", roles=["researcher"])
+        # The owner: excluding an annotator is a change to the study, for its owner, collaborators and admins.
+        self.study.owner = self.researcher
+        self.study.save(update_fields=["owner"])
         self.errors: list[str] = []
 
     def open_as(self, username: str, path: str):
