@@ -211,6 +211,16 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
     return out
 
 
+def submission_figures(user, submission: Submission) -> dict:
+    """{part: figures} of one submission on the parts this user may see: everything on a dev benchmark,
+    else the ranked part, plus the private part for its team (and researchers) while it is open."""
+    bench = submission.benchmark
+    parts = [ALL] if bench.is_dev else [shown_part(bench)]
+    if not bench.is_dev and bench.is_open and can_see_private(user, bench, submission):
+        parts.append(PRIVATE)
+    return {part: submission_breakdown(bench, submission, part=part) for part in parts}
+
+
 def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: str) -> dict:
     """One submission's figures per dimension on one part: modality and confidence breakdowns, calibration."""
     frame = load_frame(benchmark)

@@ -197,10 +197,7 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
     if not selectors.can_view_submission(request.user, submission):
         raise Http404("No such submission.")
     bench = submission.benchmark
-    parts = [selectors.ALL] if bench.is_dev else [selectors.shown_part(bench)]
-    if not bench.is_dev and bench.is_open and selectors.can_see_private(request.user, bench, submission):
-        parts.append(selectors.PRIVATE)
-    figures = {part: selectors.submission_breakdown(bench, submission, part=part) for part in parts}
+    figures = selectors.submission_figures(request.user, submission)
     for dims in figures.values():
         for values in dims.values():
             values["plot"] = plots.reliability_plot(values.get("calibration"))

@@ -10,7 +10,7 @@
 
   const cfg = JSON.parse(document.getElementById("listen-config").textContent);
   const $ = (id) => document.getElementById(id);
-  const { SIDES, Transport, Waveform, emptyLog, fmtTime, transportKey } = window.AuditoriumAB;
+  const { SIDES, Transport, Waveform, emptyLog, fmtTime, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const TICK_MS = 100;
   const STORE_PREFIX = "auditorium:assignment:";
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
@@ -733,21 +733,7 @@
 
     for (const side of SIDES) {
       const s = sideEls[side];
-      const isActive = Boolean(transport && transport.active === side);
-      s.button.disabled = !unlocked;
-      s.button.setAttribute("aria-pressed", String(isActive));
-      s.button.closest(".clip-row").classList.toggle("active", isActive);
-      s.canvas.tabIndex = unlocked ? 0 : -1;
-      const duration = transport ? transport.duration(side) : 0;
-      s.canvas.setAttribute("aria-valuemax", duration.toFixed(1));
-      s.canvas.setAttribute("aria-valuenow", Math.min(position, duration).toFixed(1));
-      s.canvas.setAttribute("aria-valuetext", `${fmtTime(Math.min(position, duration))} of ${fmtTime(duration)}`);
-      s.wave.draw({
-        active: isActive,
-        position,
-        loop: transport ? transport.loop : null,
-        loopStartPending: transport ? transport.loopStartPending : null,
-      });
+      renderSide(s, transport, side, position, unlocked);
       const heard = task.saved.log[side].seconds;
       const enough = heard + 1e-6 >= minimum && (minimum <= 0 || task.saved.log[side].plays >= 1);
       s.meter.value = minimum > 0 ? Math.min(1, heard / minimum) : 1;
@@ -755,11 +741,9 @@
       setText(s.heardText, minimum > 0 ? `${heard.toFixed(1)} s heard${enough ? " ✓" : ` · ${minimum.toFixed(1)} s needed`}` : `${heard.toFixed(1)} s heard`);
     }
     if (transport) {
-      const span = transport.duration(transport.active);
-      setText(el.timeText, `${transport.active} ${fmtTime(position, true)} / ${fmtTime(span, true)}`);
-      if (transport.loop) setText(el.loopText, `Loop ${fmtTime(transport.loop.start, true)}–${fmtTime(transport.loop.end, true)}`);
-      else if (transport.loopStartPending !== null) setText(el.loopText, `Loop from ${fmtTime(transport.loopStartPending, true)}… (L to set the end)`);
-      else setText(el.loopText, "No loop");
+      const text = transportText(transport, position);
+      setText(el.timeText, text.time);
+      setText(el.loopText, text.loop);
     }
 
     for (const q of ["alignment", "musicality"]) {

@@ -7,7 +7,7 @@
   "use strict";
   const root = document.getElementById("arena");
   if (!root) return;
-  const { SIDES, Transport, Waveform, emptyLog, fmtTime, transportKey } = window.AuditoriumAB;
+  const { SIDES, Transport, Waveform, emptyLog, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const STORE_PREFIX = "auditorium:arena:";
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen);
@@ -283,24 +283,11 @@
     const playing = Boolean(transport && transport.playing);
     const label = playing ? '<span aria-hidden="true">❚❚ </span>Pause <kbd aria-hidden="true">Space</kbd>' : '<span aria-hidden="true">▶ </span>Play <kbd aria-hidden="true">Space</kbd>';
     if (buttons.play.dataset.html !== label) { buttons.play.innerHTML = label; buttons.play.dataset.html = label; }
-    for (const side of SIDES) {
-      const s = sideEls[side];
-      const isActive = Boolean(transport && transport.active === side);
-      s.button.disabled = !ready;
-      s.button.setAttribute("aria-pressed", String(isActive));
-      s.button.closest(".clip-row").classList.toggle("active", isActive);
-      s.canvas.tabIndex = ready ? 0 : -1;
-      const duration = transport ? transport.duration(side) : 0;
-      s.canvas.setAttribute("aria-valuemax", duration.toFixed(1));
-      s.canvas.setAttribute("aria-valuenow", Math.min(position, duration).toFixed(1));
-      s.canvas.setAttribute("aria-valuetext", fmtTime(Math.min(position, duration)) + " of " + fmtTime(duration));
-      s.wave.draw({ active: isActive, position: position, loop: transport ? transport.loop : null, loopStartPending: transport ? transport.loopStartPending : null });
-    }
+    for (const side of SIDES) renderSide(sideEls[side], transport, side, position, ready);
     if (transport) {
-      setText($("time-text"), transport.active + " " + fmtTime(position, true) + " / " + fmtTime(transport.duration(transport.active), true));
-      if (transport.loop) setText($("loop-text"), "Loop " + fmtTime(transport.loop.start, true) + "–" + fmtTime(transport.loop.end, true));
-      else if (transport.loopStartPending !== null) setText($("loop-text"), "Loop from " + fmtTime(transport.loopStartPending, true) + "… (L to set the end)");
-      else setText($("loop-text"), "No loop");
+      const text = transportText(transport, position);
+      setText($("time-text"), text.time);
+      setText($("loop-text"), text.loop);
     }
   }
 

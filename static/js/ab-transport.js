@@ -426,5 +426,34 @@
     }
   }
 
-  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, transportKey };
+  // One clip row (its button, waveform and slider semantics) as the transport stands: the same on
+  // the listening page and in the arena.
+  function renderSide(s, transport, side, position, enabled) {
+    const isActive = Boolean(transport && transport.active === side);
+    s.button.disabled = !enabled;
+    s.button.setAttribute("aria-pressed", String(isActive));
+    s.button.closest(".clip-row").classList.toggle("active", isActive);
+    s.canvas.tabIndex = enabled ? 0 : -1;
+    const duration = transport ? transport.duration(side) : 0;
+    s.canvas.setAttribute("aria-valuemax", duration.toFixed(1));
+    s.canvas.setAttribute("aria-valuenow", Math.min(position, duration).toFixed(1));
+    s.canvas.setAttribute("aria-valuetext", `${fmtTime(Math.min(position, duration))} of ${fmtTime(duration)}`);
+    s.wave.draw({
+      active: isActive,
+      position,
+      loop: transport ? transport.loop : null,
+      loopStartPending: transport ? transport.loopStartPending : null,
+    });
+  }
+
+  // The transport's time and loop lines.
+  function transportText(transport, position) {
+    const time = `${transport.active} ${fmtTime(position, true)} / ${fmtTime(transport.duration(transport.active), true)}`;
+    let loop = "No loop";
+    if (transport.loop) loop = `Loop ${fmtTime(transport.loop.start, true)}–${fmtTime(transport.loop.end, true)}`;
+    else if (transport.loopStartPending !== null) loop = `Loop from ${fmtTime(transport.loopStartPending, true)}… (L to set the end)`;
+    return { time, loop };
+  }
+
+  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, renderSide, transportKey, transportText };
 })();
