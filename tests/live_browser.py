@@ -51,3 +51,22 @@ class BrowserLiveServerTestCase(ChannelsLiveServerTestCase):
         cls.browser.close()
         cls._playwright.stop()
         super().tearDownClass()
+
+    def open_as(self, username: str, path: str, **context_options):
+        """A new browser context (desktop-sized unless options are given) signed in as `username`
+        (password "pw") and at `path`; page errors and console errors go to `self.errors`."""
+        context = self.browser.new_context(**(context_options or {"viewport": {"width": 1280, "height": 860}}))
+        page = context.new_page()
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        page.goto(f"{self.live_server_url}/accounts/login/?next={path}")
+        page.fill("#id_username", username)
+        page.fill("#id_password", "pw")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"**{path}*")
+        return context, page
+
+    @staticmethod
+    def overflow(page) -> int:
+        """How far the page scrolls sideways (0 when it fits the viewport)."""
+        return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

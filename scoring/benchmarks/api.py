@@ -17,9 +17,7 @@ from rest_framework.views import APIView
 
 from auditorium.api_input import validated
 from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
-from scoring.models import Judge
 
 from . import runners, selectors, services
 from .models import Benchmark, Submission, Team
@@ -162,24 +160,5 @@ class RunSubmissionApi(APIView):
     def post(self, request, name: str):
         bench = get_object_or_404(Benchmark, name=name)
         data = validated(RunSubmissionInput, request.data)
-        researcher = is_researcher(request.user)
-        teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
-        team = teams.filter(name=data["team"]).first()
-        if team is None:
-            raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
-        label = data["label"]
-        if data["judge"]:
-            if not researcher:
-                raise ServiceError("In-platform judges are run by researchers.", code="forbidden", status=403)
-            judge = Judge.objects.filter(key=data["judge"]).first()
-            if judge is None:
-                raise ServiceError(f"No judge with key {data['judge']!r}.", code="no_judge")
-            submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label, user=None)
-        elif data["endpoint"]:
-            endpoint = team.endpoints.filter(name=data["endpoint"]).first()
-            if endpoint is None:
-                raise ServiceError(f"Team {team.name} has no registered endpoint named {data['endpoint']!r}.", code="no_endpoint")
-            submission = runners.http_submission_create(benchmark=bench, endpoint=endpoint, label=label, user=None if researcher else request.user)
-        else:
-            raise ServiceError("Give `endpoint` or `judge`.", code="no_source")
+        submission = runners.run_submission_request(benchmark=bench, user=request.user, **data)
         return Response({"submission": submission.pk, "kind": submission.kind, "state": submission.state}, status=status.HTTP_202_ACCEPTED)

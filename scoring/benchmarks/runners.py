@@ -38,6 +38,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 from scoring import services as scoring_services
 from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict
@@ -55,6 +56,29 @@ def _queue(name: str, *args) -> None:
     from celery import current_app
 
     transaction.on_commit(lambda: current_app.tasks[name].delay(*args))
+
+
+def run_submission_request(*, benchmark: Benchmark, user, team: str, judge: str = "", endpoint: str = "", label: str = "") -> Submission:
+    """A judge run asked for on the web or through the API: an in-platform judge by key (researchers),
+    or one of the team's registered outside judges by name (its members; researchers for any team)."""
+    researcher = is_researcher(user)
+    teams = Team.objects.all() if researcher else Team.objects.filter(members=user)
+    found = teams.filter(name=team).first()
+    if found is None:
+        raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
+    if judge:
+        if not researcher:
+            raise ServiceError("In-platform judges are run by researchers.", code="forbidden", status=403)
+        chosen = Judge.objects.filter(key=judge).first()
+        if chosen is None:
+            raise ServiceError(f"No judge with key {judge!r}.", code="no_judge")
+        return judge_submission_create(benchmark=benchmark, team=found, judge=chosen, label=label)
+    if endpoint:
+        registered = found.endpoints.filter(name=endpoint).first()
+        if registered is None:
+            raise ServiceError(f"Team {found.name} has no registered endpoint named {endpoint[:100]!r}; register it on the team's page.", code="no_endpoint")
+        return http_submission_create(benchmark=benchmark, endpoint=registered, label=label, user=None if researcher else user)
+    raise ServiceError("Give `endpoint` (an outside judge your team registered) or `judge`.", code="no_source")
 
 
 # --- In-platform judge --------------------------------------------------------------------------------

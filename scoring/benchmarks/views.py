@@ -153,26 +153,18 @@ def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
 def benchmark_run(request: HttpRequest, name: str) -> HttpResponse:
     """Run a team's registered outside judge (its members) or an in-platform judge (researchers) as a submission."""
     bench = get_object_or_404(Benchmark, name=name)
-    researcher = is_researcher(request.user)
-    teams = Team.objects.all() if researcher else Team.objects.filter(members=request.user)
-    team = teams.filter(name=request.POST.get("team", "")).first()
-    label = request.POST.get("label", "")
     try:
-        if team is None:
-            raise ServiceError("Pick one of your teams.")
-        if request.POST.get("judge"):
-            if not researcher:
-                return _forbidden(request)
-            judge = Judge.objects.filter(key=request.POST["judge"]).first()
-            if judge is None:
-                raise ServiceError("Pick a judge.")
-            submission = runners.judge_submission_create(benchmark=bench, team=team, judge=judge, label=label)
-        else:
-            endpoint = team.endpoints.filter(name=request.POST.get("endpoint", "")).first()
-            if endpoint is None:
-                raise ServiceError(f"Team {team.name} has no registered endpoint by that name; register it on the team's page.")
-            submission = runners.http_submission_create(benchmark=bench, endpoint=endpoint, label=label, user=None if researcher else request.user)
+        submission = runners.run_submission_request(
+            benchmark=bench,
+            user=request.user,
+            team=request.POST.get("team", ""),
+            judge=request.POST.get("judge", ""),
+            endpoint=request.POST.get("endpoint", ""),
+            label=request.POST.get("label", ""),
+        )
     except ServiceError as exc:
+        if exc.code == "forbidden":
+            return _forbidden(request)
         messages.error(request, exc.message)
         return redirect("benchmarks:benchmark-detail", name=bench.name)
     messages.success(request, f"Submission {submission.pk} is queued; its scores appear when it has run.")

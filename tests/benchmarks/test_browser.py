@@ -32,22 +32,6 @@ class BenchmarkBrowserTests(BrowserLiveServerTestCase):
         known_study(n_pairs=16, name="listening-test")
         self.errors: list[str] = []
 
-    def open_as(self, username: str, path: str, **options):
-        context = self.browser.new_context(**(options or {"viewport": {"width": 1280, "height": 860}}))
-        page = context.new_page()
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
-        page.goto(f"{self.live_server_url}/accounts/login/?next={path}")
-        page.fill("#id_username", username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"**{path}*")
-        return context, page
-
-    @staticmethod
-    def overflow(page) -> int:
-        return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-
     def test_create_upload_and_leaderboard(self):
         # The researcher creates the benchmark from the form.
         context, page = self.open_as("researcher", "/benchmarks/new/")

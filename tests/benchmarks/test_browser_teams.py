@@ -35,22 +35,6 @@ class TeamBrowserTests(BrowserLiveServerTestCase):
         self.bench = services.benchmark_create(name="team-bench", title="Team bench", study=study, bootstrap_rounds=200)
         self.errors: list[str] = []
 
-    def open_as(self, username: str, path: str, **options):
-        context = self.browser.new_context(**(options or WIDE))
-        page = context.new_page()
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
-        page.goto(f"{self.live_server_url}/accounts/login/?next={path}")
-        page.fill("#id_username", username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"**{path}*")
-        return context, page
-
-    @staticmethod
-    def overflow(page) -> int:
-        return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-
     def test_team_endpoint_plot_and_pairwise(self):
         context, page = self.open_as("researcher", "/benchmarks/teams/")
         page.fill("#t-name", "lab-two")
