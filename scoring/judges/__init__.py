@@ -1,7 +1,10 @@
 """Judge adapters behind one interface; see base.JudgeAdapter.
 
 Importing this package is cheap (numpy only): models load lazily, once per worker process, the
-first time a worker scores with them.
+first time a worker scores with them. It is a library: it imports and runs with torch,
+transformers, numpy, scipy and soundfile, without Django, Celery or a settings module (the
+platform only tells it its models folder, runtime.use_model_dir). `python -m scoring.judges`
+scores a benchmark export with it (offline.py).
 """
 
 from __future__ import annotations
@@ -70,14 +73,15 @@ def judge_config(judge) -> JudgeConfig:
     return JudgeConfig(key=judge.key, kind=judge.kind, version=judge.version, weights=judge.weights, options=dict(judge.options or {}))
 
 
-def adapter_for(judge, *, template: str = "", store=None) -> JudgeAdapter:
-    """The adapter for a Judge row (or a JudgeConfig)."""
+def adapter_for(judge, *, template: str = "", store=None, model_dir=None) -> JudgeAdapter:
+    """The adapter for a Judge row (or a JudgeConfig); `model_dir`: where relative weights are looked up
+    (default: runtime.model_dir(), the platform's AUDITORIUM_MODEL_DIR inside the platform)."""
     config = judge if isinstance(judge, JudgeConfig) else judge_config(judge)
     try:
         cls = ADAPTERS[config.kind]
     except KeyError:
         raise JudgeUnavailable(f"unknown judge kind {config.kind!r}") from None
-    return cls(config, template=template, store=store)
+    return cls(config, template=template, store=store, model_dir=model_dir)
 
 
 def templates_for(kind: str) -> tuple[str, ...]:

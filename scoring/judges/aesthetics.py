@@ -22,7 +22,7 @@ WINDOW_SECONDS = 10
 AXES = ("CE", "CU", "PC", "PQ")
 
 
-def _load(path: Path):
+def _load(path: Path, root=None):
     from .nets.audiobox import load_aesthetics
 
     return load_aesthetics(path)

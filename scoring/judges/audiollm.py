@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from auditorium.runtime import cached_model
+from .runtime import cached_model
 
 from . import prompts
 from .base import (

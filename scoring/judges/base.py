@@ -23,6 +23,7 @@ from ..evaluation import MODEL_B as MODEL_B
 from ..evaluation import MUSICALITY as MUSICALITY
 from ..evaluation import NEITHER as NEITHER
 from ..evaluation import prefer as prefer
+from .runtime import model_dir
 
 
 class JudgeUnavailable(Exception):
@@ -138,9 +139,7 @@ def package_missing(*names: str) -> str:
 def models_relative(text: str) -> str:
     """Text shown to researchers (pages, API) with server paths cut down: the models folder's own path becomes
     `AUDITORIUM_MODEL_DIR`, the home folder `~`; the folder layout below them stays, as it says what is missing."""
-    from django.conf import settings
-
-    root = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models"))
+    root = model_dir()
     prefixes = sorted({str(root.resolve()), str(root.expanduser()), str(root)}, key=len, reverse=True)
     for prefix in prefixes:
         if prefix not in ("", ".", "/"):
@@ -151,21 +150,19 @@ def models_relative(text: str) -> str:
     return text
 
 
-def resolve_weights(weights: str) -> tuple[str, str]:
+def resolve_weights(weights: str, *, root: str | Path | None = None) -> tuple[str, str]:
     """(what to pass to from_pretrained, reason it cannot be used or "").
 
-    A relative path is looked up under settings.AUDITORIUM_MODEL_DIR. A hub id is accepted only
-    when it is already in the local Hugging Face cache, because workers never download.
+    A relative path is looked up under the models folder (`root`, else runtime.model_dir(): the
+    platform's AUDITORIUM_MODEL_DIR). A hub id is accepted only when it is already in the local
+    Hugging Face cache, because workers never download.
     """
     weights = (weights or "").strip()
     if not weights:
         return "", "no weights configured (set Judge.weights to a local directory or a cached hub id)"
     path = Path(weights).expanduser()
     if not path.is_absolute():
-        # Imported here so absolute paths resolve without Django (benches, plain scripts).
-        from django.conf import settings
-
-        local = Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models")) / weights
+        local = model_dir(root) / weights
         if local.exists():
             path = local
         elif weights.count("/") == 1 and not weights.startswith("."):
@@ -207,8 +204,10 @@ class JudgeAdapter:
     # Bumped when the adapter's computation changes, so stale cache entries are not reused.
     code_version: str = "1"
 
-    def __init__(self, config: JudgeConfig, *, template: str = "", store=None):
+    def __init__(self, config: JudgeConfig, *, template: str = "", store=None, model_dir: str | Path | None = None):
         self.config = config
+        # Where relative weights (and the models a checkpoint names) are looked up; None: runtime.model_dir().
+        self.model_dir = model_dir
         self.options = dict(config.options or {})
         self.template = template or ""
         # Optional ClipStore (get_many / put_many by content hash and context) for intermediate
@@ -222,7 +221,7 @@ class JudgeAdapter:
             return Availability(False, f"python package not installed: {missing}")
         if not self.needs_weights:
             return Availability(True)
-        path, reason = resolve_weights(self.config.weights)
+        path, reason = resolve_weights(self.config.weights, root=self.model_dir)
         if reason:
             return Availability(False, reason)
         return Availability(True, weights_path=path)

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from auditorium.runtime import cached_model
+from .runtime import cached_model
 
 from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks
 from .device import decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype

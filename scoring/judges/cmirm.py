@@ -21,10 +21,10 @@ SAMPLE_RATE = 24000
 CHUNK_SECONDS = 30
 
 
-def _load(path: Path):
+def _load(path: Path, root=None):
     from .nets.cmirm import load_cmirm
 
-    return load_cmirm(path)
+    return load_cmirm(path, root=root)
 
 
 def _model_name(directory: Path) -> str:
@@ -58,10 +58,10 @@ class CMIRMJudge(PortedJudge):
             name = _model_name(directory)
         except ValueError as exc:
             return str(exc)
-        mulan = find_model_dir(name, near=directory)
+        mulan = find_model_dir(name, near=directory, root=self.model_dir)
         if mulan is None:
             return f"the MuQ-MuLan model {name!r} that {directory.name}/config.yaml names is not found ({CMIRM_LAYOUT})"
-        return mulan_problem(mulan)
+        return mulan_problem(mulan, root=self.model_dir)
 
     def context_key(self, condition: ConditionInput) -> str:
         return condition.content_key("cmi-rm", str(self._max_samples()))

@@ -38,7 +38,7 @@ def judge_device(options: dict, *, key: str = "") -> str:
     `requires_cuda: true` refuses to fall back to the CPU: a 7B judge that silently ran on the CPU
     would take hours per run instead of failing with the reason.
     """
-    from auditorium.runtime import DeviceUnavailable, pick_device
+    from .runtime import DeviceUnavailable, pick_device
 
     wanted = options.get("device") or ("cuda" if options.get("requires_cuda") else None)
     try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .runtime import model_dir
+
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 MUQ_ID = "OpenMuQ/MuQ-large-msd-iter"
@@ -41,10 +43,6 @@ def weight_file(directory: Path) -> Path | None:
     return None
 
 
-def _model_root() -> Path:
-    from django.conf import settings
-
-    return Path(getattr(settings, "AUDITORIUM_MODEL_DIR", "models"))
 
 
 def _hub_snapshot(repo_id: str) -> Path | None:
@@ -59,11 +57,11 @@ def _hub_snapshot(repo_id: str) -> Path | None:
     return None
 
 
-def find_model_dir(name: str, *, near: Path | None = None, marker: str = "config.json") -> Path | None:
+def find_model_dir(name: str, *, near: Path | None = None, marker: str = "config.json", root: str | Path | None = None) -> Path | None:
     """A local directory for a model another config names by hub id or path, or None.
 
     Looked up, in order: the name as a path; its last component (or the whole id) beside `near`
-    and under AUDITORIUM_MODEL_DIR; the local Hugging Face cache. A directory counts only when
+    and under the models folder (`root`, else runtime.model_dir()); the local Hugging Face cache. A directory counts only when
     it holds `marker`.
     """
     name = (name or "").strip()
@@ -74,7 +72,7 @@ def find_model_dir(name: str, *, near: Path | None = None, marker: str = "config
     if as_path.is_absolute():
         candidates.append(as_path)
     base = name.rstrip("/").split("/")[-1]
-    for root in [p for p in (near, near.parent if near else None, _model_root()) if p is not None]:
+    for root in [p for p in (near, near.parent if near else None, model_dir(root)) if p is not None]:
         candidates += [root / base, root / name]
     for candidate in candidates:
         if (candidate / marker).is_file():
@@ -101,7 +99,7 @@ def muq_problem(directory: Path | None, name: str = MUQ_ID) -> str:
     return ""
 
 
-def mulan_problem(directory: Path, *, need_weights: bool = True) -> str:
+def mulan_problem(directory: Path, *, need_weights: bool = True, root: str | Path | None = None) -> str:
     """Why the MuQ-MuLan directory cannot be loaded, or ""."""
     if not (directory / "config.json").is_file() or (need_weights and weight_file(directory) is None):
         return f"{directory} is not a MuQ-MuLan directory ({MULAN_LAYOUT})"
@@ -111,8 +109,8 @@ def mulan_problem(directory: Path, *, need_weights: bool = True) -> str:
         return str(exc)
     audio = (config.get("audio_model") or {}).get("name") or MUQ_ID
     text = (config.get("text_model") or {}).get("name") or "xlm-roberta-base"
-    if find_model_dir(audio, near=directory) is None:
+    if find_model_dir(audio, near=directory, root=root) is None:
         return f"the audio model {audio!r} that {directory.name}/config.json names is not found ({MULAN_LAYOUT})"
-    if find_model_dir(text, near=directory) is None:
+    if find_model_dir(text, near=directory, root=root) is None:
         return f"the text model {text!r} that {directory.name}/config.json names is not found ({MULAN_LAYOUT})"
     return ""

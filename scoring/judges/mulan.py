@@ -20,10 +20,10 @@ from .ported import PortedJudge
 SAMPLE_RATE = 24000
 
 
-def _load(path: Path):
+def _load(path: Path, root=None):
     from .nets.mulan import load_muq_mulan
 
-    return load_muq_mulan(path)
+    return load_muq_mulan(path, root=root)
 
 
 class MuQMuLanJudge(PortedJudge):
@@ -40,7 +40,7 @@ class MuQMuLanJudge(PortedJudge):
     encode_calls = 0
 
     def layout_problem(self, directory: Path) -> str:
-        return mulan_problem(directory)
+        return mulan_problem(directory, root=self.model_dir)
 
     def context_key(self, condition: ConditionInput) -> str:
         return condition.content_key("muq-mulan", str(bool(self.options.get("use_lyrics", False))))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditorium.runtime import cached_model, pick_device
+from .runtime import cached_model, pick_device
 
 from .base import Availability, JudgeAdapter, JudgeUnavailable
 
@@ -43,7 +43,7 @@ class PortedJudge(JudgeAdapter):
         return device, judge_dtype(self.options, device)
 
     def loaded(self, loader):
-        """The network for this judge's weights, built by `loader(path)` once per process and
+        """The network for this judge's weights, built by `loader(path, models folder)` once per process and
         placed on the judge's device in its dtype."""
         path = self.require()
         device, dtype = self.device_and_dtype()
@@ -52,7 +52,7 @@ class PortedJudge(JudgeAdapter):
             from .nets.muq import place
 
             try:
-                model = loader(Path(path))
+                model = loader(Path(path), self.model_dir)
             except (FileNotFoundError, ValueError) as exc:
                 raise JudgeUnavailable(f"judge {self.config.key}: {exc}") from None
             return place(model, device, dtype)

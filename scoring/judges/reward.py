@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from auditorium.runtime import cached_model
+from .runtime import cached_model
 
 from .base import ALIGNMENT, MUSICALITY, Availability, ClipAudio, ConditionInput, JudgeAdapter, JudgeConfig, JudgeUnavailable, package_missing, resolve_weights
 
@@ -65,7 +65,7 @@ class RewardJudge(JudgeAdapter):
         cls = self.registry.get(config.kind)
         if cls is None:
             raise JudgeUnavailable(f"unknown feature judge kind {config.kind!r}")
-        return cls(config, store=self.feature_store or self._feature_store(config.key))
+        return cls(config, store=self.feature_store or self._feature_store(config.key), model_dir=self.model_dir)
 
     def _feature_store(self, key: str):
         """The feature judge's clip cache under the version this model was trained on, built like this judge's own.
@@ -86,7 +86,7 @@ class RewardJudge(JudgeAdapter):
         missing = package_missing(*self.packages)
         if missing:
             return Availability(False, f"python package not installed: {missing}")
-        path, reason = resolve_weights(self.config.weights)
+        path, reason = resolve_weights(self.config.weights, root=self.model_dir)
         if reason or not (Path(path) / CARD_FILE).is_file():
             return Availability(False, f"trained weights missing: expected {self.config.weights}/ with model.safetensors and {CARD_FILE} under AUDITORIUM_MODEL_DIR")
         try:

@@ -38,15 +38,15 @@ class SongEvalJudge(PortedJudge):
         if not (directory / "config.yaml").is_file() or not (directory / "ckpt" / "model.safetensors").is_file():
             return f"{directory} is not a SongEval directory ({SONGEVAL_LAYOUT})"
         name = self.options.get("muq", MUQ_ID)
-        return muq_problem(find_model_dir(name, near=directory), name)
+        return muq_problem(find_model_dir(name, near=directory, root=self.model_dir), name)
 
     def _loader(self):
         muq_name, layer = self.options.get("muq", MUQ_ID), int(self.options.get("muq_layer", 6))
 
-        def load(path: Path):
+        def load(path: Path, root=None):
             from .nets.songeval import load_songeval
 
-            return load_songeval(path, muq_name=muq_name, layer=layer)
+            return load_songeval(path, muq_name=muq_name, layer=layer, root=root)
 
         return load
 

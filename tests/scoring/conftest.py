@@ -58,6 +58,15 @@ def tiny_clap_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory):
+    """Tiny MuQ, XLM-R, MuQ-MuLan, SongEval, CMI-RM (SA and CA) and audiobox models in their authors' layouts."""
+    pytest.importorskip("transformers")
+    from .tiny_cmi import build_all
+
+    return build_all(tmp_path_factory.mktemp("tiny-cmi"))
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory):
     pytest.importorskip("transformers")
     from .tiny_models import build_tiny_qwen2_audio

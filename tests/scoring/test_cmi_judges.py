@@ -16,14 +16,6 @@ pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="session")
-def tiny_root(tmp_path_factory):
-    pytest.importorskip("transformers")
-    from .tiny_cmi import build_all
-
-    return build_all(tmp_path_factory.mktemp("tiny-cmi"))
-
-
 def _clip(path, seconds, *, freq=440.0, sr=22050, name=None):
     write_tone(path, seconds, freq=freq, sr=sr)
     return ClipAudio(path=str(path), sha256=name or path.stem)

@@ -267,7 +267,7 @@ def _tower_state(mulan_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
     return out
 
 
-def load_cmirm(directory: Path) -> CMIRewardModel:
+def load_cmirm(directory: Path, *, root=None) -> CMIRewardModel:
     """CMI-RM from a directory in the HaiwenXia/CMI-RM layout (model.safetensors + config.yaml)."""
     directory = Path(directory)
     config = read_config(directory / "config.yaml")
@@ -278,10 +278,10 @@ def load_cmirm(directory: Path) -> CMIRewardModel:
         raise WeightsMismatch(f"CMI-RM text encoder {encoder.get('name')!r} is not supported (MuQ-MuLan's only)")
     if (config.get("text_lora_config") or {}).get("use_lora"):
         raise WeightsMismatch("CMI-RM checkpoints with a LoRA text encoder are not supported")
-    mulan_dir = find_model_dir(config.get("model_name") or MULAN_ID, near=directory)
+    mulan_dir = find_model_dir(config.get("model_name") or MULAN_ID, near=directory, root=root)
     if mulan_dir is None:
         raise FileNotFoundError(f"MuQ-MuLan model {config.get('model_name') or MULAN_ID!r} not found near {directory}")
-    _, audio, text = build_towers(mulan_dir)
+    _, audio, text = build_towers(mulan_dir, root=root)
     model = CMIRewardModel(config, audio, text)
     mulan_path, own_path = weight_file(mulan_dir), directory / "model.safetensors"
     ignore = tuple(f"audio_module.model.{p}" for p in TRAINING_ONLY)

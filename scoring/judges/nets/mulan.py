@@ -203,10 +203,10 @@ class MuQMuLan(nn.Module):
         return F.normalize(self.mulan.text_to_latents(out.mean(dim=1)).float(), dim=-1)[0]
 
 
-def _text_parts(directory: Path, name: str):
+def _text_parts(directory: Path, name: str, root=None):
     from transformers import AutoTokenizer, XLMRobertaConfig, XLMRobertaModel
 
-    found = find_model_dir(name, near=directory)
+    found = find_model_dir(name, near=directory, root=root)
     if found is None:
         raise FileNotFoundError(f"text model {name!r} not found near {directory}")
     config = XLMRobertaConfig.from_pretrained(str(found))
@@ -215,14 +215,14 @@ def _text_parts(directory: Path, name: str):
     return encoder, tokenizer
 
 
-def build_towers(directory: Path) -> tuple[dict, AudioTower, TextTower]:
+def build_towers(directory: Path, *, root=None) -> tuple[dict, AudioTower, TextTower]:
     """The two towers of a MuQ-MuLan directory, with random weights: its config plus the configs
     (and tokenizer) of the models it names."""
     directory = Path(directory)
     config = read_json(directory / "config.json")
     audio_model = config.get("audio_model") or {}
     text_model = config.get("text_model") or {}
-    muq_dir = find_model_dir(audio_model.get("name") or MUQ_ID, near=directory)
+    muq_dir = find_model_dir(audio_model.get("name") or MUQ_ID, near=directory, root=root)
     if muq_dir is None:
         raise FileNotFoundError(f"audio model {audio_model.get('name')!r} not found near {directory}")
     if "muq" not in str(audio_model.get("name") or MUQ_ID).lower():
@@ -234,15 +234,15 @@ def build_towers(directory: Path) -> tuple[dict, AudioTower, TextTower]:
         model_dim=int(audio_model.get("model_dim") or muq.model.linear.in_features),
         use_layer_idx=int(audio_model.get("use_layer_idx", -1)),
     )
-    encoder, tokenizer = _text_parts(directory, text_model.get("name") or TEXT_ID)
+    encoder, tokenizer = _text_parts(directory, text_model.get("name") or TEXT_ID, root)
     text = TextTower(encoder, tokenizer, config.get("text_transformer") or {}, model_dim=text_model.get("model_dim"))
     return config, audio, text
 
 
-def load_muq_mulan(directory: Path) -> MuQMuLan:
+def load_muq_mulan(directory: Path, *, root=None) -> MuQMuLan:
     """MuQ-MuLan from a directory in the OpenMuQ/MuQ-MuLan-large layout, every key checked."""
     directory = Path(directory)
-    config, audio, text = build_towers(directory)
+    config, audio, text = build_towers(directory, root=root)
     mulan_cfg = config.get("mulan") or {}
     if mulan_cfg.get("hierarchical_contrastive_loss"):
         raise WeightsMismatch("MuQ-MuLan configs with hierarchical_contrastive_loss are not supported")

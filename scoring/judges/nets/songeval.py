@@ -71,13 +71,13 @@ class SongEval(nn.Module):
         return self.head(self.features(wave)).float()
 
 
-def load_songeval(directory: Path, *, muq_name: str = MUQ_ID, layer: int = FEATURE_LAYER) -> SongEval:
+def load_songeval(directory: Path, *, muq_name: str = MUQ_ID, layer: int = FEATURE_LAYER, root=None) -> SongEval:
     """SongEval from its repository layout (config.yaml + ckpt/model.safetensors) and MuQ."""
     directory = Path(directory)
     head = SongEvalHead(**read_head_config(directory / "config.yaml"))
     path = directory / "ckpt" / "model.safetensors"
     load_exact(head, read_state_dict(path), source=str(path))
-    muq_dir = find_model_dir(muq_name, near=directory)
+    muq_dir = find_model_dir(muq_name, near=directory, root=root)
     if muq_dir is None:
         raise FileNotFoundError(f"MuQ model {muq_name!r} not found near {directory}")
     return SongEval(load_muq(muq_dir), head.eval(), layer=layer).eval()
