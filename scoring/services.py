@@ -26,10 +26,11 @@ from auditorium.errors import ServiceError
 
 from . import broadcast, compare, queueing
 from . import study_rule as study_rule_check
-from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate, prefer
+from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate
 from .exclusion import annotator_exclude, annotator_include  # noqa: F401
 from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
+from .judges.base import pair_outcome
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
 from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 
@@ -106,18 +107,8 @@ def clip_scores_get_or_compute(*, adapter, clips: list[Clip], condition: Conditi
 
 
 def outcome_from_scores(*, adapter, scores_a: dict, scores_b: dict) -> PairOutcome:
-    """Per-clip scores -> pair labels with the tie-goes-to-B rule, for the dimensions the judge covers."""
-    labels, scores = {}, {}
-    for dim in adapter.dimensions:
-        a, b = scores_a.get(dim), scores_b.get(dim)
-        scores[dim] = (a, b)
-        label = prefer(a, b)
-        if label is not None:
-            labels[dim] = label
-    details = {"clip_a": {k: v for k, v in scores_a.items() if k not in (ALIGNMENT, MUSICALITY)}, "clip_b": {k: v for k, v in scores_b.items() if k not in (ALIGNMENT, MUSICALITY)}}
-    if adapter.kind == "signal":
-        details["technical"] = True
-    return PairOutcome(status="ok" if labels else "failed", labels=labels, scores=scores, details=details)
+    """Per-clip scores -> pair labels with the tie-goes-to-B rule (the judges library's rule, shared with its offline command)."""
+    return pair_outcome(adapter, scores_a, scores_b)
 
 
 def _choice(pair: Pair, label: str | None) -> int | None:

@@ -87,6 +87,22 @@ class PairOutcome:
     details: dict = field(default_factory=dict)
 
 
+def pair_outcome(adapter, scores_a: dict, scores_b: dict) -> PairOutcome:
+    """A per-clip judge's two clip scores -> the pair's labels with the tie-goes-to-B rule, for the
+    dimensions the judge covers. The one rule for in-platform runs and the offline command."""
+    labels, scores = {}, {}
+    for dim in adapter.dimensions:
+        a, b = scores_a.get(dim), scores_b.get(dim)
+        scores[dim] = (a, b)
+        label = prefer(a, b)
+        if label is not None:
+            labels[dim] = label
+    details = {"clip_a": {k: v for k, v in scores_a.items() if k not in (ALIGNMENT, MUSICALITY)}, "clip_b": {k: v for k, v in scores_b.items() if k not in (ALIGNMENT, MUSICALITY)}}
+    if adapter.kind == "signal":
+        details["technical"] = True
+    return PairOutcome(status="ok" if labels else "failed", labels=labels, scores=scores, details=details)
+
+
 class AudioDecodeError(ValueError):
     """A clip's file is missing or cannot be decoded: retrying will not help."""
 
