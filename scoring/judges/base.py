@@ -219,6 +219,10 @@ class JudgeAdapter:
     packages: tuple[str, ...] = ()
     # Bumped when the adapter's computation changes, so stale cache entries are not reused.
     code_version: str = "1"
+    # The precision the judge runs in on CUDA when its options say none (option `dtype`; the CPU
+    # always runs fp32). "float32" for judges whose bf16 scores fail the precision bound
+    # (tests/scoring/test_cmi_judges.py, docs/judges.md "Precision on GPUs").
+    cuda_dtype: str = "bfloat16"
 
     def __init__(self, config: JudgeConfig, *, template: str = "", store=None, model_dir: str | Path | None = None):
         self.config = config

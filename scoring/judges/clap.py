@@ -55,7 +55,7 @@ class ClapJudge(JudgeAdapter):
         return judge_device(self.options, key=self.config.key)
 
     def dtype(self) -> str:
-        return dtype_name(self.options.get("dtype"), self.device())
+        return dtype_name(self.options.get("dtype"), self.device(), cuda_default=self.cuda_dtype)
 
     def cache_version(self) -> str:
         # bf16 and fp32 embeddings differ in the third decimal: keep them apart in the clip cache.

@@ -43,11 +43,15 @@ class CMIRMJudge(PortedJudge):
     title = "CMI-RM reward model"
     measures = (
         "Both dimensions from one forward pass of the CMI-RewardBench reward model: prompt, lyrics and reference audio "
-        "(when given) against the clip's MuQ-MuLan frames; column 0 alignment, column 1 musical quality."
+        "(when given) against the clip's MuQ-MuLan frames; column 0 alignment, column 1 musical quality. Runs in fp32 on GPUs too: bf16 moved its scores enough to flip "
+        "clear preferences."
     )
     dimensions = (ALIGNMENT, MUSICALITY)
     layout = CMIRM_LAYOUT
-    code_version = "1"
+    code_version = "2"
+    # In bf16 its scores moved past the precision bound (docs/judges.md, "Precision on GPUs"):
+    # rounding the towers' weights shifts every frame alike, and the mean over frames keeps the shift.
+    cuda_dtype = "float32"
 
     encode_calls = 0
 

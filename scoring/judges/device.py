@@ -50,11 +50,12 @@ def judge_device(options: dict, *, key: str = "") -> str:
     return device
 
 
-def dtype_name(option, device: str) -> str:
-    """"bfloat16" | "float16" | "float32" for a judge's `dtype` option ("auto" when unset)."""
+def dtype_name(option, device: str, *, cuda_default: str = "bfloat16") -> str:
+    """"bfloat16" | "float16" | "float32" for a judge's `dtype` option ("auto" when unset): on CUDA,
+    auto is the judge's `cuda_dtype` (bf16 unless bf16 moved its scores past the bound, docs/judges.md)."""
     value = str(option or "auto").strip().lower()
     if value == "auto":
-        return "bfloat16" if str(device).startswith("cuda") else "float32"
+        return cuda_default if str(device).startswith("cuda") else "float32"
     try:
         return DTYPE_NAMES[value]
     except KeyError:

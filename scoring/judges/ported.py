@@ -40,7 +40,7 @@ class PortedJudge(JudgeAdapter):
         from .nets.common import judge_dtype
 
         device = pick_device(self.options.get("device"))
-        return device, judge_dtype(self.options, device)
+        return device, judge_dtype(self.options, device, cuda_default=self.cuda_dtype)
 
     def loaded(self, loader):
         """The network for this judge's weights, built by `loader(path, models folder)` once per process and

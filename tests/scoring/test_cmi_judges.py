@@ -11,6 +11,7 @@ import pytest
 from scoring.judges import ADAPTERS, ClipAudio, ConditionInput, JudgeConfig, adapter_for
 from scoring.judges.base import JudgeUnavailable
 from tests.audio import write_tone
+from tests.scoring.devices import DEVICES
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -265,17 +266,79 @@ def test_audiobox_checkpoint_uses_the_published_key_names(tiny_root):
 # --- shared ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind,directory", [("muq_mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi_rm", "CMI-RM"), ("aesthetics", "audiobox-aesthetics")])
-def test_bf16_scores_agree_with_fp32(tiny_root, no_network, tmp_path, kind, directory):
-    clips = [_clip(tmp_path / "a.wav", 2.0, freq=330)]
-    condition = ConditionInput(prompt="calm piano", lyrics="la")
-    fp32 = _judge(kind, tiny_root / directory, dtype="fp32").score_clips(clips, condition)[0]
-    bf16 = _judge(kind, tiny_root / directory, dtype="bf16").score_clips(clips, condition)[0]
-    judge = ADAPTERS[kind]
-    for dim in judge.dimensions:
-        # bf16 keeps ~3 significant digits; 5% of the score's scale is far above that and far
-        # below what a wrong cast or a lost mask would do.
-        assert bf16[dim] == pytest.approx(fp32[dim], abs=0.05 * max(1.0, abs(fp32[dim])))
+# The precision a judge runs in on a GPU (its cuda_dtype, unless its options say otherwise) must
+# keep every preference fp32 holds clearly. "Clearly" is measured on the score's own spread: a
+# judge whose scores span 4 points may move by more than one whose scores span 0.1.
+BOUND_SHARE = 0.1  # of the standard deviation of the fp32 scores over the clips (docs/judges.md, "Precision on GPUs")
+LENGTHS = (2.0, 7.0, 12.0, 35.0)
+PRECISION_JUDGES = [
+    ("muq_mulan", "MuQ-MuLan-large"),
+    ("songeval", "SongEval"),
+    ("cmi_rm", "CMI-RM"),
+    ("cmi_rm", "CMI-RM-CA"),
+    ("aesthetics", "audiobox-aesthetics"),
+    ("clap", None),
+]
+
+
+def _music_clip(path, seconds, *, root_hz, seed, sr=22050):
+    """Partials and a little noise, with a slow amplitude swell: closer to music than a pure tone."""
+    import soundfile as sf
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * sr)) / sr
+    wave = sum((0.2 / k) * np.sin(2 * np.pi * root_hz * k * t + rng.uniform(0, 6.28)) for k in range(1, 7))
+    wave = wave * (0.6 + 0.4 * np.sin(2 * np.pi * 0.25 * t)) + 0.02 * rng.standard_normal(len(t))
+    sf.write(str(path), wave.astype(np.float32), sr)
+    return ClipAudio(path=str(path), sha256=path.stem)
+
+
+def flips_beyond(fp32: np.ndarray, other: np.ndarray, bound: float) -> list[tuple[int, int, float]]:
+    """Pairs (i, j, fp32 margin) whose preference differs between the two precisions although fp32's
+    margin is at least `bound` (with the tie-goes-to-B rule on both sides)."""
+    out = []
+    for i in range(len(fp32)):
+        for j in range(i + 1, len(fp32)):
+            if (fp32[i] > fp32[j]) != (other[i] > other[j]) and abs(fp32[i] - fp32[j]) >= bound:
+                out.append((i, j, float(abs(fp32[i] - fp32[j]))))
+    return out
+
+
+def test_the_flip_rule_counts_only_clear_preferences():
+    fp32 = np.array([0.0, 1.0, 1.05])
+    assert flips_beyond(fp32, np.array([0.0, 1.1, 1.0]), bound=0.1) == []  # 1 vs 2 flipped, margin 0.05 < 0.1
+    assert flips_beyond(fp32, np.array([1.2, 1.0, 1.05]), bound=0.1) == [(0, 1, 1.0), (0, 2, 1.05)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind,directory", PRECISION_JUDGES, ids=[d or k for k, d in PRECISION_JUDGES])
+def test_gpu_precision_flips_no_clear_preference(tiny_root, tiny_clap_dir, no_network, tmp_path, kind, directory, device):
+    """Clips of 2, 7, 12 and 35 s (two timbres each) scored in fp32 and in the judge's GPU precision,
+    on the CPU (bf16 there is emulated, so the rounding is what a GPU's would be) and on CUDA when visible."""
+    clips = [_music_clip(tmp_path / f"{int(s)}-{n}.wav", s, root_hz=110.0 * (n + 1) + 7 * s, seed=n * 10 + int(s)) for n in range(2) for s in LENGTHS]
+    condition = ConditionInput(prompt="calm piano song", lyrics="la la love you")
+    weights = tiny_clap_dir if directory is None else tiny_root / directory
+    gpu_dtype = ADAPTERS[kind].cuda_dtype
+    fp32 = _judge(kind, weights, dtype="fp32", device=device).score_clips(clips, condition)
+    used = _judge(kind, weights, dtype=gpu_dtype, device=device).score_clips(clips, condition)
+    for dim in ADAPTERS[kind].dimensions:
+        a = np.array([row[dim] for row in fp32])
+        b = np.array([row[dim] for row in used])
+        bound = BOUND_SHARE * float(a.std())
+        assert bound > 0, f"{kind} gives every clip the same {dim} score: no spread to set a bound from"
+        flips = flips_beyond(a, b, bound)
+        worst = float(np.abs(a - b).max())
+        assert not flips, f"{kind} in {gpu_dtype} on {device}: {dim} preferences flipped beyond the bound {bound:.4f} (max |diff| {worst:.4f}): {flips}"
+
+
+def test_cmi_rm_runs_in_fp32_on_gpus_unless_asked_otherwise():
+    from scoring.judges.nets.common import judge_dtype
+
+    assert ADAPTERS["cmi_rm"].cuda_dtype == "float32"
+    assert judge_dtype({}, "cuda", cuda_default="float32") == torch.float32
+    assert judge_dtype({"dtype": "bf16"}, "cuda", cuda_default="float32") == torch.bfloat16
+    assert judge_dtype({}, "cpu", cuda_default="bfloat16") == torch.float32
+    assert all(ADAPTERS[k].cuda_dtype == "bfloat16" for k in ("muq_mulan", "songeval", "aesthetics", "clap"))
 
 
 @pytest.mark.parametrize(

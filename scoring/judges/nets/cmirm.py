@@ -191,9 +191,12 @@ class CMIRewardModel(nn.Module):
             setattr(self, f"{role}_downsampler", module)
         self.text_max_tokens = min(text.max_seq_len, MAX_TEXT_TOKENS)
 
+    # Parts place() keeps in fp32 when the rest runs in bf16 (nets/muq.place).
+    fp32_parts = ("score_projector",)
+
     @property
     def dtype(self):
-        return self.score_projector[1].weight.dtype
+        return self.joint_transformer.parameters().__next__().dtype
 
     # --- encoders -----------------------------------------------------------------------
     def text_frames(self, text: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -252,9 +255,11 @@ class CMIRewardModel(nn.Module):
             out = frames
             for layer in self.joint_transformer:
                 out = layer(out, mask, context, context_mask)
-        weights = mask.unsqueeze(-1).to(out.dtype)
-        pooled = (out * weights).sum(dim=1) / mask.sum(dim=1, keepdim=True).clamp(min=1).to(out.dtype)
-        return self.score_projector(pooled).float()
+        # Pooling and the head in fp32 whatever the model's dtype: a bf16 mean over hundreds of frames
+        # is rounded to 3 digits before the head's LayerNorm, and the head is a rounding error of the cost.
+        weights = mask.unsqueeze(-1).float()
+        pooled = (out.float() * weights).sum(dim=1) / mask.sum(dim=1, keepdim=True).clamp(min=1).float()
+        return self.score_projector(pooled)
 
 
 def _tower_state(mulan_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -18,15 +18,15 @@ DTYPES = {
 }
 
 
-def judge_dtype(options: dict, device: str) -> torch.dtype:
-    """bf16 on CUDA, fp32 elsewhere; the judge option `dtype` overrides (bf16, fp16, fp32)."""
+def judge_dtype(options: dict, device: str, *, cuda_default: str = "bfloat16") -> torch.dtype:
+    """`cuda_default` on CUDA, fp32 elsewhere; the judge option `dtype` overrides (bf16, fp16, fp32)."""
     wanted = (options or {}).get("dtype")
-    if wanted:
+    if wanted and str(wanted).lower() != "auto":
         try:
             return DTYPES[str(wanted).lower()]
         except KeyError:
             raise ValueError(f"dtype must be one of {', '.join(sorted(DTYPES))}, not {wanted!r}") from None
-    return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
+    return getattr(torch, cuda_default) if str(device).startswith("cuda") else torch.float32
 
 
 def read_state_dict(path: Path) -> dict[str, torch.Tensor]:

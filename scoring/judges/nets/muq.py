@@ -193,9 +193,12 @@ def load_muq(directory: Path) -> MuQ:
 
 
 def place(model: nn.Module, device: str, dtype: torch.dtype) -> nn.Module:
-    """Move a model holding MuQ to a device and dtype, keeping rotary frequencies in fp32: the
-    angles are position x frequency, and in bf16 the positions themselves would round off."""
+    """Move a model holding MuQ to a device and dtype, keeping rotary frequencies in fp32 (the
+    angles are position x frequency, and in bf16 the positions themselves would round off) and
+    the parts a model lists in `fp32_parts`."""
     model.to(device=device, dtype=dtype)
+    for name in getattr(model, "fp32_parts", ()):
+        getattr(model, name).float()
     for module in model.modules():
         if isinstance(getattr(module, "inv_freq", None), torch.Tensor) and hasattr(module, "cached_sequence_length"):
             module.inv_freq = module.inv_freq.float()

@@ -57,6 +57,10 @@ def read_head_config(path: Path) -> dict:
 
 
 class SongEval(nn.Module):
+    # Parts place() keeps in fp32 when MuQ runs in bf16 (nets/muq.place): the head pools over the
+    # whole song, and at 25 M parameters costs little next to MuQ's 300 M.
+    fp32_parts = ("head",)
+
     def __init__(self, muq: MuQ, head: SongEvalHead, *, layer: int = FEATURE_LAYER):
         super().__init__()
         self.muq, self.head, self.layer = muq, head, layer
@@ -68,7 +72,8 @@ class SongEval(nn.Module):
         return states[self.layer]
 
     def forward(self, wave: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(wave)).float()
+        features = self.features(wave)
+        return self.head(features.to(self.head.fc.weight.dtype)).float()
 
 
 def load_songeval(directory: Path, *, muq_name: str = MUQ_ID, layer: int = FEATURE_LAYER, root=None) -> SongEval:
