@@ -96,3 +96,84 @@ def qwen2_audio(device: str, dtype, *, size: str, layers: int | None = None):
     config.save_pretrained(directory)
     processor.save_pretrained(directory)
     return model, processor, str(directory)
+
+
+# --- The CMI family at published sizes ------------------------------------------------------------
+# MuQ-large-msd-iter: a 12-layer, 1024-wide Conformer (~300 M parameters); XLM-RoBERTa base (~278 M);
+# MuQ-MuLan-large: both, each followed by an 8-layer 768-wide transformer, 512-d latents (~700 M in
+# all); CMI-RM: 768 wide, prompt transformer 1 layer, joint transformer 4 (~30 M trained);
+# SongEval's head: 1024 in, 4096 feed-forward, 4 attention layers (25.2 M); audiobox-aesthetics:
+# the 12 x 768 WavLM encoder of nets/audiobox.py (94.4 M). docs/reference figures; printed by the bench.
+
+
+def cmi_family(root: Path, *, size: str) -> Path:
+    """Configs (no weights) of MuQ, XLM-R, MuQ-MuLan, CMI-RM (SA), SongEval and audiobox in their
+    authors' layouts under `root`, tiny or at published sizes; the networks are built from them with
+    random weights by the bench and handed to the judges through their model cache."""
+    import json
+
+    from tests.scoring import tiny_cmi
+
+    if size != "full":
+        return tiny_cmi.build_all(root)
+    muq = dict(tiny_cmi.MUQ_CONFIG, conv_dim=512, encoder_dim=1024, encoder_depth=12, codebook_size=4096)
+    muq["w2v2_config"] = dict(muq["w2v2_config"], intermediate_size=4096, num_attention_heads=16, conv_depthwise_kernel_size=31, num_conv_pos_embedding_groups=16, num_conv_pos_embeddings=128)
+    (root / "MuQ-large-msd-iter").mkdir(parents=True, exist_ok=True)
+    (root / "MuQ-large-msd-iter" / "config.json").write_text(json.dumps(muq))
+    xlmr = tiny_cmi.build_xlmr(root)  # its tokenizer (small vocabulary: ids stay far below the config's)
+    from transformers import XLMRobertaConfig
+
+    XLMRobertaConfig(vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=514, pad_token_id=1, bos_token_id=0, eos_token_id=2).save_pretrained(xlmr)
+    tower = {"dim": 768, "tf_depth": 8, "heads": 8, "dim_head": 64, "ff_mult": 4}
+    mulan = {
+        "mulan": {"sr": 24000, "clip_secs": 10, "dim_latent": 512},
+        "audio_model": {"name": "OpenMuQ/MuQ-large-msd-iter", "model_dim": 1024, "use_layer_idx": -1},
+        "text_model": {"name": "xlm-roberta-base", "model_dim": 768, "use_layer_idx": -1},
+        "audio_transformer": tower,
+        "text_transformer": {**tower, "max_seq_len": 1024},
+    }
+    (root / "MuQ-MuLan-large").mkdir(parents=True, exist_ok=True)
+    (root / "MuQ-MuLan-large" / "config.json").write_text(json.dumps(mulan))
+    import yaml
+
+    cmirm = tiny_cmi.cmirm_config()
+    cmirm["model"].update(dim=768, mlp_dim=512, prompt_tf_depth=1, joint_tf_depth=4, dim_head=64, heads=8, null_embedding={k: {"length": 10} for k in ("text", "lyrics", "audio")})
+    (root / "CMI-RM").mkdir(parents=True, exist_ok=True)
+    (root / "CMI-RM" / "config.yaml").write_text(yaml.safe_dump(cmirm))
+    (root / "SongEval" / "ckpt").mkdir(parents=True, exist_ok=True)
+    (root / "SongEval" / "config.yaml").write_text("generator:\n  in_features: 1024\n  ffd_hidden_size: 4096\n  num_classes: 5\n  attn_layer_num: 4\n")
+    (root / "audiobox-aesthetics").mkdir(parents=True, exist_ok=True)
+    box = {"proj_num_layer": 1, "nth_layer": 13, "use_weighted_layer_sum": True, "normalize_embed": True, "output_dim": 1, "target_transform": {a: {"mean": 5.0, "std": 2.0} for a in ("CE", "CU", "PC", "PQ")}}
+    (root / "audiobox-aesthetics" / "config.json").write_text(json.dumps(box))
+    # Weight files the layout check looks for; never read (the networks come through the model cache).
+    for path in ("MuQ-large-msd-iter/model.safetensors", "MuQ-MuLan-large/model.safetensors", "CMI-RM/model.safetensors", "SongEval/ckpt/model.safetensors", "audiobox-aesthetics/model.safetensors"):
+        (root / path).touch()
+    return root
+
+
+def cmi_network(kind: str, root: Path, device: str, dtype):
+    """The judge's network with random weights, built from the configs under `root` directly on the device."""
+    import torch
+
+    from scoring.judges.nets import audiobox, cmirm, mulan, muq, songeval
+
+    torch.manual_seed(0)
+    with torch.device(device):
+        if kind == "muq_mulan":
+            config, audio, text = mulan.build_towers(root / "MuQ-MuLan-large")
+            model = mulan.MuQMuLan(mulan.MuLan(audio, text, config["mulan"]), config)
+        elif kind == "cmi_rm":
+            _, audio, text = mulan.build_towers(root / "MuQ-MuLan-large")
+            model = cmirm.CMIRewardModel(cmirm.read_config(root / "CMI-RM" / "config.yaml"), audio, text)
+        elif kind == "songeval":
+            head = songeval.SongEvalHead(**songeval.read_head_config(root / "SongEval" / "config.yaml"))
+            model = songeval.SongEval(muq.build_muq(root / "MuQ-large-msd-iter"), head)
+        else:
+            model = audiobox.AesMultiOutput(json_config(root / "audiobox-aesthetics" / "config.json"))
+    return muq.place(model.eval(), device, dtype)
+
+
+def json_config(path: Path) -> dict:
+    import json
+
+    return json.loads(path.read_text())

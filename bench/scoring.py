@@ -1,6 +1,6 @@
 """Scoring throughput: the learned judges against their own model's forward pass, decoding per core, the clip cache.
 
-    .venv/bin/python bench/scoring.py [--device cuda|cpu] [--size tiny|full] [--sections clap,aqa,pairwise,decode,cache]
+    .venv/bin/python bench/scoring.py [--device cuda|cpu] [--size tiny|full] [--sections clap,aqa,pairwise,decode,files,cmi,cache] [--cores N]
 
 Sections, each measured against a baseline taken in the same run (a failing section prints its
 error and the others go on):
@@ -14,8 +14,19 @@ error and the others go on):
   judge at batch 1, and the plain forward that projects every position onto the vocabulary.
 - pairwise: `LLMPairwiseJudge.compare_waves` (both orders per pair, greedy, --new-tokens each),
   pairs/s at one prompt per generate call against --pair-batch prompts per call; target >= 8x.
-- decode: 44.1 kHz stereo FLAC files on disk decoded and resampled to 48 kHz and 16 kHz, one
-  thread and a pool of all cores: clips/s per core says how many cores feed one GPU.
+- decode: ten-second 44.1 kHz stereo FLAC and MP3 files on disk decoded and resampled to 48 kHz
+  and 16 kHz: the old path (numpy mean, scipy resample_poly) against `load_audio` (the same filter
+  as one strided conv1d, tests/scoring/test_judges_audio.py), one thread each, then clips/s per
+  core over all cores (--cores) in threads (old and new) and in worker processes (new). Target:
+  >= 50 clips/s per core for FLAC -> 48 kHz. Says how many cores feed one GPU.
+- files: the CLAP judge from FLAC and MP3 files on disk through its own loading path
+  (`audio_embeddings` on ClipAudio paths: decoding ahead in threads or processes, device log-mel,
+  encoder), next to the encoder alone on ready features: the share of the encoder a run from files
+  keeps (target with 16 cores on a GPU: >= 20 %).
+- cmi: MuQ-MuLan, SongEval, CMI-RM and audiobox-aesthetics end to end (`score_clips` on 10 s FLAC
+  files) against their backbone alone on ready waves on the device (MuQ; audiobox's WavLM).
+  --size full: the published configurations with random weights (bench/_judge_models.py
+  `cmi_family`), each judge in its GPU precision; --size tiny: the test models.
 - cache: encoder passes and seconds of a scoring run through the services with and without the
   per-clip cache (needs Django and a database; BENCH_DATABASE_URL=sqlite for SQLite).
 
@@ -37,11 +48,14 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Appended, not put first: decoding worker processes re-run this file, and there bench/ before the
+# repository would make `scoring` this script instead of the package.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
 import _judge_models as models  # noqa: E402  (puts the repository and platform/ on sys.path)
 from _setup import ROOT  # noqa: E402
 
-SECTIONS = ("clap", "aqa", "pairwise", "decode", "cache")
+SECTIONS = ("clap", "aqa", "pairwise", "decode", "files", "cmi", "cache")
 
 
 def _sync(device: str) -> None:
@@ -79,8 +93,8 @@ def _dtype_option(device: str) -> str:
 def bench_clap(args) -> None:
     import torch
 
-    from auditorium.runtime import cached_model
     from scoring.judges import JudgeConfig, adapter_for
+    from scoring.judges.runtime import cached_model
 
     device, dtype = args.device, _dtype_option(args.device)
     model, processor, weights = models.clap(device, getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]), size=args.size)
@@ -200,30 +214,169 @@ def bench_pairwise(args) -> None:
         print(f"  peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
 
 
-# --- decoding -------------------------------------------------------------------------------------
+# --- decoding ---------------------------------------------------------------------------------------
 
 
-def bench_decode(args) -> None:
+def _write_files(n: int, fmt: str, seed: int = 3) -> list[str]:
+    """n different ten-second 44.1 kHz stereo files on disk (FLAC or MP3)."""
     import numpy as np
     import soundfile as sf
 
-    from scoring.judges.base import load_audio
-    from scoring.judges.device import prefetch_audio
-
-    folder = Path(tempfile.mkdtemp(prefix="bench-decode-"))
-    n = args.decode_clips
+    folder = Path(tempfile.mkdtemp(prefix=f"bench-{fmt.lower()}-"))
     paths = []
-    for i, wave in enumerate(_music(n, 10.0, 44100, seed=3)):
-        path = folder / f"{i}.flac"
-        sf.write(str(path), np.stack([wave, np.roll(wave, 441)], axis=1), 44100, format="FLAC")
+    for i, wave in enumerate(_music(n, 10.0, 44100, seed=seed)):
+        path = folder / f"{i}.{fmt.lower()}"
+        sf.write(str(path), np.stack([wave, np.roll(wave, 441)], axis=1).clip(-1, 1), 44100, format=fmt)
         paths.append(str(path))
-    cores = os.cpu_count() or 1
-    print(f"Decode + resample: {n} ten-second 44.1 kHz stereo FLAC files on disk, {cores} cores")
-    for rate in (48000, 16000):
-        load_audio(paths[0], sample_rate=rate)  # warm-up: filter design, page cache
-        one = n / _timed(lambda: [load_audio(p, sample_rate=rate) for p in paths], "cpu")
-        pool = n / _timed(lambda: list(prefetch_audio(paths, sample_rate=rate, workers=cores)), "cpu")
-        print(f"  -> {rate // 1000} kHz: one thread {one:7.1f} clips/s | {cores} threads {pool:7.1f} clips/s = {pool / cores:6.1f} clips/s per core (scaling {pool / one:4.1f}x)")
+    return paths
+
+
+def _old_load(path: str, sample_rate: int):
+    """The loading path before this bench's changes: numpy's mean over channels, scipy's resample_poly."""
+    import numpy as np
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    data, sr = sf.read(path, dtype="float32", always_2d=True)
+    data = data.mean(axis=1)
+    g = np.gcd(int(sr), int(sample_rate))
+    return resample_poly(data, sample_rate // g, sr // g).astype(np.float32)
+
+
+def _decode_rates(paths: list[str], rate: int, cores: int) -> dict:
+    """Clips/s of the old and the new path, one thread, and of the new path over all cores in threads and in processes."""
+    from functools import partial
+
+    from scoring.judges.base import load_audio
+    from scoring.judges.device import prefetch, process_pool
+
+    n = len(paths)
+    _old_load(paths[0], rate), load_audio(paths[0], sample_rate=rate)  # warm-up: filter design, page cache
+    process_pool(cores)  # started (and its workers' imports done) before timing
+    list(prefetch(paths[:cores], partial(load_audio, sample_rate=rate), workers=cores, processes=True))
+    def cpu_rate(load) -> float:
+        # Clips per CPU-second of this process: what one core gives when it is not shared, which the
+        # wall clock cannot show on a loaded machine.
+        start = time.process_time()
+        for path in paths:
+            load(path, sample_rate=rate)
+        return n / (time.process_time() - start)
+
+    return {
+        "old cpu": cpu_rate(_old_load),
+        "new cpu": cpu_rate(load_audio),
+        "old": n / _timed(lambda: [_old_load(p, rate) for p in paths], "cpu"),
+        "new": n / _timed(lambda: [load_audio(p, sample_rate=rate) for p in paths], "cpu"),
+        "old threads": n / _timed(lambda: list(prefetch(paths, partial(_old_load, sample_rate=rate), workers=cores)), "cpu"),
+        "threads": n / _timed(lambda: list(prefetch(paths, partial(load_audio, sample_rate=rate), workers=cores)), "cpu"),
+        "processes": n / _timed(lambda: list(prefetch(paths, partial(load_audio, sample_rate=rate), workers=cores, processes=True)), "cpu"),
+    }
+
+
+def bench_decode(args) -> None:
+    import torch
+
+    cores = args.cores or os.cpu_count() or 1
+    n = args.decode_clips
+    torch.set_num_threads(1)  # one core per decoder, in this process as in the worker processes
+    print(f"Decode + resample: {n} ten-second 44.1 kHz stereo files on disk, {cores} cores (os.cpu_count() = {os.cpu_count()}, load average {os.getloadavg()[0]:.1f})")
+    print("  old = float decode + numpy mean + scipy resample_poly (before); new = load_audio (16-bit decode as integers, channel sum, the same filter as one strided conv1d)")
+    print("  per CPU-second = clips per second of one unshared core (process time); the wall-clock figures share the cores with whatever else runs")
+    for fmt in ("FLAC", "MP3"):
+        paths = _write_files(n, fmt)
+        for rate in (48000, 16000):
+            r = _decode_rates(paths, rate, cores)
+            print(
+                f"  {fmt:4} -> {rate // 1000} kHz  per CPU-second: old {r['old cpu']:6.1f} new {r['new cpu']:6.1f} ({r['new cpu'] / r['old cpu']:.2f}x)"
+                f" | one thread: old {r['old']:6.1f} new {r['new']:6.1f} clips/s ({r['new'] / r['old']:.2f}x)"
+                f" | {cores} cores, clips/s per core: old threads {r['old threads'] / cores:6.1f}, new threads {r['threads'] / cores:6.1f},"
+                f" new processes {r['processes'] / cores:6.1f}  (target >= 50 for FLAC -> 48 kHz)"
+            )
+
+
+def bench_files(args) -> None:
+    """CLAP from files on disk through the judge's own loading path (ClipAudio paths -> audio_embeddings),
+    next to the encoder alone on ready features: how much of the encoder decoding leaves."""
+    import torch
+
+    from scoring.judges import ClipAudio, JudgeConfig, adapter_for
+    from scoring.judges.runtime import cached_model
+
+    device, dtype = args.device, _dtype_option(args.device)
+    cores = args.cores or os.cpu_count() or 1
+    model, processor, weights = models.clap(device, getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]), size=args.size)
+    n, batch = args.files_clips, args.clap_batch
+    base = {"device": device, "dtype": dtype, "batch_size": batch, "cache": False, "decode_workers": cores}
+    threads = adapter_for(JudgeConfig(key="files-threads", kind="clap", weights=weights, options=base))
+    procs = adapter_for(JudgeConfig(key="files-processes", kind="clap", weights=weights, options={**base, "decode_processes": True}))
+    cached_model(threads.model_key(), lambda: (model, processor))
+    mel = threads._model()[3]
+    print(f"Files: CLAP ({args.size}: {models.params(model):.1f} M parameters, {dtype}, {device}), {n} ten-second 44.1 kHz stereo files per format, batch {batch}, {cores} decoding workers")
+    feats = mel.features(_music(batch, 10.0, 48000)).to(model.dtype)
+    is_longer = torch.zeros((batch, 1), dtype=torch.bool, device=device)
+    rounds = max(1, n // batch)
+
+    def encoder():
+        with torch.inference_mode():
+            for _ in range(rounds):
+                model.get_audio_features(input_features=feats, is_longer=is_longer)
+
+    encoder()
+    encoder_rate = rounds * batch / _timed(encoder, device)
+    print(f"  encoder only (ready features on the device)   {encoder_rate:9.1f} clips/s")
+    for fmt in ("FLAC", "MP3"):
+        clips = [ClipAudio(path=p, sha256=p) for p in _write_files(n, fmt, seed=5)]
+        for judge, how in ((threads, "threads"), (procs, "processes")):
+            judge.audio_embeddings(clips[: min(n, 2 * cores)])  # warm-up (and the process pool's start)
+            rate = n / _timed(lambda: judge.audio_embeddings(clips), device)
+            print(f"  {fmt:4} files, decoding in {how:9}         {rate:9.1f} clips/s = {rate / cores:6.1f} per core   judge / encoder = {100 * rate / encoder_rate:5.1f} %")
+
+
+# --- The CMI family ------------------------------------------------------------------------------------
+
+
+def bench_cmi(args) -> None:
+    """MuQ-MuLan, SongEval, CMI-RM and audiobox-aesthetics end to end (score_clips on 10 s FLAC files:
+    decoding, resampling, chunking, the network, the head) against their backbone alone on ready
+    waves on the device (MuQ for the first three, the WavLM encoder for audiobox)."""
+    import torch
+
+    from scoring.judges import ClipAudio, ConditionInput, JudgeConfig, adapter_for
+    from scoring.judges.runtime import cached_model
+
+    device = args.device
+    root = models.cmi_family(Path(tempfile.mkdtemp(prefix="bench-cmi-")), size=args.size)
+    n, batch = args.cmi_clips, args.cmi_batch
+    clips = [ClipAudio(path=p, sha256=p) for p in _write_files(n, "FLAC", seed=7)]
+    condition = ConditionInput(prompt="calm solo piano piece, slow tempo", lyrics="la la la")
+    print(f"CMI family ({args.size}, {device}): {n} ten-second 44.1 kHz stereo FLAC files, batch {batch}")
+    for kind, directory in (("muq_mulan", "MuQ-MuLan-large"), ("songeval", "SongEval"), ("cmi_rm", "CMI-RM"), ("aesthetics", "audiobox-aesthetics")):
+        judge = adapter_for(JudgeConfig(key=f"{kind}-bench", kind=kind, weights=str(root / directory), options={"device": device, "batch_size": batch}))
+        dev, dtype = judge.device_and_dtype()
+        if args.size == "full":
+            network = models.cmi_network(kind, root, device, dtype)
+            cached_model((kind, judge.require(), dev, str(dtype)), lambda: network)
+        judge.score_clips(clips[:2], condition)  # warm-up; loads the tiny models through the real loader
+        network, _ = judge.loaded(lambda path, models_root: None)  # the network now in the model cache
+        end_to_end = n / _timed(lambda: judge.score_clips(clips, condition), device)
+        if kind == "aesthetics":
+            waves = torch.zeros((batch, 160000), device=device, dtype=dtype).normal_(0, 0.1)
+            valid = torch.ones((batch, 160000), device=device, dtype=torch.bool)
+
+            def backbone():
+                network.wavlm_model(waves, valid)
+        else:
+            muq = {"muq_mulan": lambda m: m.mulan.audio.model, "songeval": lambda m: m.muq, "cmi_rm": lambda m: m.audio_module.model}[kind](network)
+            waves = torch.zeros((batch, 240000), device=device).normal_(0, 0.1)
+
+            def backbone():
+                muq(waves)
+
+        with torch.inference_mode():
+            backbone()
+            rounds = max(1, n // batch)
+            alone = rounds * batch / _timed(lambda: [backbone() for _ in range(rounds)], device)
+        print(f"  {kind:11} {models.params(network):7.1f} M parameters, {str(dtype).split('.')[-1]:8}  end to end {end_to_end:8.2f} clips/s | backbone alone {alone:8.2f} clips/s | ratio {100 * end_to_end / alone:5.1f} %")
 
 
 # --- clip cache (through the services, needs Django) ---------------------------------------------
@@ -313,6 +466,10 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--llm-layers", type=int, default=None)
     parser.add_argument("--decode-clips", type=int, default=None)
+    parser.add_argument("--files-clips", type=int, default=None, help="files section: files per format")
+    parser.add_argument("--cores", type=int, default=None, help="decode and files sections: decoding workers (default: all cores)")
+    parser.add_argument("--cmi-clips", type=int, default=None)
+    parser.add_argument("--cmi-batch", type=int, default=8)
     parser.add_argument("--clips", type=int, default=12, help="cache section: clips")
     parser.add_argument("--seconds", type=float, default=4.0, help="cache section: clip length")
     parser.add_argument("--conditions", type=int, default=2, help="cache section: conditions")
@@ -333,6 +490,8 @@ def main() -> None:
     args.aqa_batch = args.aqa_batch or (32 if gpu else 8)
     args.pairs = args.pairs or (32 if gpu else 8)
     args.decode_clips = args.decode_clips or (64 if gpu else 16)
+    args.files_clips = args.files_clips or (512 if gpu else 16)
+    args.cmi_clips = args.cmi_clips or (64 if gpu else 4)
     where = torch.cuda.get_device_name(0) if gpu else f"CPU ({os.cpu_count()} cores)"
     print(f"device: {where} | torch {torch.__version__} | size {args.size}")
     for name in [s.strip() for s in args.sections.split(",") if s.strip()]:

@@ -29,7 +29,7 @@ from .base import (
     JudgeUnavailable,
     PairOutcome,
 )
-from .device import decode_workers, dtype_name, judge_device, prefetch_audio
+from .device import decode_processes, decode_workers, dtype_name, judge_device, prefetch_audio
 from .llm_backend import SAMPLE_RATE, TransformersAudioLLM, generate_texts, yes_probabilities
 
 LABELS = (MODEL_A, MODEL_B, BOTH, NEITHER)
@@ -97,7 +97,7 @@ class AudioLLMJudge(JudgeAdapter):
     def waves(self, paths: list[str]) -> dict[str, np.ndarray]:
         """Each distinct file decoded once, ahead in threads; a file that fails raises AudioDecodeError."""
         distinct = list(dict.fromkeys(paths))
-        return dict(zip(distinct, prefetch_audio(distinct, sample_rate=SAMPLE_RATE, workers=decode_workers(self.options))))
+        return dict(zip(distinct, prefetch_audio(distinct, sample_rate=SAMPLE_RATE, workers=decode_workers(self.options), processes=decode_processes(self.options))))
 
     def templates(self) -> tuple[str, ...]:
         return prompts.TEMPLATES[self.kind]

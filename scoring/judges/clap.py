@@ -21,7 +21,7 @@ import numpy as np
 from .runtime import cached_model
 
 from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks
-from .device import decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
+from .device import decode_processes, decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
 from .features import ClapMel, UnsupportedExtractor
 
 SAMPLE_RATE = 48000
@@ -160,7 +160,7 @@ class ClapJudge(JudgeAdapter):
                 todo.append(clip)
                 queued.add(clip.sha256)
         if todo:
-            waves = prefetch_audio([c.path for c in todo], sample_rate=SAMPLE_RATE, workers=decode_workers(self.options))
+            waves = prefetch_audio([c.path for c in todo], sample_rate=SAMPLE_RATE, workers=decode_workers(self.options), processes=decode_processes(self.options))
             vectors = self.embed_audio(waves)
             for clip, vector in zip(todo, vectors):
                 found[clip.sha256] = vector

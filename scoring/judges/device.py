@@ -11,6 +11,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -95,8 +96,8 @@ def synchronize(device: str) -> None:
 def decode_workers(options: dict) -> int:
     """Threads that decode and resample audio for one judge call (option `decode_workers`).
 
-    soundfile and scipy's polyphase resampler release the GIL for most of their work, so threads
-    scale with cores; four keep a GPU fed at the measured ~36 ms per 10 s FLAC clip.
+    soundfile and the resampler's convolution release the GIL for most of their work, so threads
+    scale with cores; where they do not, option `decode_processes` decodes in processes instead.
     """
     value = options.get("decode_workers")
     if value is None:
@@ -104,8 +105,39 @@ def decode_workers(options: dict) -> int:
     return max(1, int(value))
 
 
-def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None = None) -> Iterator:
-    """work(item) for each item, in order, computed ahead in a thread pool at most `depth` items ahead.
+def _quiet_worker() -> None:
+    # One core per decoding process: torch's own thread pool would make the processes fight.
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - the resampler falls back to scipy
+        pass
+
+
+_process_pools: dict[int, object] = {}
+
+
+def process_pool(workers: int):
+    """A pool of `workers` decoding processes, started once per process and kept (forkserver: a
+    parent that holds a GPU context must not fork)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if workers not in _process_pools:
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        _process_pools[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method), initializer=_quiet_worker)
+    return _process_pools[workers]
+
+
+def decode_processes(options: dict) -> bool:
+    """Option `decode_processes`: decode in worker processes instead of threads (where the GIL limits)."""
+    return bool(options.get("decode_processes", False))
+
+
+def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None = None, processes: bool = False) -> Iterator:
+    """work(item) for each item, in order, computed ahead in a thread pool (or, with `processes`, a
+    pool of processes; `work` must then be picklable) at most `depth` items ahead.
 
     Bounded so a long list never holds more than `depth` decoded clips in memory. An exception
     raised by work(item) is raised when that item's turn comes.
@@ -115,6 +147,20 @@ def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None
     if workers <= 1:
         for item in items:
             yield work(item)
+        return
+    if processes:
+        pool = process_pool(workers)
+        pending: deque = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(work, item))
+                if len(pending) >= depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge-decode")
     pending: deque = deque()
@@ -131,9 +177,10 @@ def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def prefetch_audio(paths: Iterable[str], *, sample_rate: int, workers: int, depth: int | None = None) -> Iterator[np.ndarray]:
-    """Decoded mono float32 waves at `sample_rate`, in the order of `paths`, decoded ahead in threads."""
-    return prefetch(paths, lambda path: load_audio(path, sample_rate=sample_rate), workers=workers, depth=depth)
+def prefetch_audio(paths: Iterable[str], *, sample_rate: int, workers: int, depth: int | None = None, processes: bool = False) -> Iterator[np.ndarray]:
+    """Decoded mono float32 waves at `sample_rate`, in the order of `paths`, decoded ahead in threads
+    (or processes)."""
+    return prefetch(paths, partial(load_audio, sample_rate=sample_rate), workers=workers, depth=depth, processes=processes)
 
 
 def length_batches(lengths: list[int], size: int) -> list[list[int]]:
