@@ -1,7 +1,8 @@
 """scipy's `resample_poly` (default Kaiser-windowed FIR), computed as one strided convolution.
 
 `scipy.signal.resample_poly` runs its polyphase filter in a plain loop: for a 10 s 44.1 kHz clip
-to 48 kHz it was 60 % of the time a judge spent reading a FLAC file. Here the same filter (scipy's
+to 48 kHz it took longer than decoding the FLAC file (152 ms against 43 ms here, one thread, in
+one run on a loaded machine). Here the same filter (scipy's
 own `firwin` design, the same padding and the same output alignment) is laid out as a
 (up, taps) bank and applied with one `conv1d` of stride `down`, which torch runs vectorised on
 the CPU or on a GPU. The output equals resample_poly's to float32 rounding
