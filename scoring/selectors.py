@@ -13,6 +13,19 @@ from .judges.base import models_relative
 from .models import ExternalResultSet, Judge, ScoringRun, TrainingRun, Verdict
 
 
+def gpu_precision(adapter) -> str:
+    """"bf16" / "fp32" / "fp16": what the judge runs in on a GPU (its dtype option, else its cuda_dtype); "" for
+    judges without a model."""
+    from .judges.device import SHORT, dtype_name
+
+    if not adapter.needs_weights or adapter.kind in ("external", "reward"):
+        return ""
+    try:
+        return SHORT[dtype_name(adapter.options.get("dtype"), "cuda", cuda_default=adapter.cuda_dtype)]
+    except ValueError:
+        return ""
+
+
 def judge_list() -> list[dict]:
     """Every configured judge with what it measures and whether it can run here (and if not, why)."""
     out = []
@@ -36,6 +49,7 @@ def judge_list() -> list[dict]:
                 "available": state.available and judge.enabled,
                 "reason": models_relative(state.reason) if state.available is False else ("" if judge.enabled else "disabled"),
                 "templates": list(templates_for(judge.kind)),
+                "gpu_precision": gpu_precision(adapter),
             }
         )
     return out

@@ -414,3 +414,24 @@ def test_audiobox_port_reproduces_a_checkpoint_written_by_the_reference_package(
         out = model(wave, valid)
     for axis, values in expected["predictions"].items():
         assert out[axis].numpy() == pytest.approx(values, abs=1e-6)
+
+
+@pytest.mark.django_db
+def test_judges_page_says_which_precision_each_judge_uses_on_gpus(client, settings, tmp_path):
+    from django.urls import reverse
+
+    from scoring.models import Judge
+    from tests.factories import UserFactory
+
+    settings.AUDITORIUM_MODEL_DIR = tmp_path
+    Judge.objects.create(key="cmi", kind="cmi_rm", weights="CMI-RM")
+    Judge.objects.create(key="mulan", kind="muq_mulan", weights="MuQ-MuLan-large")
+    Judge.objects.create(key="mulan-full", kind="muq_mulan", weights="MuQ-MuLan-large", options={"dtype": "fp32"})
+    Judge.objects.create(key="sig", kind="signal")
+    client.force_login(UserFactory(username="res", roles=["researcher"]))
+    page = client.get(reverse("scoring:judge-list")).content.decode()
+    rows = {key: page.split(f'data-judge="{key}"')[1].split("</tr>")[0] for key in ("cmi", "mulan", "mulan-full", "sig")}
+    assert "on GPUs: fp32 (bf16 flipped clear preferences)" in rows["cmi"]
+    assert "on GPUs: bf16" in rows["mulan"]
+    assert "on GPUs: fp32" in rows["mulan-full"] and "flipped" not in rows["mulan-full"]
+    assert "on GPUs" not in rows["sig"]
