@@ -498,6 +498,9 @@ BENCHMARK_DAILY_SUBMISSIONS = env_int("BENCHMARK_DAILY_SUBMISSIONS", 5, minimum=
 # Off: the leaderboard is shown to researchers and team members only.
 BENCHMARK_LEADERBOARD_PUBLIC = env_bool("BENCHMARK_LEADERBOARD_PUBLIC", False)
 BENCHMARK_MAX_FILE_BYTES = env_int("BENCHMARK_MAX_FILE_BYTES", 64 * 1024 * 1024, minimum=1)
+# Before the close, a reliability bin or breakdown cell with fewer items is merged or not shown
+# (scoring/benchmarks/disclosure.py): a cell of one item would name that item's label.
+BENCHMARK_MIN_CELL = env_int("BENCHMARK_MIN_CELL", 10, minimum=1)
 BENCHMARK_HTTP_CONCURRENCY = env_int("BENCHMARK_HTTP_CONCURRENCY", 4, minimum=1)
 BENCHMARK_HTTP_TIMEOUT = env_float("BENCHMARK_HTTP_TIMEOUT", 60.0, minimum=0.01)
 BENCHMARK_HTTP_RETRIES = env_int("BENCHMARK_HTTP_RETRIES", 2, minimum=0)

@@ -85,7 +85,7 @@ class BenchmarkItem(models.Model):
 
 
 class Team(models.Model):
-    """Who submits: a named group of users; each sees its own private results and no one else's."""
+    """Who submits: a named group of users (what it sees: disclosure.py)."""
 
     name = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="benchmark_teams", blank=True)
