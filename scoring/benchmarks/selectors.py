@@ -64,9 +64,20 @@ def can_view_submission(user, submission: Submission) -> bool:
     return can_view_leaderboard(user)
 
 
+def entered_teams(user, benchmark: Benchmark) -> list[Team]:
+    """The user's teams that submit to this benchmark: made for it, or made for any (by the command)."""
+    return [t for t in user_teams(user) if t.benchmark_id in (None, benchmark.pk)]
+
+
+def can_download_export(user, benchmark: Benchmark) -> bool:
+    """Researchers, and members of a team entered in this benchmark: a dev export carries labels, and no team needs
+    another benchmark's items."""
+    return is_researcher(user) or bool(entered_teams(user, benchmark))
+
+
 def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
-    """Only on dev benchmarks (their labels are public anyway), and only for researchers and teams."""
-    return benchmark.is_dev and (is_researcher(user) or bool(user_teams(user)))
+    """Only on dev benchmarks (their labels are public to their teams anyway), and only for researchers and their teams."""
+    return benchmark.is_dev and can_download_export(user, benchmark)
 
 
 def benchmarks_visible(user):

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.models import Judgment, Pair, Study
+from annotation.models import Clip, Judgment, Pair, Study
 from auditorium.errors import ServiceError
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, pair_majority
 
@@ -46,9 +46,9 @@ def _label_block(codes: list[int], confidences: list[float]) -> dict:
     return {"votes": codes, "confidences": confidences, "truth": truth, "confidence": confidence}
 
 
-def _study_candidates(study: Study) -> list[dict]:
-    """The study's regular test pairs with at least one counted vote, and their frozen labels."""
-    pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=Pair.Split.TEST, kind=Pair.Kind.REGULAR).select_related("condition")}
+def _study_candidates(study: Study, split: str = Pair.Split.TEST) -> list[dict]:
+    """The study's regular pairs of one split with at least one counted vote, and their frozen labels."""
+    pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=split, kind=Pair.Kind.REGULAR).select_related("condition")}
     votes: dict[int, dict] = {}
     judgments = (
         Judgment.objects.filter(pair_id__in=pairs.keys())
@@ -126,6 +126,30 @@ def _arena_candidates() -> list[dict]:
     return out
 
 
+def _clip_pair(clip_a_id: int, clip_b_id: int, sha: dict) -> frozenset:
+    # By audio, either order: the same two clips under another id (or another prompt) are the same listening task.
+    return frozenset((sha[clip_a_id], sha[clip_b_id]))
+
+
+def _overlap_refusal(candidates: list[dict], *, is_dev: bool) -> None:
+    """A dev benchmark ships labels: none of its items may be an item of a test benchmark, and no test benchmark may
+    take an item a dev benchmark has shipped. Refuses the whole benchmark, naming where the overlap is."""
+    others = BenchmarkItem.objects.filter(benchmark__is_dev=not is_dev)
+    ids = {c["clip_a_id"] for c in candidates} | {c["clip_b_id"] for c in candidates} | set(others.values_list("clip_a_id", flat=True)) | set(others.values_list("clip_b_id", flat=True))
+    sha = dict(Clip.objects.filter(pk__in=ids).values_list("pk", "sha256"))
+    taken: dict[frozenset, str] = {}
+    for a, b, name in others.values_list("clip_a_id", "clip_b_id", "benchmark__name"):
+        taken.setdefault(_clip_pair(a, b, sha), name)
+    clashes = [taken[key] for c in candidates if (key := _clip_pair(c["clip_a_id"], c["clip_b_id"], sha)) in taken]
+    if clashes:
+        names = ", ".join(sorted(set(clashes))[:5])
+        if is_dev:
+            why = f"{len(clashes)} of its items (the same two clips) are items of the test benchmark(s) {names}, and a dev benchmark's export carries its labels"
+        else:
+            why = f"{len(clashes)} of its items (the same two clips) were shipped with their labels by the dev benchmark(s) {names}"
+        raise ServiceError(f"Refused: {why}. Build dev benchmarks from a study's train split, which test benchmarks never use.", code="overlap", status=409)
+
+
 def benchmark_create(
     *,
     name: str,
@@ -147,15 +171,18 @@ def benchmark_create(
     if Benchmark.objects.filter(name=name).exists():
         raise ServiceError(f"A benchmark named {name!r} exists already; a new version needs a new name (e.g. {name}-v{version + 1}).", code="exists", status=409)
     if study is None and not include_arena:
-        raise ServiceError("Pick a study (its test split) and/or the arena's battles: a benchmark needs items.", code="no_source")
+        raise ServiceError("Pick a study (its test split, or its train split for a dev benchmark) and/or the arena's battles: a benchmark needs items.", code="no_source")
     if not 0.0 < public_share < 1.0:
         raise ServiceError("The public share must be between 0 and 1 (exclusive), e.g. 0.5.", code="bad_share")
     if bootstrap_rounds < 100:
         raise ServiceError("Use at least 100 bootstrap rounds.", code="bad_rounds")
-    candidates = (_study_candidates(study) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    # A dev benchmark's labels leave the server: it draws from the train split, never from the test split.
+    split = Pair.Split.TRAIN if is_dev else Pair.Split.TEST
+    candidates = (_study_candidates(study, split) if study is not None else []) + (_arena_candidates() if include_arena else [])
     if not candidates:
-        where = f"study {study.name}'s test split" if study is not None else "the arena"
+        where = f"study {study.name}'s {split} split" if study is not None else "the arena"
         raise ServiceError(f"No item to freeze: {where} has no pair with a counted human vote.", code="empty")
+    _overlap_refusal(candidates, is_dev=is_dev)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(candidates))
     if max_items is not None:

@@ -103,7 +103,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
                 "ceiling": None if ceiling is None else round(100 * ceiling, 2),
             }
     # A team made for another benchmark does not submit here.
-    teams = [t for t in selectors.user_teams(request.user) if t.benchmark_id in (None, bench.pk)]
+    teams = selectors.entered_teams(request.user, bench)
     context = {
         "bench": bench,
         "board": board,
@@ -114,6 +114,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         "all_teams": Team.objects.filter(Q(benchmark__isnull=True) | Q(benchmark=bench)) if is_researcher(request.user) else [],
         "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
+        "can_download": selectors.can_download_export(request.user, bench),
     }
     return render(request, "benchmarks/detail.html", context)
 
@@ -122,7 +123,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=name)
-    if not selectors.can_view_leaderboard(request.user):
+    if not selectors.can_download_export(request.user, bench):
         raise Http404("No such benchmark.")
     response = HttpResponse(services.export_zip(benchmark=bench), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{bench.name}-v{bench.version}.zip"'

@@ -20,7 +20,7 @@ LABEL_KEYS = {"preference-alignment", "preference-musicality", "confidence_prefe
 
 
 def _export(tmp_path, *, dev: bool):
-    study, _ = known_study(n_pairs=24, name="fmt")
+    study, _ = known_study(n_pairs=24, name="fmt", split="train" if dev else "test")
     bench = services.benchmark_create(name="fmt-dev" if dev else "fmt", study=study, is_dev=dev, seed=1, bootstrap_rounds=200)
     out = tmp_path / "pkg"
     call_command("benchmark_export", bench.name, "--out", str(out))

@@ -93,7 +93,7 @@ def test_in_platform_judge_through_the_command_and_the_api(researcher, capsys, d
 
 
 def test_benchmark_create_command(capsys):
-    known_study(n_pairs=8, name="cli")
+    known_study(n_pairs=8, name="cli", split="train")
     call_command("benchmark_create", "cli-bench", "--study", "cli", "--seed", "4", "--dev")
     assert "8 items (4 public, 4 private)" in capsys.readouterr().out
     assert Benchmark.objects.get(name="cli-bench").is_dev
