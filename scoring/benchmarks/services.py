@@ -46,12 +46,16 @@ def _label_block(codes: list[int], confidences: list[float]) -> dict:
     return {"votes": codes, "confidences": confidences, "truth": truth, "confidence": confidence}
 
 
-def _study_candidates(study: Study, split: str = Pair.Split.TEST) -> list[dict]:
-    """The study's regular pairs of one split with at least one counted vote, and their frozen labels."""
+def _study_candidates(study: Study, split: str = Pair.Split.TEST, *, seeded: bool = False) -> list[dict]:
+    """The study's regular pairs of one split with at least one counted vote, and their frozen labels. Seeded demo
+    votes count only with `seeded` (a demo benchmark, marked as such): no one listened to those pairs."""
     pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=split, kind=Pair.Kind.REGULAR).select_related("condition")}
     votes: dict[int, dict] = {}
+    counted = Judgment.objects.filter(pair_id__in=pairs.keys())
+    if not seeded:
+        counted = counted.exclude(source=Judgment.Source.SEEDED)
     judgments = (
-        Judgment.objects.filter(pair_id__in=pairs.keys())
+        counted
         .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
         .order_by("id")
         .values_list("pair_id", "alignment_choice_id", "alignment_tie", "alignment_confidence", "musicality_choice_id", "musicality_tie", "musicality_confidence")
@@ -161,11 +165,15 @@ def benchmark_create(
     seed: int = 0,
     public_share: float = 0.5,
     is_dev: bool = False,
+    demo: bool = False,
     max_items: int | None = None,
     bootstrap_rounds: int = 1000,
     user=None,
 ) -> Benchmark:
-    """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts."""
+    """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts.
+
+    Labels are people's votes only. With `demo`, the demo's seeded votes count as well and the benchmark is marked
+    demo data wherever it shows; without it, a study whose pairs carry seeded votes only is refused."""
     if name in RESERVED_NAMES:
         raise ServiceError(f"{name!r} is the name of a page under /benchmarks/; pick another name.", code="reserved")
     if Benchmark.objects.filter(name=name).exists():
@@ -178,7 +186,13 @@ def benchmark_create(
         raise ServiceError("Use at least 100 bootstrap rounds.", code="bad_rounds")
     # A dev benchmark's labels leave the server: it draws from the train split, never from the test split.
     split = Pair.Split.TRAIN if is_dev else Pair.Split.TEST
-    candidates = (_study_candidates(study, split) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    candidates = (_study_candidates(study, split, seeded=demo) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    if not candidates and study is not None and not demo and _study_candidates(study, split, seeded=True):
+        raise ServiceError(
+            f"Study {study.name}'s {split} split holds only the demo's seeded votes, and seeded votes are never labels. "
+            "Collect real votes first, or make it a demo benchmark (marked demo data everywhere it shows).",
+            code="seeded_only",
+        )
     if not candidates:
         where = f"study {study.name}'s {split} split" if study is not None else "the arena"
         raise ServiceError(f"No item to freeze: {where} has no pair with a counted human vote.", code="empty")
@@ -199,6 +213,7 @@ def benchmark_create(
             seed=seed,
             public_share=public_share,
             is_dev=is_dev,
+            is_demo=demo,
             study=study,
             includes_arena=include_arena,
             bootstrap_rounds=bootstrap_rounds,
@@ -288,6 +303,7 @@ def _export_files(benchmark: Benchmark):
         "version": benchmark.version,
         "title": benchmark.title,
         "dev": benchmark.is_dev,
+        "demo": benchmark.is_demo,
         "labels_included": benchmark.is_dev,
         "n_items": len(rows),
         "created_at": benchmark.created_at.isoformat(),

@@ -20,7 +20,7 @@ from scoring.models import Judge
 from . import audio, plots, runners, selectors, services
 from .models import Benchmark, JudgeEndpoint, Submission, Team
 
-CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
+CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "demo": "", "rounds": "1000"}
 LABELS = {0: "A", 1: "B", 2: "both"}
 
 
@@ -61,6 +61,7 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
                 seed=seed,
                 public_share=share,
                 is_dev=bool(form["dev"]),
+                demo=bool(form["demo"]),
                 bootstrap_rounds=rounds,
                 user=request.user,
             )
