@@ -137,6 +137,7 @@ class SubmissionDetailApi(APIView):
                 "state": submission.state,
                 "timeouts": submission.n_timeouts,
                 "errors": submission.n_errors,
+                "progress": selectors.run_progress(submission),
                 "parts": figures,
             }
         )

@@ -80,6 +80,13 @@ def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
     return benchmark.is_dev and can_download_export(user, benchmark)
 
 
+def run_progress(submission: Submission) -> dict | None:
+    """While a judge runs: items answered so far (stored a chunk at a time) of the benchmark's items."""
+    if submission.state not in (Submission.State.PENDING, Submission.State.RUNNING):
+        return None
+    return {"stored": Prediction.objects.filter(submission=submission).count(), "items": submission.benchmark.n_items}
+
+
 def benchmarks_visible(user):
     return Benchmark.objects.all() if can_view_leaderboard(user) else Benchmark.objects.none()
 

@@ -211,7 +211,7 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
                         "audio_b": audio.signed_url(request, bench, item.clip_b),
                     }
                 )
-    context = {"submission": submission, "bench": bench, "figures": figures, "listen": listen, "modalities": MODALITIES}
+    context = {"submission": submission, "bench": bench, "figures": figures, "listen": listen, "modalities": MODALITIES, "progress": selectors.run_progress(submission)}
     return render(request, "benchmarks/submission.html", context)
 
 
