@@ -98,12 +98,12 @@ def run_submission_request(*, benchmark: Benchmark, user, team: str, judge: str 
         chosen = Judge.objects.filter(key=judge).first()
         if chosen is None:
             raise ServiceError(f"No judge with key {judge!r}.", code="no_judge")
-        return judge_submission_create(benchmark=benchmark, team=found, judge=chosen, label=label)
+        return judge_submission_create(benchmark=benchmark, team=found, judge=chosen, label=label, user=user)
     if endpoint:
         registered = found.endpoints.filter(name=endpoint).first()
         if registered is None:
             raise ServiceError(f"Team {found.name} has no registered endpoint named {endpoint[:100]!r}; register it on the team's page.", code="no_endpoint")
-        return http_submission_create(benchmark=benchmark, endpoint=registered, label=label, user=None if researcher else user)
+        return http_submission_create(benchmark=benchmark, endpoint=registered, label=label, user=user)
     raise ServiceError("Give `endpoint` (an outside judge your team registered) or `judge`.", code="no_source")
 
 
@@ -117,8 +117,9 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
-        # The team rule (_check_can_submit) governs benchmark runs: members need not be able to change the study.
-        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user, study_rule=False)
+        # A judge run on a study's pairs follows the study rule whoever asks (scoring/study_rule.py): a team made by
+        # any researcher does not open another researcher's study.
+        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
         submission = Submission.objects.create(
             benchmark=benchmark,
             team=team,
@@ -167,7 +168,8 @@ def judge_collect(*, submission_id: int) -> bool:
 
 
 def http_submission_create(*, benchmark: Benchmark, endpoint: JudgeEndpoint, label: str = "", user=None) -> Submission:
-    """A registered outside judge run on every item; `user` (None for researchers) must be a member of the endpoint's team."""
+    """A registered outside judge run on every item; `user` (who asked, recorded) must be a member of the endpoint's
+    team or a researcher."""
     team = endpoint.team
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)

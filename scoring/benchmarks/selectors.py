@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
-from auditorium.roles import is_researcher
+from auditorium.roles import is_admin, is_researcher
 from scoring.evaluation import (
     ALIGNMENT,
     DIMENSIONS,
@@ -78,6 +78,11 @@ def can_download_export(user, benchmark: Benchmark) -> bool:
 def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
     """Only on dev benchmarks (their labels are public to their teams anyway), and only for researchers and their teams."""
     return benchmark.is_dev and can_download_export(user, benchmark)
+
+
+def can_close(user, benchmark: Benchmark) -> bool:
+    """Its creator and admins (services.benchmark_close refuses everyone else)."""
+    return is_admin(user) or (benchmark.created_by_id is not None and benchmark.created_by_id == getattr(user, "pk", None))
 
 
 def run_progress(submission: Submission) -> dict | None:

@@ -17,11 +17,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Clip, Judgment, Pair, Study
+from annotation.selectors import study_writable_by
 from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, pair_majority
 
 from . import formats
 from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
+from .selectors import can_close
 
 # --- Creating a benchmark ---------------------------------------------------------------------------
 
@@ -184,6 +187,10 @@ def benchmark_create(
         raise ServiceError("The public share must be between 0 and 1 (exclusive), e.g. 0.5.", code="bad_share")
     if bootstrap_rounds < 100:
         raise ServiceError("Use at least 100 bootstrap rounds.", code="bad_rounds")
+    # The study rule (annotation.selectors.study_writable_by): freezing a study's votes into a benchmark is a use of
+    # its data that only its owner, the collaborators the owner names, and admins make. The command line has no user.
+    if study is not None and getattr(user, "is_authenticated", False) and not study_writable_by(study=study, user=user):
+        raise ServiceError(f"You may not build a benchmark from study {study.name}: only its owner, the collaborators the owner names, and admins may.", code="forbidden", status=403)
     # A dev benchmark's labels leave the server: it draws from the train split, never from the test split.
     split = Pair.Split.TRAIN if is_dev else Pair.Split.TEST
     candidates = (_study_candidates(study, split, seeded=demo) if study is not None else []) + (_arena_candidates() if include_arena else [])
@@ -261,8 +268,11 @@ def _manifest(benchmark: Benchmark) -> dict:
     return dict(sorted(manifest.items()))
 
 
-def benchmark_close(*, benchmark: Benchmark) -> Benchmark:
-    """Close: the leaderboard switches to the private part; no more submissions."""
+def benchmark_close(*, benchmark: Benchmark, user=None, operator: bool = False) -> Benchmark:
+    """Close: the leaderboard switches to the private part; no more submissions. Its creator and admins may close it
+    (`operator`: the command line, which acts for whoever runs the server)."""
+    if not operator and not can_close(user, benchmark):
+        raise ServiceError(f"Only the benchmark's creator and admins may close {benchmark.name}.", code="forbidden", status=403)
     if benchmark.state == Benchmark.State.CLOSED:
         return benchmark
     benchmark.state, benchmark.closed_at = Benchmark.State.CLOSED, timezone.now()
@@ -368,7 +378,8 @@ def team_create(*, name: str, members=()) -> Team:
 def _check_can_submit(*, benchmark: Benchmark, team: Team, user=None) -> None:
     if not benchmark.is_open:
         raise ServiceError(f"Benchmark {benchmark.name} is closed; it takes no more submissions.", code="closed", status=409)
-    if user is not None and not getattr(user, "is_superuser", False) and not team.members.filter(pk=user.pk).exists():
+    # Researchers run judges for any team (the page's "As team"); everyone else only for their own teams.
+    if user is not None and not is_researcher(user) and not team.members.filter(pk=user.pk).exists():
         raise ServiceError(f"You are not a member of team {team.name}.", code="not_member", status=403)
     if team.benchmark_id is not None and team.benchmark_id != benchmark.pk:
         raise ServiceError(f"Team {team.name} was made for another benchmark; it submits only there.", code="other_benchmark", status=403)

@@ -67,7 +67,7 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
-            status = 400
+            status = exc.status if exc.status in (403, 409) else 400
         else:
             messages.success(request, f"Benchmark {bench.name} created with {bench.n_items} items.")
             return redirect("benchmarks:benchmark-detail", name=bench.name)
@@ -116,6 +116,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
         "can_download": selectors.can_download_export(request.user, bench),
+        "can_close": selectors.can_close(request.user, bench),
     }
     return render(request, "benchmarks/detail.html", context)
 
@@ -179,7 +180,10 @@ def benchmark_close(request: HttpRequest, name: str) -> HttpResponse:
     if not is_researcher(request.user):
         return _forbidden(request)
     bench = get_object_or_404(Benchmark, name=name)
-    services.benchmark_close(benchmark=bench)
+    try:
+        services.benchmark_close(benchmark=bench, user=request.user)
+    except ServiceError:
+        return _forbidden(request)
     messages.success(request, f"{bench.name} is closed: the leaderboard now shows the private part.")
     return redirect("benchmarks:benchmark-detail", name=bench.name)
 

@@ -49,9 +49,9 @@ def test_the_create_page_names_the_overlap():
     known_study(n_pairs=6, study=study, split="train", clips=sorted({p.clip_a for p in study.pairs.all()} | {p.clip_b for p in study.pairs.all()}, key=lambda c: c.pk))
     services.benchmark_create(name="clashpage-test", study=study, bootstrap_rounds=100)
     client = Client()
-    client.force_login(UserFactory(username="clash-res", roles=["researcher"]))
+    client.force_login(UserFactory(username="clash-res", roles=["researcher"], is_superuser=True))
     response = client.post("/benchmarks/new/", {"name": "clashpage-dev", "study": study.name, "dev": "on", "seed": "0", "public_share": "0.5", "rounds": "100"})
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert "clashpage-test" in response.content.decode()
 
 

@@ -185,6 +185,6 @@ def test_daily_limit(small_bench, settings):
 
 
 def test_closed_benchmark_takes_no_submission(small_bench):
-    services.benchmark_close(benchmark=small_bench)
+    services.benchmark_close(benchmark=small_bench, operator=True)
     with pytest.raises(ServiceError, match="closed"):
         services.submission_from_file(benchmark=small_bench, team=services.team_create(name="late"), data=jsonl([{"id": "small-00001", "preferred": "A"}]))

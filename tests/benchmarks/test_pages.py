@@ -6,6 +6,7 @@ import io
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -17,6 +18,7 @@ from tests.benchmarks.helpers import item_truth, jsonl, known_study
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
+User = get_user_model()
 
 
 @pytest.fixture
@@ -26,8 +28,14 @@ def researcher():
     return client
 
 
+def _own(study) -> None:
+    # The study rule: a benchmark from a study, or a judge run on its pairs, is its owner's (or collaborators', admins').
+    study.owner = User.objects.get(username="res")
+    study.save(update_fields=["owner"])
+
+
 def test_researcher_creates_a_benchmark_from_the_form(researcher):
-    known_study(n_pairs=10, name="form-study")
+    _own(known_study(n_pairs=10, name="form-study")[0])
     response = researcher.post("/benchmarks/new/", {"name": "web-bench", "study": "form-study", "seed": "2", "public_share": "0.5", "rounds": "200"})
     assert response.status_code == 302
     bench = Benchmark.objects.get(name="web-bench")
@@ -77,6 +85,7 @@ def test_team_uploads_on_the_page_and_through_the_api():
 
 def test_in_platform_judge_through_the_command_and_the_api(researcher, capsys, django_capture_on_commit_callbacks):
     study, _ = known_study(n_pairs=6, name="cmd")
+    _own(study)
     services.benchmark_create(name="cmd", study=study, bootstrap_rounds=100)
     Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
     with django_capture_on_commit_callbacks(execute=True):

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 def _researcher() -> Client:
     client = Client()
-    client.force_login(UserFactory(username="seed-res", roles=["researcher"]))
+    client.force_login(UserFactory(username="seed-res", roles=["researcher"], is_superuser=True))  # an admin: the study rule lets admins build from any study
     return client
 
 
