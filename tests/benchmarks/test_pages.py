@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from scoring.benchmarks import services
-from scoring.benchmarks.models import Benchmark, Submission
+from scoring.benchmarks.models import Benchmark, Submission, Team
 from scoring.models import Judge
 from tests.benchmarks.helpers import item_truth, jsonl, known_study
 from tests.factories import UserFactory
@@ -110,3 +110,13 @@ def test_benchmark_create_command(capsys):
         call_command("benchmark_create", "cli-bench", "--study", "cli")
     with pytest.raises(CommandError, match="No study"):
         call_command("benchmark_create", "x", "--study", "missing")
+
+
+def test_create_team_leaves_no_team_behind_when_the_file_is_refused(tmp_path):
+    study, _ = known_study(n_pairs=4, name="ct")
+    services.benchmark_create(name="ct", study=study, bootstrap_rounds=100)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "nope", "preferred": "A"}\n')
+    with pytest.raises(CommandError, match="not an item of this benchmark"):
+        call_command("benchmark_submit", "ct", "--team", "new-team", "--create-team", "--file", str(bad))
+    assert not Team.objects.filter(name="new-team").exists()
