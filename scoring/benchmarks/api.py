@@ -40,7 +40,7 @@ def _visible_benchmark(request, name: str) -> Benchmark:
 
 
 def _benchmark_json(bench: Benchmark) -> dict:
-    return {"name": bench.name, "title": bench.title, "version": bench.version, "state": bench.state, "dev": bench.is_dev, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+    return {"name": bench.name, "title": bench.title, "version": bench.version, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
 
 
 class BenchmarkListApi(APIView):
@@ -137,6 +137,7 @@ class SubmissionDetailApi(APIView):
                 "state": submission.state,
                 "timeouts": submission.n_timeouts,
                 "errors": submission.n_errors,
+                "progress": selectors.run_progress(submission),
                 "parts": figures,
             }
         )

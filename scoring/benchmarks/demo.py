@@ -67,6 +67,7 @@ def demo_benchmark_seed(*, study_name: str = "demo") -> dict:
             study=study,
             seed=0,
             public_share=0.5,
+            demo=True,
             bootstrap_rounds=500,
         )
     team, _ = Team.objects.get_or_create(name=DEMO_TEAM, defaults={"benchmark": benchmark})

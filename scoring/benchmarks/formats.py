@@ -11,12 +11,17 @@ file are:
 - An id of the benchmark that the file does not give is a **missing** item: it is counted wrong,
   and the submission's coverage shows how many there were.
 - A row may answer one dimension only: the other counts as missing for that item.
+- Bounds, each checked before the work it would make costly, so no file costs more than reading it once: at most
+  the benchmark's items + ROW_MARGIN rows, MAX_LINE_CHARS per line, MAX_DEPTH levels of nesting, MAX_NUMBER_CHARS
+  per number; the file is read lazily, line by line (or entry by entry), and the first bound crossed or MAX_ERRORS
+  problems stop the reading.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, prefer
@@ -107,35 +112,133 @@ def _is_cmi(row: dict) -> bool:
     return any(str(key).startswith("predicted_") for key in row)
 
 
-def _entries(text: str) -> list[tuple[int, object, str | None]]:
-    """(line number, decoded value or None, error) per non-empty line or array entry."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+# Bounds that a file cannot talk its way past: each is checked before the work it would make costly.
+MAX_LINE_CHARS = 256 * 1024  # a CMI-RewardBench results row with long lyrics is a few KB
+MAX_DEPTH = 8  # a prediction row is a flat object; CMI rows nest a list or two
+MAX_NUMBER_CHARS = 40  # a probability needs 17 significant digits at most
+ROW_MARGIN = 100  # rows beyond the benchmark's items that a file may hold before it is refused unread
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _number(kind):
+    def parse(text: str):
+        if len(text) > MAX_NUMBER_CHARS:
+            raise _Refused(f"a number with more than {MAX_NUMBER_CHARS} characters")
+        return kind(text)
+
+    return parse
+
+
+_DECODER = json.JSONDecoder(parse_float=_number(float), parse_int=_number(int))
+
+
+def _depth_ok(value, depth: int = 1) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(value, dict):
+        return all(_depth_ok(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return all(_depth_ok(v, depth + 1) for v in value)
+    return True
+
+
+def _decode(text: str, start: int = 0) -> tuple[object, int]:
+    """One JSON value from `start`: (value, end). Raises ValueError with a message a person can act on."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except _Refused as exc:
+        raise ValueError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if not _depth_ok(value):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    return value, end
+
+
+def loads_bounded(text: str):
+    """json.loads with the file's bounds (depth, digits), for one answer or one line."""
+    value, end = _decode(text, len(text) - len(text.lstrip()))
+    if text[end:].strip():
+        raise ValueError("not valid JSON (extra data after the value)")
+    return value
+
+
+_PREDICTIONS_OBJECT = re.compile(r'\s*\{\s*"predictions"\s*:\s*\[')
+
+
+def _array_entries(text: str, start: int, closing: str):
+    """Entries of a JSON array whose "[" ends at `start`, one at a time: (position, value, error)."""
+    length, pos, number = len(text), start, 0
+    while True:
+        while pos < length and text[pos] in " \t\r\n":
+            pos += 1
+        if pos < length and text[pos] == "]" and number == 0:
+            pos += 1
+            break
+        number += 1
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return [(exc.lineno, None, f"line {exc.lineno}: not valid JSON ({exc.msg})")]
-        return [(i, entry, None) for i, entry in enumerate(data, start=1)]
-    if stripped.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("predictions"), list):
-            return [(i, entry, None) for i, entry in enumerate(data["predictions"], start=1)]
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
+            value, pos = _decode(text, pos)
+        except ValueError as exc:
+            yield number, None, f"line {number}: {exc}"
+            return
+        yield number, value, None
+        while pos < length and text[pos] in " \t\r\n":
+            pos += 1
+        if pos < length and text[pos] == ",":
+            pos += 1
+            continue
+        if pos < length and text[pos] == "]":
+            pos += 1
+            break
+        yield number + 1, None, f"line {number + 1}: not valid JSON (expected , or ] after entry {number})"
+        return
+    if text[pos:].strip() != closing:
+        yield number + 1, None, f"line {number + 1}: not valid JSON (extra data after the array)"
+
+
+def _line_entries(text: str):
+    """Non-empty lines, one at a time, without splitting the whole text first: (line number, value, error)."""
+    pos, number, length = 0, 0, len(text)
+    while pos < length:
+        end = text.find("\n", pos)
+        end = length if end < 0 else end
+        number += 1
+        if end - pos > MAX_LINE_CHARS:
+            yield number, None, f"line {number}: longer than {MAX_LINE_CHARS} characters"
+            return
+        line = text[pos:end]
+        pos = end + 1
         if not line.strip():
             continue
         try:
-            entries.append((number, json.loads(line), None))
-        except json.JSONDecodeError as exc:
-            entries.append((number, None, f"line {number}: not valid JSON ({exc.msg})"))
-    return entries
+            yield number, loads_bounded(line), None
+        except ValueError as exc:
+            yield number, None, f"line {number}: {exc}"
 
 
-def parse_predictions(data: bytes, *, item_ids: set[str]) -> ParsedPredictions:
-    """Read a MIREX-layout prediction file or CMI-RewardBench's results.jsonl; raise PredictionFileError."""
+def _entries(text: str):
+    """(line number, decoded value or None, error) per non-empty line or array entry, lazily: a caller that stops
+    early (too many errors or rows) leaves the rest of the file unread."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _array_entries(text, len(text) - len(stripped) + 1, "")
+    match = _PREDICTIONS_OBJECT.match(text)
+    if match:
+        return _array_entries(text, match.end(), "}")
+    return _line_entries(text)
+
+
+def parse_predictions(data: bytes, *, item_ids: set[str], max_rows: int | None = None) -> ParsedPredictions:
+    """Read a MIREX-layout prediction file or CMI-RewardBench's results.jsonl; raise PredictionFileError.
+
+    Bounded: at most `max_rows` rows (default: the items plus ROW_MARGIN), MAX_LINE_CHARS per line, MAX_DEPTH levels,
+    MAX_NUMBER_CHARS per number; the first bound crossed (or MAX_ERRORS problems) stops the reading."""
+    max_rows = len(item_ids) + ROW_MARGIN if max_rows is None else max_rows
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -143,8 +246,13 @@ def parse_predictions(data: bytes, *, item_ids: set[str]) -> ParsedPredictions:
     errors: list[str] = []
     seen: dict[str, int] = {}
     parsed = ParsedPredictions(layout="")
+    rows = 0
     for number, row, problem in _entries(text):
         if len(errors) >= MAX_ERRORS:
+            break
+        rows += 1
+        if rows > max_rows:
+            errors.append(f"line {number}: more rows than the benchmark's {len(item_ids)} items allow ({max_rows}); the rest was not read")
             break
         where = f"line {number}"
         if problem:

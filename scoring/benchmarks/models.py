@@ -29,6 +29,8 @@ class Benchmark(models.Model):
     state = models.CharField(max_length=6, choices=State.choices, default=State.OPEN)
     # A dev benchmark ships its labels in the export, for tuning; its scores hide nothing.
     is_dev = models.BooleanField(default=False)
+    # Labels from the demo's seeded votes (no one listened): shown as demo data wherever the benchmark appears.
+    is_demo = models.BooleanField(default=False)
     study = models.ForeignKey("annotation.Study", null=True, blank=True, on_delete=models.SET_NULL, related_name="benchmarks")
     includes_arena = models.BooleanField(default=False)
     # {"audio/<sha256><ext>": sha256} for every clip the export ships.
@@ -85,7 +87,7 @@ class BenchmarkItem(models.Model):
 
 
 class Team(models.Model):
-    """Who submits: a named group of users; each sees its own private results and no one else's."""
+    """Who submits: a named group of users (what it sees: disclosure.py)."""
 
     name = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="benchmark_teams", blank=True)

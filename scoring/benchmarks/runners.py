@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import http.client
 import json
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
+from django import db
 from django.db import transaction
 from django.utils import timezone
 
@@ -44,10 +48,12 @@ from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict
 
 from . import audio, formats
-from .endpoint_address import endpoint_address, pinned_opener
+from .endpoint_address import deadline, endpoint_address, pinned_opener
 from .models import Benchmark, BenchmarkItem, JudgeEndpoint, Prediction, Submission, Team
 from .services import _check_can_submit, labels_from_verdict, predictions_store
 
+logger = logging.getLogger(__name__)
+MAX_ANSWER_BYTES = 1_000_000
 COLLECT_TASK = "benchmarks.judge_collect"
 HTTP_TASK = "benchmarks.http_run"
 
@@ -55,7 +61,27 @@ HTTP_TASK = "benchmarks.http_run"
 def _queue(name: str, *args) -> None:
     from celery import current_app
 
+    if name == HTTP_TASK and settings.CELERY_TASK_ALWAYS_EAGER and settings.BENCHMARK_HTTP_IN_THREAD:
+        # No broker: an eager task would run every request inside the POST that asked for it (minutes for a slow
+        # judge). A thread of this process runs it instead, and the submission page shows its progress.
+        transaction.on_commit(lambda: _in_thread(*args))
+        return
     transaction.on_commit(lambda: current_app.tasks[name].delay(*args))
+
+
+def _in_thread(submission_id: int) -> threading.Thread:
+    def work():
+        try:
+            http_run(submission_id=submission_id)
+        except Exception as exc:  # the thread has no caller to tell: the submission says what went wrong
+            logger.exception("benchmark HTTP run %s failed", submission_id)
+            Submission.objects.filter(pk=submission_id).exclude(state=Submission.State.DONE).update(state=Submission.State.FAILED, error=f"the run stopped: {type(exc).__name__}"[:500], finished_at=timezone.now())
+        finally:
+            db.connections.close_all()
+
+    thread = threading.Thread(target=work, name=f"benchmark-http-{submission_id}", daemon=True)
+    thread.start()
+    return thread
 
 
 def run_submission_request(*, benchmark: Benchmark, user, team: str, judge: str = "", endpoint: str = "", label: str = "") -> Submission:
@@ -72,12 +98,12 @@ def run_submission_request(*, benchmark: Benchmark, user, team: str, judge: str 
         chosen = Judge.objects.filter(key=judge).first()
         if chosen is None:
             raise ServiceError(f"No judge with key {judge!r}.", code="no_judge")
-        return judge_submission_create(benchmark=benchmark, team=found, judge=chosen, label=label)
+        return judge_submission_create(benchmark=benchmark, team=found, judge=chosen, label=label, user=user)
     if endpoint:
         registered = found.endpoints.filter(name=endpoint).first()
         if registered is None:
             raise ServiceError(f"Team {found.name} has no registered endpoint named {endpoint[:100]!r}; register it on the team's page.", code="no_endpoint")
-        return http_submission_create(benchmark=benchmark, endpoint=registered, label=label, user=None if researcher else user)
+        return http_submission_create(benchmark=benchmark, endpoint=registered, label=label, user=user)
     raise ServiceError("Give `endpoint` (an outside judge your team registered) or `judge`.", code="no_source")
 
 
@@ -91,8 +117,9 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
         _check_can_submit(benchmark=benchmark, team=team, user=user)
-        # The team rule (_check_can_submit) governs benchmark runs: members need not be able to change the study.
-        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user, study_rule=False)
+        # A judge run on a study's pairs follows the study rule whoever asks (scoring/study_rule.py): a team made by
+        # any researcher does not open another researcher's study.
+        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
         submission = Submission.objects.create(
             benchmark=benchmark,
             team=team,
@@ -141,7 +168,8 @@ def judge_collect(*, submission_id: int) -> bool:
 
 
 def http_submission_create(*, benchmark: Benchmark, endpoint: JudgeEndpoint, label: str = "", user=None) -> Submission:
-    """A registered outside judge run on every item; `user` (None for researchers) must be a member of the endpoint's team."""
+    """A registered outside judge run on every item; `user` (who asked, recorded) must be a member of the endpoint's
+    team or a researcher."""
     team = endpoint.team
     with transaction.atomic():
         Team.objects.select_for_update().get(pk=team.pk)
@@ -190,9 +218,21 @@ def _ask(url: str, secret: str, payload: dict, opener: urllib.request.OpenerDire
         stamp = str(int(time.time()))
         headers = {"Content-Type": "application/json", "X-Auditorium-Timestamp": stamp, "X-Auditorium-Signature": signature(secret, stamp, body)}
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        limit = settings.BENCHMARK_HTTP_TIMEOUT
         try:
-            with opener.open(request, timeout=settings.BENCHMARK_HTTP_TIMEOUT) as response:
-                answer = json.loads(response.read(1_000_000).decode())
+            with deadline(limit) as clock:
+                try:
+                    with opener.open(request, timeout=limit) as response:
+                        raw = response.read(MAX_ANSWER_BYTES + 1)
+                except (OSError, http.client.HTTPException) as exc:
+                    if clock.expired:
+                        raise TimeoutError from None
+                    raise exc
+            if clock.expired:
+                raise TimeoutError
+            if len(raw) > MAX_ANSWER_BYTES:
+                return {"error": f"error: the answer is longer than {MAX_ANSWER_BYTES} bytes"}
+            answer = formats.loads_bounded(raw.decode())
         except (TimeoutError, socket.timeout):
             last = "timeout"
             continue
@@ -204,7 +244,8 @@ def _ask(url: str, secret: str, payload: dict, opener: urllib.request.OpenerDire
         except urllib.error.URLError as exc:
             last = "timeout" if isinstance(exc.reason, (TimeoutError, socket.timeout)) else f"error: {exc.reason}"
             continue
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, http.client.HTTPException) as exc:
+            # Not JSON (or cut short): retried like a connection error; docs/benchmarks.md says so.
             last = f"error: {type(exc).__name__}"
             continue
         if not isinstance(answer, dict):

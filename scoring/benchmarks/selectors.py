@@ -1,15 +1,9 @@
 """Reads for judge benchmarks: who may see what, and the scores (through scoring.evaluation).
 
-Visibility (docs/benchmarks.md, "What a team sees"):
-
-- Researchers see everything: both parts, every submission, the labels.
-- While a benchmark is open, the leaderboard ranks every submission on the **public** part; a
-  team additionally sees its own submissions' private accuracy, interval and n (never a rank or
-  test against others on the private part). After the close, the leaderboard shows the
-  **private** part.
-- A dev benchmark has no secret: its labels are in its export, so both parts are shown.
-- The leaderboard is shown to researchers, to members of any team, and to everyone when
-  BENCHMARK_LEADERBOARD_PUBLIC is on.
+What each figure shows, to whom, on which part and when is decided in one place, disclosure.py
+(docs/benchmarks.md, "What a team sees"); the functions here ask it and never decide on their own.
+The leaderboard is shown to researchers, to members of any team, and to everyone when
+BENCHMARK_LEADERBOARD_PUBLIC is on.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
-from auditorium.roles import is_researcher
+from auditorium.roles import is_admin, is_researcher
 from scoring.evaluation import (
     ALIGNMENT,
     DIMENSIONS,
@@ -36,9 +30,9 @@ from scoring.evaluation import (
     item_scores,
 )
 
+from . import disclosure
+from .disclosure import ALL, PRIVATE, PUBLIC
 from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
-
-PUBLIC, PRIVATE, ALL = "public", "private", "all"
 PARTS = (PUBLIC, PRIVATE, ALL)
 
 
@@ -58,14 +52,8 @@ def can_view_leaderboard(user) -> bool:
 
 
 def shown_part(benchmark: Benchmark) -> str:
-    """The part the leaderboard ranks on: public until the close, private after."""
-    return PUBLIC if benchmark.is_open else PRIVATE
-
-
-def can_see_private(user, benchmark: Benchmark, submission: Submission) -> bool:
-    if benchmark.is_dev or not benchmark.is_open or is_researcher(user):
-        return True
-    return getattr(user, "is_authenticated", False) and submission.team.members.filter(pk=user.pk).exists()
+    """The part the leaderboard ranks on (disclosure.ranked_part)."""
+    return disclosure.ranked_part(benchmark)
 
 
 def can_view_submission(user, submission: Submission) -> bool:
@@ -76,9 +64,32 @@ def can_view_submission(user, submission: Submission) -> bool:
     return can_view_leaderboard(user)
 
 
+def entered_teams(user, benchmark: Benchmark) -> list[Team]:
+    """The user's teams that submit to this benchmark: made for it, or made for any (by the command)."""
+    return [t for t in user_teams(user) if t.benchmark_id in (None, benchmark.pk)]
+
+
+def can_download_export(user, benchmark: Benchmark) -> bool:
+    """Researchers, and members of a team entered in this benchmark: a dev export carries labels, and no team needs
+    another benchmark's items."""
+    return is_researcher(user) or bool(entered_teams(user, benchmark))
+
+
 def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
-    """Only on dev benchmarks (their labels are public anyway), and only for researchers and teams."""
-    return benchmark.is_dev and (is_researcher(user) or bool(user_teams(user)))
+    """Only on dev benchmarks (their labels are public to their teams anyway), and only for researchers and their teams."""
+    return benchmark.is_dev and can_download_export(user, benchmark)
+
+
+def can_close(user, benchmark: Benchmark) -> bool:
+    """Its creator and admins (services.benchmark_close refuses everyone else)."""
+    return is_admin(user) or (benchmark.created_by_id is not None and benchmark.created_by_id == getattr(user, "pk", None))
+
+
+def run_progress(submission: Submission) -> dict | None:
+    """While a judge runs: items answered so far (stored a chunk at a time) of the benchmark's items."""
+    if submission.state not in (Submission.State.PENDING, Submission.State.RUNNING):
+        return None
+    return {"stored": Prediction.objects.filter(submission=submission).count(), "items": submission.benchmark.n_items}
 
 
 def benchmarks_visible(user):
@@ -212,17 +223,14 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
 
 
 def submission_figures(user, submission: Submission) -> dict:
-    """{part: figures} of one submission on the parts this user may see: everything on a dev benchmark,
-    else the ranked part, plus the private part for its team (and researchers) while it is open."""
+    """{part: figures} of one submission on the parts, and at the resolution, the disclosure rule gives this user."""
     bench = submission.benchmark
-    parts = [ALL] if bench.is_dev else [shown_part(bench)]
-    if not bench.is_dev and bench.is_open and can_see_private(user, bench, submission):
-        parts.append(PRIVATE)
-    return {part: submission_breakdown(bench, submission, part=part) for part in parts}
+    return {part: disclosure.shape_figures(submission_breakdown(bench, submission, part=part), user, bench) for part in disclosure.submission_parts(user, bench)}
 
 
 def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: str) -> dict:
-    """One submission's figures per dimension on one part: modality and confidence breakdowns, calibration."""
+    """One submission's figures per dimension on one part, at full resolution: accuracy and interval (the
+    leaderboard's own, so the two pages agree), modality and confidence breakdowns, calibration."""
     frame = load_frame(benchmark)
     s = next((n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk), None)
     if s is None:  # not scored yet (a judge still running) or failed
@@ -232,9 +240,10 @@ def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: 
         mask = _part_mask(frame, part) & (frame.truth[dim] != NO_LABEL)
         truth = frame.truth[dim][mask]
         row = item_scores(frame.pred[dim][s, mask][None, :], truth)[0]
-        figures = breakdown(row, list(frame.modality[mask]), frame.confidence[dim][mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
+        figures = breakdown(row, list(frame.modality[mask]), frame.confidence[dim][mask])
+        ranked = scores(benchmark, part=part, dim=dim, frame=frame)["rows"][s]
         out[dim] = {
-            "all": figures["all"],
+            "all": {"accuracy": ranked["accuracy"], "n": ranked["n"], "ci": ranked["ci"]},
             "answered": int((frame.pred[dim][s, mask] != NO_LABEL).sum()),
             "errors": int(frame.errors[s, mask].sum()),
             "by_modality": figures["by_modality"],
@@ -245,19 +254,14 @@ def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: 
 
 
 def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
-    """The leaderboard as this user may see it: ranked rows on the shown part (+ own private figures while open)."""
-    part = shown_part(benchmark) if not benchmark.is_dev else ALL
+    """The leaderboard as this user may see it: ranked rows on the ranked part (+ private figures for researchers while open)."""
+    part = disclosure.ranked_part(benchmark)
     table = scores(benchmark, part=part, dim=dim, modality=modality)
     subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
     own_private = {}
-    if benchmark.is_open and not benchmark.is_dev:
-        researcher = is_researcher(user)
-        mine = {t.pk for t in user_teams(user)}
+    if benchmark.is_open and not benchmark.is_dev and disclosure.private_before_close(user):
         private = scores(benchmark, part=PRIVATE, dim=dim, modality=modality)
-        for row in private["rows"]:
-            sub = subs[row["submission"]]
-            if researcher or sub.team_id in mine:
-                own_private[row["submission"]] = {k: row[k] for k in ("accuracy", "ci", "n")}
+        own_private = {row["submission"]: {k: row[k] for k in ("accuracy", "ci", "n")} for row in private["rows"]}
     rows = []
     for row in table["rows"]:
         sub = subs[row["submission"]]

@@ -16,12 +16,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.models import Judgment, Pair, Study
+from annotation.models import Clip, Judgment, Pair, Study
+from annotation.selectors import study_writable_by
 from auditorium.errors import ServiceError
+from auditorium.roles import is_researcher
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, pair_majority
 
 from . import formats
 from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
+from .selectors import can_close
 
 # --- Creating a benchmark ---------------------------------------------------------------------------
 
@@ -46,12 +49,16 @@ def _label_block(codes: list[int], confidences: list[float]) -> dict:
     return {"votes": codes, "confidences": confidences, "truth": truth, "confidence": confidence}
 
 
-def _study_candidates(study: Study) -> list[dict]:
-    """The study's regular test pairs with at least one counted vote, and their frozen labels."""
-    pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=Pair.Split.TEST, kind=Pair.Kind.REGULAR).select_related("condition")}
+def _study_candidates(study: Study, split: str = Pair.Split.TEST, *, seeded: bool = False) -> list[dict]:
+    """The study's regular pairs of one split with at least one counted vote, and their frozen labels. Seeded demo
+    votes count only with `seeded` (a demo benchmark, marked as such): no one listened to those pairs."""
+    pairs = {p.pk: p for p in Pair.objects.filter(study=study, split=split, kind=Pair.Kind.REGULAR).select_related("condition")}
     votes: dict[int, dict] = {}
+    counted = Judgment.objects.filter(pair_id__in=pairs.keys())
+    if not seeded:
+        counted = counted.exclude(source=Judgment.Source.SEEDED)
     judgments = (
-        Judgment.objects.filter(pair_id__in=pairs.keys())
+        counted
         .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
         .order_by("id")
         .values_list("pair_id", "alignment_choice_id", "alignment_tie", "alignment_confidence", "musicality_choice_id", "musicality_tie", "musicality_confidence")
@@ -126,6 +133,30 @@ def _arena_candidates() -> list[dict]:
     return out
 
 
+def _clip_pair(clip_a_id: int, clip_b_id: int, sha: dict) -> frozenset:
+    # By audio, either order: the same two clips under another id (or another prompt) are the same listening task.
+    return frozenset((sha[clip_a_id], sha[clip_b_id]))
+
+
+def _overlap_refusal(candidates: list[dict], *, is_dev: bool) -> None:
+    """A dev benchmark ships labels: none of its items may be an item of a test benchmark, and no test benchmark may
+    take an item a dev benchmark has shipped. Refuses the whole benchmark, naming where the overlap is."""
+    others = BenchmarkItem.objects.filter(benchmark__is_dev=not is_dev)
+    ids = {c["clip_a_id"] for c in candidates} | {c["clip_b_id"] for c in candidates} | set(others.values_list("clip_a_id", flat=True)) | set(others.values_list("clip_b_id", flat=True))
+    sha = dict(Clip.objects.filter(pk__in=ids).values_list("pk", "sha256"))
+    taken: dict[frozenset, str] = {}
+    for a, b, name in others.values_list("clip_a_id", "clip_b_id", "benchmark__name"):
+        taken.setdefault(_clip_pair(a, b, sha), name)
+    clashes = [taken[key] for c in candidates if (key := _clip_pair(c["clip_a_id"], c["clip_b_id"], sha)) in taken]
+    if clashes:
+        names = ", ".join(sorted(set(clashes))[:5])
+        if is_dev:
+            why = f"{len(clashes)} of its items (the same two clips) are items of the test benchmark(s) {names}, and a dev benchmark's export carries its labels"
+        else:
+            why = f"{len(clashes)} of its items (the same two clips) were shipped with their labels by the dev benchmark(s) {names}"
+        raise ServiceError(f"Refused: {why}. Build dev benchmarks from a study's train split, which test benchmarks never use.", code="overlap", status=409)
+
+
 def benchmark_create(
     *,
     name: str,
@@ -137,25 +168,42 @@ def benchmark_create(
     seed: int = 0,
     public_share: float = 0.5,
     is_dev: bool = False,
+    demo: bool = False,
     max_items: int | None = None,
     bootstrap_rounds: int = 1000,
     user=None,
 ) -> Benchmark:
-    """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts."""
+    """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts.
+
+    Labels are people's votes only. With `demo`, the demo's seeded votes count as well and the benchmark is marked
+    demo data wherever it shows; without it, a study whose pairs carry seeded votes only is refused."""
     if name in RESERVED_NAMES:
         raise ServiceError(f"{name!r} is the name of a page under /benchmarks/; pick another name.", code="reserved")
     if Benchmark.objects.filter(name=name).exists():
         raise ServiceError(f"A benchmark named {name!r} exists already; a new version needs a new name (e.g. {name}-v{version + 1}).", code="exists", status=409)
     if study is None and not include_arena:
-        raise ServiceError("Pick a study (its test split) and/or the arena's battles: a benchmark needs items.", code="no_source")
+        raise ServiceError("Pick a study (its test split, or its train split for a dev benchmark) and/or the arena's battles: a benchmark needs items.", code="no_source")
     if not 0.0 < public_share < 1.0:
         raise ServiceError("The public share must be between 0 and 1 (exclusive), e.g. 0.5.", code="bad_share")
     if bootstrap_rounds < 100:
         raise ServiceError("Use at least 100 bootstrap rounds.", code="bad_rounds")
-    candidates = (_study_candidates(study) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    # The study rule (annotation.selectors.study_writable_by): freezing a study's votes into a benchmark is a use of
+    # its data that only its owner, the collaborators the owner names, and admins make. The command line has no user.
+    if study is not None and getattr(user, "is_authenticated", False) and not study_writable_by(study=study, user=user):
+        raise ServiceError(f"You may not build a benchmark from study {study.name}: only its owner, the collaborators the owner names, and admins may.", code="forbidden", status=403)
+    # A dev benchmark's labels leave the server: it draws from the train split, never from the test split.
+    split = Pair.Split.TRAIN if is_dev else Pair.Split.TEST
+    candidates = (_study_candidates(study, split, seeded=demo) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    if not candidates and study is not None and not demo and _study_candidates(study, split, seeded=True):
+        raise ServiceError(
+            f"Study {study.name}'s {split} split holds only the demo's seeded votes, and seeded votes are never labels. "
+            "Collect real votes first, or make it a demo benchmark (marked demo data everywhere it shows).",
+            code="seeded_only",
+        )
     if not candidates:
-        where = f"study {study.name}'s test split" if study is not None else "the arena"
+        where = f"study {study.name}'s {split} split" if study is not None else "the arena"
         raise ServiceError(f"No item to freeze: {where} has no pair with a counted human vote.", code="empty")
+    _overlap_refusal(candidates, is_dev=is_dev)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(candidates))
     if max_items is not None:
@@ -172,6 +220,7 @@ def benchmark_create(
             seed=seed,
             public_share=public_share,
             is_dev=is_dev,
+            is_demo=demo,
             study=study,
             includes_arena=include_arena,
             bootstrap_rounds=bootstrap_rounds,
@@ -219,8 +268,11 @@ def _manifest(benchmark: Benchmark) -> dict:
     return dict(sorted(manifest.items()))
 
 
-def benchmark_close(*, benchmark: Benchmark) -> Benchmark:
-    """Close: the leaderboard switches to the private part; no more submissions."""
+def benchmark_close(*, benchmark: Benchmark, user=None, operator: bool = False) -> Benchmark:
+    """Close: the leaderboard switches to the private part; no more submissions. Its creator and admins may close it
+    (`operator`: the command line, which acts for whoever runs the server)."""
+    if not operator and not can_close(user, benchmark):
+        raise ServiceError(f"Only the benchmark's creator and admins may close {benchmark.name}.", code="forbidden", status=403)
     if benchmark.state == Benchmark.State.CLOSED:
         return benchmark
     benchmark.state, benchmark.closed_at = Benchmark.State.CLOSED, timezone.now()
@@ -261,6 +313,7 @@ def _export_files(benchmark: Benchmark):
         "version": benchmark.version,
         "title": benchmark.title,
         "dev": benchmark.is_dev,
+        "demo": benchmark.is_demo,
         "labels_included": benchmark.is_dev,
         "n_items": len(rows),
         "created_at": benchmark.created_at.isoformat(),
@@ -325,7 +378,8 @@ def team_create(*, name: str, members=()) -> Team:
 def _check_can_submit(*, benchmark: Benchmark, team: Team, user=None) -> None:
     if not benchmark.is_open:
         raise ServiceError(f"Benchmark {benchmark.name} is closed; it takes no more submissions.", code="closed", status=409)
-    if user is not None and not getattr(user, "is_superuser", False) and not team.members.filter(pk=user.pk).exists():
+    # Researchers run judges for any team (the page's "As team"); everyone else only for their own teams.
+    if user is not None and not is_researcher(user) and not team.members.filter(pk=user.pk).exists():
         raise ServiceError(f"You are not a member of team {team.name}.", code="not_member", status=403)
     if team.benchmark_id is not None and team.benchmark_id != benchmark.pk:
         raise ServiceError(f"Team {team.name} was made for another benchmark; it submits only there.", code="other_benchmark", status=403)

@@ -20,7 +20,7 @@ from scoring.models import Judge
 from . import audio, plots, runners, selectors, services
 from .models import Benchmark, JudgeEndpoint, Submission, Team
 
-CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "rounds": "1000"}
+CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "demo": "", "rounds": "1000"}
 LABELS = {0: "A", 1: "B", 2: "both"}
 
 
@@ -61,12 +61,13 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
                 seed=seed,
                 public_share=share,
                 is_dev=bool(form["dev"]),
+                demo=bool(form["demo"]),
                 bootstrap_rounds=rounds,
                 user=request.user,
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
-            status = 400
+            status = exc.status if exc.status in (403, 409) else 400
         else:
             messages.success(request, f"Benchmark {bench.name} created with {bench.n_items} items.")
             return redirect("benchmarks:benchmark-detail", name=bench.name)
@@ -103,7 +104,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
                 "ceiling": None if ceiling is None else round(100 * ceiling, 2),
             }
     # A team made for another benchmark does not submit here.
-    teams = [t for t in selectors.user_teams(request.user) if t.benchmark_id in (None, bench.pk)]
+    teams = selectors.entered_teams(request.user, bench)
     context = {
         "bench": bench,
         "board": board,
@@ -114,6 +115,8 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         "all_teams": Team.objects.filter(Q(benchmark__isnull=True) | Q(benchmark=bench)) if is_researcher(request.user) else [],
         "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
+        "can_download": selectors.can_download_export(request.user, bench),
+        "can_close": selectors.can_close(request.user, bench),
     }
     return render(request, "benchmarks/detail.html", context)
 
@@ -122,7 +125,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=name)
-    if not selectors.can_view_leaderboard(request.user):
+    if not selectors.can_download_export(request.user, bench):
         raise Http404("No such benchmark.")
     response = HttpResponse(services.export_zip(benchmark=bench), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{bench.name}-v{bench.version}.zip"'
@@ -177,7 +180,10 @@ def benchmark_close(request: HttpRequest, name: str) -> HttpResponse:
     if not is_researcher(request.user):
         return _forbidden(request)
     bench = get_object_or_404(Benchmark, name=name)
-    services.benchmark_close(benchmark=bench)
+    try:
+        services.benchmark_close(benchmark=bench, user=request.user)
+    except ServiceError:
+        return _forbidden(request)
     messages.success(request, f"{bench.name} is closed: the leaderboard now shows the private part.")
     return redirect("benchmarks:benchmark-detail", name=bench.name)
 
@@ -209,7 +215,7 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
                         "audio_b": audio.signed_url(request, bench, item.clip_b),
                     }
                 )
-    context = {"submission": submission, "bench": bench, "figures": figures, "listen": listen, "modalities": MODALITIES}
+    context = {"submission": submission, "bench": bench, "figures": figures, "listen": listen, "modalities": MODALITIES, "progress": selectors.run_progress(submission)}
     return render(request, "benchmarks/submission.html", context)
 
 

@@ -13,23 +13,24 @@ from scoring.benchmarks.models import Benchmark
 from tests.factories import AnnotatorFactory, ClipFactory, StudyFactory
 
 
-def known_study(*, n_pairs: int = 40, votes: int = 3, seed: int = 7, name: str = "known") -> tuple[Study, dict]:
-    """Test-split pairs whose majority per dimension is drawn from a seeded coin.
+def known_study(*, n_pairs: int = 40, votes: int = 3, seed: int = 7, name: str = "known", split: str = Pair.Split.TEST, study: Study | None = None, clips: list | None = None) -> tuple[Study, dict]:
+    """Pairs of one split (test unless told) whose majority per dimension is drawn from a seeded coin; added to
+    `study` when given, on `clips` (four) when given.
 
     Each pair gets `votes` votes: all but one agree with the truth, so every pair has a strict
     majority equal to the truth. Returns the study and {pair_id: {"alignment": "a"|"b", ...}}.
     Four clips are shared by all pairs (distinct conditions keep the pairs distinct).
     """
     rng = np.random.default_rng(seed)
-    study = StudyFactory(name=name)
-    clips = [ClipFactory() for _ in range(4)]
+    study = study or StudyFactory(name=name)
+    clips = clips or [ClipFactory() for _ in range(4)]
     reference = ClipFactory()
     annotators = [AnnotatorFactory() for _ in range(votes)]
     truth = {}
     for n in range(n_pairs):
         lyrics = "la la" if n % 2 else ""
         ref = reference if n % 4 >= 2 else None
-        prompt = f"known prompt {n}"
+        prompt = f"known prompt {study.name} {split} {n}"
         condition = Condition.objects.create(
             prompt=prompt,
             lyrics=lyrics,
@@ -38,7 +39,7 @@ def known_study(*, n_pairs: int = 40, votes: int = 3, seed: int = 7, name: str =
             modality=modality_for(has_lyrics=bool(lyrics), has_reference=ref is not None),
         )
         a, b = clips[n % 4], clips[(n + 1) % 4]
-        pair = Pair.objects.create(study=study, condition=condition, clip_a=a, clip_b=b, clip_key=Pair.key_for(a.id, b.id), split=Pair.Split.TEST, overlap=votes)
+        pair = Pair.objects.create(study=study, condition=condition, clip_a=a, clip_b=b, clip_key=Pair.key_for(a.id, b.id), split=split, overlap=votes)
         sides = {dim: ("a" if rng.random() < 0.5 else "b") for dim in ("alignment", "musicality")}
         truth[pair.pk] = sides
         for v, annotator in enumerate(annotators):

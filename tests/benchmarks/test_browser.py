@@ -26,10 +26,12 @@ class BenchmarkBrowserTests(BrowserLiveServerTestCase):
     shots_prefix = "benchmark-shots-"
 
     def setUp(self):
-        UserFactory(username="researcher", roles=["researcher"])
+        researcher = UserFactory(username="researcher", roles=["researcher"])
         member = UserFactory(username="member")
         services.team_create(name="lab-one", members=[member])
-        known_study(n_pairs=16, name="listening-test")
+        study, _ = known_study(n_pairs=16, name="listening-test")
+        study.owner = researcher  # the study rule: its owner builds benchmarks from it
+        study.save(update_fields=["owner"])
         self.errors: list[str] = []
 
     def test_create_upload_and_leaderboard(self):
@@ -64,7 +66,9 @@ class BenchmarkBrowserTests(BrowserLiveServerTestCase):
         page.click("#upload button[type=submit]")
         page.wait_for_url("**/benchmarks/submissions/*/")
         self.assertEqual(page.locator("[data-part=public] h2").inner_text(), "Public part")
-        self.assertEqual(page.locator("[data-part=private]").count(), 1)  # its own private figures
+        # No private figure of any kind before the close, not even its own (a one-item flip would read a label).
+        self.assertEqual(page.locator("[data-part=private]").count(), 0)
+        self.assertIn("after the close", page.locator("#private-note").inner_text())
         page.screenshot(path=str(self.shots / "benchmark-submission.png"), full_page=True)
         page.goto(f"{self.live_server_url}/benchmarks/judge-test/")
         row = page.locator("#leaderboard tbody tr").first

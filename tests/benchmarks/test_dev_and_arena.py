@@ -63,7 +63,7 @@ def test_arena_battles_become_musicality_items(tmp_path):
 
 
 def test_dev_benchmark_lets_teams_listen_where_the_judge_contradicts_confident_humans():
-    study, _ = known_study(n_pairs=12, name="dev")
+    study, _ = known_study(n_pairs=12, name="dev", split="train")
     bench = services.benchmark_create(name="dev", study=study, is_dev=True, bootstrap_rounds=100)
     truth = item_truth(bench)
     flip = {"A": "B", "B": "A"}

@@ -4,6 +4,7 @@ at registration and again when a run starts; the run connects to the address it 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 import threading
@@ -28,7 +29,7 @@ REFUSED = [
     ("http://192.168.0.7:8080/judge", "192.168.0.7 is a private address"),
     ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
     ("http://0.0.0.0:9/", "0.0.0.0 is a"),
-    ("http://100.64.0.1/", "100.64.0.1 is a non-public address"),
+    ("http://100.64.0.1/", "100.64.0.1 is a special-purpose address"),
     ("http://2130706433/", "127.0.0.1 is a loopback address"),  # the same address written as one number
 ]
 
@@ -156,3 +157,66 @@ def test_a_redirect_is_not_followed(world, settings, local_judge, django_capture
     assert [path for path, _ in _Recorder.hits] == ["/judge"] * world["bench"].n_items
     errors = set(Prediction.objects.filter(submission=submission).values_list("error", flat=True))
     assert errors == {"error: HTTP 302"}
+
+
+# IPv6 spellings that carry 127.0.0.1 (or another refused IPv4 address), and IANA special-purpose blocks.
+CARRIED = [
+    ("::7f00:1", "127.0.0.1 (IPv4-compatible)"),
+    ("::ffff:0:7f00:1", "127.0.0.1 (IPv4-translated)"),
+    ("::ffff:7f00:1", "127.0.0.1 (IPv4-mapped)"),
+    ("64:ff9b::7f00:1", "127.0.0.1 (NAT64)"),
+    ("64:ff9b::a9fe:a9fe", "169.254.169.254 (NAT64)"),
+    ("2002:7f00:1::", "127.0.0.1 (6to4)"),
+    ("2002:a00:1::1", "10.0.0.1 (6to4)"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1 (Teredo client)"),  # client bits are the address inverted
+]
+SPECIAL = ["192.0.0.8", "192.0.0.9", "192.0.2.1", "198.18.0.1", "198.51.100.7", "203.0.113.9", "240.0.0.1", "255.255.255.255", "224.0.0.1",
+           "192.88.99.1", "64:ff9b:1::1", "100::1", "2001:db8::1", "2001:2::1", "fd00::1", "fe80::1", "fec0::1", "ff02::1", "3fff::1", "5f00::1"]  # fmt: skip
+PUBLIC = ["8.8.8.8", "93.184.215.14", "2606:4700:4700::1111", "64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8"]
+
+
+@pytest.mark.parametrize(("address", "carried"), CARRIED, ids=[a for a, _ in CARRIED])
+def test_ipv6_forms_are_judged_by_the_ipv4_address_they_carry(address, carried, settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = []
+    why = endpoint_address.address_refusal(ipaddress.ip_address(address))
+    assert f"carries {carried}" in why
+
+
+@pytest.mark.parametrize("address", SPECIAL)
+def test_special_purpose_blocks_are_refused(address, settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = []
+    assert endpoint_address.address_refusal(ipaddress.ip_address(address)), address
+
+
+@pytest.mark.parametrize("address", PUBLIC)
+def test_public_addresses_pass_in_every_spelling(address, settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = []
+    assert endpoint_address.address_refusal(ipaddress.ip_address(address)) == ""
+
+
+def test_allowing_127_0_0_1_allows_it_in_every_spelling_and_nothing_else(settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]
+    for address in ("127.0.0.1", "::ffff:7f00:1", "64:ff9b::7f00:1"):
+        assert endpoint_address.address_refusal(ipaddress.ip_address(address)) == "", address
+    assert endpoint_address.address_refusal(ipaddress.ip_address("127.0.0.2"))
+
+
+@pytest.mark.parametrize("address", ["::7f00:1", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "2002:7f00:1::", "192.0.0.8"])
+def test_registration_and_the_run_refuse_a_host_that_resolves_to_them(address, world, settings, monkeypatch, django_capture_on_commit_callbacks):
+    """Through the real routes, with a stubbed resolver: nothing is sent anywhere."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+
+    def fake(host, port, *args, **kwargs):
+        if host == "judge.example.org":
+            return [(family, socket.SOCK_STREAM, 6, "", (address, port) if family == socket.AF_INET else (address, port, 0, 0))]
+        raise socket.gaierror("no such name")
+
+    monkeypatch.setattr(endpoint_address.socket, "getaddrinfo", fake)
+    page = register(world, "http://judge.example.org/judge").content.decode()
+    assert "does not send judge requests to judge.example.org" in page and not JudgeEndpoint.objects.exists()
+    # Registered while the name resolved elsewhere: the run checks again and sends nothing.
+    team = services.team_create(name="ssrf-team")
+    JudgeEndpoint.objects.create(team=team, name="judge", url="http://judge.example.org/judge")
+    submission = run(world, django_capture_on_commit_callbacks)
+    assert submission.state == Submission.State.FAILED and "does not send judge requests" in submission.error
+    assert not Prediction.objects.filter(submission=submission).exists()

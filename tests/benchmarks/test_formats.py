@@ -20,7 +20,7 @@ LABEL_KEYS = {"preference-alignment", "preference-musicality", "confidence_prefe
 
 
 def _export(tmp_path, *, dev: bool):
-    study, _ = known_study(n_pairs=24, name="fmt")
+    study, _ = known_study(n_pairs=24, name="fmt", split="train" if dev else "test")
     bench = services.benchmark_create(name="fmt-dev" if dev else "fmt", study=study, is_dev=dev, seed=1, bootstrap_rounds=200)
     out = tmp_path / "pkg"
     call_command("benchmark_export", bench.name, "--out", str(out))
@@ -185,6 +185,6 @@ def test_daily_limit(small_bench, settings):
 
 
 def test_closed_benchmark_takes_no_submission(small_bench):
-    services.benchmark_close(benchmark=small_bench)
+    services.benchmark_close(benchmark=small_bench, operator=True)
     with pytest.raises(ServiceError, match="closed"):
         services.submission_from_file(benchmark=small_bench, team=services.team_create(name="late"), data=jsonl([{"id": "small-00001", "preferred": "A"}]))

@@ -68,23 +68,24 @@ def test_export_and_pages_carry_no_labels(world):
         _no_labels(response.content.decode())
 
 
-def test_other_teams_private_scores_stay_hidden_until_the_close(world):
+def test_private_scores_stay_hidden_from_every_team_until_the_close(world):
     c, bench, theirs, mine = world["client"], world["bench"], world["theirs"], world["mine"]
     board = c.get(f"/api/benchmarks/{bench.name}/leaderboard/?dim=musicality").json()
     assert board["part"] == "public"
     rows = {r["submission"]: r for r in board["rows"]}
     assert rows[theirs.pk]["accuracy"] == 1.0  # public part
     assert rows[theirs.pk]["own_private"] is None
-    assert rows[mine.pk]["own_private"] is not None and rows[mine.pk]["own_private"]["n"] == len(world["private"])
-    detail = c.get(f"/api/benchmarks/submissions/{theirs.pk}/").json()
-    assert set(detail["parts"]) == {"public"}
-    assert set(c.get(f"/api/benchmarks/submissions/{mine.pk}/").json()["parts"]) == {"public", "private"}
-    page = c.get(f"/benchmarks/submissions/{theirs.pk}/").content.decode()
-    assert 'data-part="private"' not in page
-    html = c.get(f"/benchmarks/{bench.name}/").content.decode()
-    assert html.count("hidden") >= 1
+    # Not even its own: a team's private accuracy before the close is a label channel (one-item edits between uploads).
+    assert rows[mine.pk]["own_private"] is None
+    for sub in (theirs, mine):
+        assert set(c.get(f"/api/benchmarks/submissions/{sub.pk}/").json()["parts"]) == {"public"}
+        assert 'data-part="private"' not in c.get(f"/benchmarks/submissions/{sub.pk}/").content.decode()
+    assert 'id="private-note"' in c.get(f"/benchmarks/{bench.name}/").content.decode()
+    researcher = Client()
+    researcher.force_login(world["researcher"])
+    assert set(researcher.get(f"/api/benchmarks/submissions/{mine.pk}/").json()["parts"]) == {"public", "private"}
     # After the close the private part is the leaderboard, for everyone.
-    services.benchmark_close(benchmark=bench)
+    services.benchmark_close(benchmark=bench, operator=True)
     board = c.get(f"/api/benchmarks/{bench.name}/leaderboard/?dim=musicality").json()
     assert board["part"] == "private"
     assert {r["submission"]: r for r in board["rows"]}[theirs.pk]["accuracy"] == 0.0

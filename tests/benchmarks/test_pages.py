@@ -6,17 +6,19 @@ import io
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
 from scoring.benchmarks import services
-from scoring.benchmarks.models import Benchmark, Submission
+from scoring.benchmarks.models import Benchmark, Submission, Team
 from scoring.models import Judge
 from tests.benchmarks.helpers import item_truth, jsonl, known_study
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
+User = get_user_model()
 
 
 @pytest.fixture
@@ -26,8 +28,14 @@ def researcher():
     return client
 
 
+def _own(study) -> None:
+    # The study rule: a benchmark from a study, or a judge run on its pairs, is its owner's (or collaborators', admins').
+    study.owner = User.objects.get(username="res")
+    study.save(update_fields=["owner"])
+
+
 def test_researcher_creates_a_benchmark_from_the_form(researcher):
-    known_study(n_pairs=10, name="form-study")
+    _own(known_study(n_pairs=10, name="form-study")[0])
     response = researcher.post("/benchmarks/new/", {"name": "web-bench", "study": "form-study", "seed": "2", "public_share": "0.5", "rounds": "200"})
     assert response.status_code == 302
     bench = Benchmark.objects.get(name="web-bench")
@@ -77,6 +85,7 @@ def test_team_uploads_on_the_page_and_through_the_api():
 
 def test_in_platform_judge_through_the_command_and_the_api(researcher, capsys, django_capture_on_commit_callbacks):
     study, _ = known_study(n_pairs=6, name="cmd")
+    _own(study)
     services.benchmark_create(name="cmd", study=study, bootstrap_rounds=100)
     Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
     with django_capture_on_commit_callbacks(execute=True):
@@ -93,7 +102,7 @@ def test_in_platform_judge_through_the_command_and_the_api(researcher, capsys, d
 
 
 def test_benchmark_create_command(capsys):
-    known_study(n_pairs=8, name="cli")
+    known_study(n_pairs=8, name="cli", split="train")
     call_command("benchmark_create", "cli-bench", "--study", "cli", "--seed", "4", "--dev")
     assert "8 items (4 public, 4 private)" in capsys.readouterr().out
     assert Benchmark.objects.get(name="cli-bench").is_dev
@@ -101,3 +110,13 @@ def test_benchmark_create_command(capsys):
         call_command("benchmark_create", "cli-bench", "--study", "cli")
     with pytest.raises(CommandError, match="No study"):
         call_command("benchmark_create", "x", "--study", "missing")
+
+
+def test_create_team_leaves_no_team_behind_when_the_file_is_refused(tmp_path):
+    study, _ = known_study(n_pairs=4, name="ct")
+    services.benchmark_create(name="ct", study=study, bootstrap_rounds=100)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "nope", "preferred": "A"}\n')
+    with pytest.raises(CommandError, match="not an item of this benchmark"):
+        call_command("benchmark_submit", "ct", "--team", "new-team", "--create-team", "--file", str(bad))
+    assert not Team.objects.filter(name="new-team").exists()

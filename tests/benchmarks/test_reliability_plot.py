@@ -27,7 +27,7 @@ def test_plot_geometry_follows_the_bins():
 
 
 def test_submission_page_draws_the_plot_when_probabilities_were_given():
-    study, _ = known_study(n_pairs=20, name="rel")
+    study, _ = known_study(n_pairs=20, name="rel", split="train")
     bench = services.benchmark_create(name="rel", study=study, bootstrap_rounds=100, is_dev=True)
     truth = item_truth(bench)
     rng = np.random.default_rng(5)

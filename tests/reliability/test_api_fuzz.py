@@ -18,6 +18,7 @@ The example counts keep each database's run well under a minute (AUDITORIUM_FUZZ
 from __future__ import annotations
 
 import copy
+import io
 import os
 import uuid
 
@@ -267,4 +268,60 @@ def test_under_uvicorn_chunked_bodies_and_huge_ids_answer_no_5xx(world, fuzz_set
                         elif past_range:
                             assert response.status_code == 404, f"{method} {path} -> {response.status_code}"
     assert len(tally.operations) == len(operations)
+    tally.check()
+
+
+# Prediction files built to cost or crash a parser: deep nesting, numbers of thousands of digits, endless lines,
+# more rows than items, broken arrays, bytes that are not UTF-8.
+HOSTILE_JSONL: list[bytes] = [
+    b"[" * 100_000,
+    b"{" * 100_000,
+    b'{"id": "fz-00001", "x": ' + b"[" * 50_000 + b"}\n",
+    b'{"id": "fz-00001", "probability_a": 0.' + b"5" * 5000 + b"}\n",
+    b'{"id": "fz-00001", "probability_a": ' + b"9" * 5000 + b"}\n",
+    b'{"id": "fz-00001", "probability_a": 1e999}\n',
+    b'{"id": "fz-00001", "probability_a": NaN, "preferred": "A"}\n',
+    b"x\n" * 200_000,
+    b'{"id": "' + b"a" * 400_000 + b'"}\n',
+    b'{"id": "fz-00001", "preferred": "A"}\n' * 5_000,
+    b'[{"id": "fz-00001", "preferred": "A"},' * 3_000,
+    b'{"predictions": [' + b'{"id": "fz-00001"},' * 2_000 + b"]}",
+    b'{"predictions": 7}',
+    b"\xef\xbb\xbf\xff\xfe\x00 not text",
+    b"\x00" * 10_000,
+    b'{"id": ["fz-00001"], "preferred": {"a": 1}}\n{"id": 7}\nnull\n[]\n"s"\n',
+    b'{"id": "fz-00001", "preferred": "' + b"A" * 100_000 + b'"}\n',
+    b"\r\n" * 50_000,
+    b"",
+]
+
+
+@pytest.mark.django_db
+def test_every_benchmark_route_answers_hostile_prediction_files_without_5xx(keep_test_connection, fuzz_settings):
+    """Every benchmark route of the URL conf (pages and API), as a team member, with each hostile file as an upload and
+    as a raw body."""
+    from django.urls import reverse
+
+    from scoring.benchmarks import services
+    from scoring.benchmarks.models import Team
+    from tests.benchmarks.helpers import known_study
+    from tests.benchmarks.worlds import routes
+
+    study, _ = known_study(n_pairs=6, name="fz")
+    bench = services.benchmark_create(name="fz", study=study, bootstrap_rounds=100)
+    member = UserFactory(username="fz-member")
+    Team.objects.create(name="fz-team", benchmark=bench).members.add(member)
+    client = Client()
+    client.force_login(member)
+    fill = {"name": bench.name, "team": "fz-team", "submission_id": 1, "token": "x"}
+    targets = [reverse(name, kwargs={k: fill[k] for k in keys}) for name, _ns, keys in routes() if "benchmark" in name or name.startswith("benchmarks:")]
+    assert len(targets) >= 15
+    tally = Tally("benchmark routes: hostile prediction files")
+    for url in targets:
+        for body in HOSTILE_JSONL:
+            response = client.post(url, {"team": "fz-team", "label": "fz", "file": io.BytesIO(body)})
+            tally.record(role="member", method="post", template=url, detail=f"{url} file={body[:40]!r}", response=response)
+            response = client.generic("POST", url, body, content_type="application/json")
+            tally.record(role="member", method="post", template=url, detail=f"{url} raw={body[:40]!r}", response=response)
+    assert not bench.submissions.exists()  # every hostile file was refused
     tally.check()

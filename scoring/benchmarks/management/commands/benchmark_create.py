@@ -12,13 +12,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--study", help="Study whose test-split pairs (with their votes) become items.")
+        parser.add_argument("--study", help="Study whose test-split pairs (train split for --dev), with their votes, become items.")
         parser.add_argument("--arena", action="store_true", help="Also take the arena's battles with an A or B vote.")
         parser.add_argument("--title", default="")
         parser.add_argument("--bench-version", dest="bench_version", type=int, default=1, help="The version number written into the export.")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--public-share", type=float, default=0.5)
         parser.add_argument("--dev", action="store_true", help="A dev benchmark: its export includes the labels.")
+        parser.add_argument("--demo", action="store_true", help="Let the demo's seeded votes be labels; the benchmark is marked demo data everywhere.")
         parser.add_argument("--max-items", type=int)
         parser.add_argument("--rounds", type=int, default=1000, help="Bootstrap rounds for intervals and tests.")
 
@@ -38,6 +39,7 @@ class Command(BaseCommand):
                 seed=opts["seed"],
                 public_share=opts["public_share"],
                 is_dev=opts["dev"],
+                demo=opts["demo"],
                 max_items=opts["max_items"],
                 bootstrap_rounds=opts["rounds"],
             )

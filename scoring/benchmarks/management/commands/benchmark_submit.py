@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from auditorium.errors import ServiceError
 from scoring.benchmarks import runners, services
@@ -29,27 +30,29 @@ class Command(BaseCommand):
         parser.add_argument("--create-team", action="store_true", help="Create the team when it does not exist.")
         parser.add_argument("--json", action="store_true")
 
+    def _submit(self, benchmark, team, opts):
+        if opts["judge"]:
+            judge = Judge.objects.filter(key=opts["judge"]).first()
+            if judge is None:
+                raise ServiceError(f"No judge with key {opts['judge']!r} (see manage.py judges).")
+            return runners.judge_submission_create(benchmark=benchmark, team=team, judge=judge, label=opts["label"])
+        if opts["endpoint"]:
+            endpoint = team.endpoints.filter(name=opts["endpoint"]).first()
+            if endpoint is None:
+                raise ServiceError(f"Team {team.name} has no registered endpoint named {opts['endpoint']!r}.")
+            return runners.http_submission_create(benchmark=benchmark, endpoint=endpoint, label=opts["label"])
+        data = services.submission_read_file(opts["file"])
+        return services.submission_from_file(benchmark=benchmark, team=team, data=data, label=opts["label"])
+
     def handle(self, *args, **opts):
         benchmark = benchmark_named(opts["name"])
-        team = Team.objects.filter(name=opts["team"]).first()
-        if team is None:
-            if not opts["create_team"]:
-                raise CommandError(f"No team named {opts['team']!r}; pass --create-team to create it.")
-            team = services.team_create(name=opts["team"])
+        if not opts["create_team"] and not Team.objects.filter(name=opts["team"]).exists():
+            raise CommandError(f"No team named {opts['team']!r}; pass --create-team to create it.")
         try:
-            if opts["judge"]:
-                judge = Judge.objects.filter(key=opts["judge"]).first()
-                if judge is None:
-                    raise ServiceError(f"No judge with key {opts['judge']!r} (see manage.py judges).")
-                submission = runners.judge_submission_create(benchmark=benchmark, team=team, judge=judge, label=opts["label"])
-            elif opts["endpoint"]:
-                endpoint = team.endpoints.filter(name=opts["endpoint"]).first()
-                if endpoint is None:
-                    raise ServiceError(f"Team {team.name} has no registered endpoint named {opts['endpoint']!r}.")
-                submission = runners.http_submission_create(benchmark=benchmark, endpoint=endpoint, label=opts["label"])
-            else:
-                data = services.submission_read_file(opts["file"])
-                submission = services.submission_from_file(benchmark=benchmark, team=team, data=data, label=opts["label"])
+            # One transaction: a refused file or run leaves no new team behind.
+            with transaction.atomic():
+                team = Team.objects.filter(name=opts["team"]).first() or services.team_create(name=opts["team"])
+                submission = self._submit(benchmark, team, opts)
         except ServiceError as exc:
             if opts["json"]:
                 self.stdout.write(json.dumps({"ok": False, "error": exc.message, "errors": exc.extra.get("errors", [])}))
