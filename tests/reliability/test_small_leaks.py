@@ -119,3 +119,23 @@ def test_the_researcher_import_page_takes_what_it_promises(settings):
     other.force_login(UserFactory(username="not-an-importer", roles=["annotator"]))
     refused = other.post("/manage/import/", {"study": "big-import", "archive": SimpleUploadedFile("audio.zip", b"\0" * (11 * 1024 * 1024))})
     assert refused.status_code == 413
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["/ws/benchmarks/x/", "/ws/", "/ws/arena/leaderboard/extra/", "/nothing"])
+def test_an_unknown_websocket_path_is_refused_without_a_traceback(path, caplog):
+    from asgiref.sync import async_to_sync
+    from channels.testing import WebsocketCommunicator
+
+    from auditorium.asgi import application
+
+    headers = [(b"host", b"localhost:8000"), (b"origin", b"http://localhost:8000")]
+
+    async def attempt():
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        connected, _ = await communicator.connect()
+        await communicator.wait()
+        return connected
+
+    assert async_to_sync(attempt)() is False
+    assert not [r for r in caplog.records if r.exc_info], "an unknown path logged a traceback"
