@@ -7,9 +7,17 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
 
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from auditorium.asgi_handler import ThreadedASGIHandler  # noqa: E402
+
+django_asgi_app = ThreadedASGIHandler()
+
+from auditorium.dbpool import install_reporting, report_if_asked  # noqa: E402
+
+install_reporting()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -29,6 +37,7 @@ async def lifespan(scope, receive, send):
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            report_if_asked()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -19,10 +19,13 @@ import logging
 import mimetypes
 import os
 import re
+import time
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.utils.http import quote_etag
+
+from .dbpool import request_stage
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ class ConnectionWatchASGI:
             return await self.app(scope, receive, send)
         state = _Connection()
         token = _connection.set(state)
+        stage = {"path": scope.get("path", ""), "response_started": None}
+        stage_token = request_stage.set(stage)
 
         async def watched_receive():
             message = await receive()
@@ -56,6 +61,8 @@ class ConnectionWatchASGI:
             return message
 
         async def watched_send(message):
+            if message["type"] == "http.response.start":
+                stage["response_started"] = time.monotonic()
             await send(message)
             if message["type"] == "http.response.body":
                 # Once the client is gone the server's send returns at once, and a stream would run to its end in
@@ -65,6 +72,7 @@ class ConnectionWatchASGI:
         try:
             return await self.app(scope, watched_receive, watched_send)
         finally:
+            request_stage.reset(stage_token)
             _connection.reset(token)
 
 
