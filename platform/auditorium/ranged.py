@@ -130,6 +130,14 @@ class _AsyncWindow(_Window):
             await sync_to_async(self.close, thread_sensitive=True)()
 
 
+def _release_database() -> None:
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+
+
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
     """(start, end inclusive) for a single satisfiable byte range; None if unsatisfiable.
 
@@ -180,6 +188,8 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
     else:
         header = None
 
+    # The body may take seconds to go out: the database connection the checks used goes back to the pool first.
+    _release_database()
     handle = open(path, "rb")
     start, end = byte_range if byte_range is not None else (0, size - 1)
     # Under ASGI the body is an async stream (a sync one would be read whole before the first send).
