@@ -1,10 +1,14 @@
 """Load test on loopback: judgment cycles and arena votes per second, p50/p99 latency, as ratios of a bare request.
 
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
-                                   [--server asgi|wsgi] [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
+                                   [--server serve|asgi|wsgi] [--sqlite] [--min-listen 0.5] [--pool-trace]
+                                   [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
 
-Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
-Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
+A cycle is what the page really sends: next, both clips through their clip URLs (ranged GETs),
+three listening posts paced to honour the minimum listening time, the judgment (arena: battle,
+both clips, the posts, the vote). Starts the deployed launch (python -m auditorium.serve) or
+gunicorn (uvicorn or gthread workers) against a scratch PostgreSQL database and
+Redis (or the embedded defaults, --sqlite), then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
 requests (--submits, --votes) and time (--seconds per phase). Each client
 retries a failed request with the same idempotency key, and the run ends with
 the integrity figures: lost, duplicated, over-assigned.
@@ -18,10 +22,9 @@ its own round's baseline, and the summary gives the median: the machine's pace
 drifts between runs. The closed-loop phases (each client back to back) measure
 capacity; the open-loop phases then offer a fixed Poisson arrival rate at
 --open-share of that capacity and measure latency from each arrival's scheduled
-time, which is what a user sees at that load. A judgment cycle is next + submit,
-timed together. --server wsgi runs the same code on gunicorn's threaded WSGI
-workers instead of the deployed uvicorn workers, to see what the ASGI path costs
-per request. --profile DIR records one worker with
+time, which is what a user sees at that load. A cycle's latency includes its paced
+listening. --server wsgi runs the same code on gunicorn's threaded WSGI workers, to
+see what the ASGI path costs per request. --profile DIR records one worker with
 py-spy during each phase (a dev tool: pip install py-spy; not a requirement).
 """
 
