@@ -16,9 +16,11 @@ from auditorium.asgi_handler import ThreadedASGIHandler  # noqa: E402
 django_asgi_app = ThreadedASGIHandler()
 
 from auditorium.dbpool import install_reporting, report_if_asked  # noqa: E402
+from auditorium.deferred import deferred_rows  # noqa: E402
 
 install_reporting()
 
+from asgiref.sync import sync_to_async  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -31,12 +33,16 @@ from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
 
 async def lifespan(scope, receive, send):
     """Answer the server's start-up and shutdown messages (uvicorn warns that lifespan is unsupported
-    when an application refuses the scope). Nothing needs setting up: Django is ready above."""
+    when an application refuses the scope). Django is ready above; queued audio notes are written at shutdown."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            # A real server from here on (every launch path sends the startup message; an embedded
+            # test server need not): the audio notes are queued and written in batches (auditorium/deferred.py).
+            deferred_rows.enable()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            await sync_to_async(deferred_rows.flush, thread_sensitive=False)()
             report_if_asked()
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -26,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, Stre
 from django.utils.http import quote_etag
 
 from .dbpool import request_stage
+from .deferred import deferred_rows
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,10 @@ class _AsyncWindow(_Window):
                 yield data
                 self._took(len(data), connection)
         finally:
-            await sync_to_async(self.close, thread_sensitive=True)()
+            if deferred_rows.enabled:
+                self.close()  # the note is queued, not written (auditorium/deferred.py): no thread hop needed
+            else:
+                await sync_to_async(self.close, thread_sensitive=True)()
 
 
 def _release_database() -> None:
