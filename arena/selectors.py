@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from auditorium import listening
+from auditorium.deferred import deferred_rows
 
 from . import conf
 from .adapters import adapter_for
@@ -27,6 +28,7 @@ def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list
 
 def listening_record(battle: Battle) -> dict:
     """The battle's listening record from its stored events and audio fetches (auditorium.listening.evidence)."""
+    deferred_rows.flush()  # this process's queued audio notes first (auditorium/deferred.py)
     events = [
         listening.Event(seq=seq or 0, side=side, kind=kind, at=at)
         for seq, side, kind, at in ListenEvent.objects.filter(battle=battle).values_list("seq", "side", "kind", "server_time")

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from annotation.services import clip_ingest_array
 from auditorium import listening
+from auditorium.deferred import deferred_rows
 from auditorium.cache import cache_forget, cache_get, cache_set_many
 from auditorium.errors import ServiceError
 
@@ -322,7 +323,8 @@ def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, i
     if served is None:
         return
     first, last, total = served
-    BattleAudioFetch.objects.create(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now())
+    # Queued under the ASGI server and written in batches; readers flush first (auditorium/deferred.py).
+    deferred_rows.add(BattleAudioFetch(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 
 # --- Votes -------------------------------------------------------------------------------
@@ -347,6 +349,7 @@ def _fetched_as_stored(battle: Battle | None, short: list[tuple[str, float, bool
     refreshed when events arrive, so a vote before any event (or a fetch after the last one) would read "never fetched"."""
     if battle is None or not short:
         return short
+    deferred_rows.flush()
     fetched = set(BattleAudioFetch.objects.filter(battle=battle, side__in=[side for side, _, _ in short]).values_list("side", flat=True))
     return [(side, seconds, side in fetched) for side, seconds, _ in short]
 

@@ -1,10 +1,14 @@
 """Load test on loopback: judgment cycles and arena votes per second, p50/p99 latency, as ratios of a bare request.
 
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
-                                   [--server asgi|wsgi] [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
+                                   [--server serve|asgi|wsgi] [--sqlite] [--min-listen 0.5] [--pool-trace]
+                                   [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
 
-Starts gunicorn with uvicorn workers against a scratch PostgreSQL database and
-Redis, then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
+A cycle is what the page really sends: next, both clips through their clip URLs (ranged GETs),
+three listening posts paced to honour the minimum listening time, the judgment (arena: battle,
+both clips, the posts, the vote). Starts the deployed launch (python -m auditorium.serve) or
+gunicorn (uvicorn or gthread workers) against a scratch PostgreSQL database and
+Redis (or the embedded defaults, --sqlite), then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
 requests (--submits, --votes) and time (--seconds per phase). Each client
 retries a failed request with the same idempotency key, and the run ends with
 the integrity figures: lost, duplicated, over-assigned.
@@ -18,10 +22,9 @@ its own round's baseline, and the summary gives the median: the machine's pace
 drifts between runs. The closed-loop phases (each client back to back) measure
 capacity; the open-loop phases then offer a fixed Poisson arrival rate at
 --open-share of that capacity and measure latency from each arrival's scheduled
-time, which is what a user sees at that load. A judgment cycle is next + submit,
-timed together. --server wsgi runs the same code on gunicorn's threaded WSGI
-workers instead of the deployed uvicorn workers, to see what the ASGI path costs
-per request. --profile DIR records one worker with
+time, which is what a user sees at that load. A cycle's latency includes its paced
+listening. --server wsgi runs the same code on gunicorn's threaded WSGI workers, to
+see what the ASGI path costs per request. --profile DIR records one worker with
 py-spy during each phase (a dev tool: pip install py-spy; not a requirement).
 """
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -56,25 +60,37 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def write_tone(path, *, seconds: float, rate: int = 16000) -> None:
+    """A mono 16-bit WAV tone: the clip every bench pair and battle serves (real bytes, real ranges)."""
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(int(seconds * rate)) / rate
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), 0.2 * np.sin(2 * np.pi * 440 * t), rate, subtype="PCM_16")
+
+
 def build_fixtures(args):
-    """Users, a study with one pair per expected submit, and ready arena battles with enough listening."""
+    """Users, a study with one pair per expected cycle, and ready arena battles; every clip is a real file, so
+    the audio GETs send real bytes and the listening rules run as they do for a browser."""
+    from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.utils import timezone
 
     from annotation import services
-    from annotation.models import Clip, Study
+    from annotation.models import Clip, Pair, Study
     from arena.models import ArenaSystem, Battle, ListenEvent
     from arena.services import visitor_accept_terms
 
     User = get_user_model()
-    study = Study.objects.create(name="load", overlap_target=1, overlap_share=0.0, min_listen_seconds=0.0, lock_ttl_seconds=3600)
+    write_tone(settings.MEDIA_ROOT / "bench" / "tone.wav", seconds=args.clip_seconds)
+    study = Study.objects.create(name="load", overlap_target=1, overlap_share=0.0, min_listen_seconds=args.min_listen, lock_ttl_seconds=3600)
     condition, _ = services.condition_get_or_create(prompt="load test prompt")
-    # Room for everyone until the submit budget is spent in every round and in the open-loop phase.
+    # Room for everyone until the cycle budget is spent in every round and in the open-loop phase.
     n_pairs = (args.rounds + 1) * args.submits + args.clients
     clips = Clip.objects.bulk_create(
-        [Clip(sha256=f"{i:064d}", file=f"bench/{i}.wav", duration=5.0, sample_rate=16000, channels=1) for i in range(n_pairs + 1)]
+        [Clip(sha256=f"{i:064d}", file="bench/tone.wav", duration=args.clip_seconds, sample_rate=16000, channels=1) for i in range(n_pairs + 1)]
     )
-    from annotation.models import Pair
-
     Pair.objects.bulk_create(
         [Pair(study=study, condition=condition, clip_a=clips[i], clip_b=clips[i + 1], clip_key=Pair.key_for(clips[i].pk, clips[i + 1].pk), overlap=1) for i in range(n_pairs)]
     )
@@ -93,40 +109,18 @@ def build_fixtures(args):
     # Twice the share of each client: open-loop arrivals pick free clients unevenly, and a client
     # out of battles would end its arrivals uncounted.
     per_client = 2 * (args.rounds + 1) * args.votes // args.clients + 1
-    ready_at = None
-    from django.utils import timezone
-
-    ready_at = timezone.now() - timedelta(minutes=5)
-    from auditorium import listening
-
-    record = listening.evidence(
-        events=[
-            listening.Event(seq=1 + 6 * n + k, side=side, kind=kind, at=ready_at + timedelta(seconds=1 + 12 * n + 2 * k))
-            for n, side in enumerate(("a", "b"))
-            for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause"))
-        ],
-        fetches=[listening.Fetch(side=side, first_byte=0, last_byte=999, total_bytes=1000, at=ready_at) for side in ("a", "b")],
-        durations={"a": 5.0, "b": 5.0},
-    )
+    ready_at = timezone.now()
     for i in range(args.clients):
         visitor, cookie = visitor_accept_terms(cookie=None, version="1")
         battles = Battle.objects.bulk_create(
             [
                 Battle(
-                    visitor=visitor, prompt="load", duration_requested=5.0, seed=j, system_a=systems[0], system_b=systems[1],
+                    visitor=visitor, prompt="load", duration_requested=args.clip_seconds, seed=j, system_a=systems[0], system_b=systems[1],
                     clip_a=clips[0], clip_b=clips[1], status=Battle.Status.READY, ready_at=ready_at,
                 )
                 for j in range(per_client)
             ]
         )
-        events = []
-        for battle in battles:
-            for side in ("a", "b"):
-                for k, kind in enumerate(("play", "tick", "tick", "tick", "tick", "pause")):
-                    events.append(ListenEvent(battle=battle, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 2 * k)))
-        ListenEvent.objects.bulk_create(events)
-        # The server's running record of those events and of both clips sent whole, as the events API keeps it.
-        Battle.objects.filter(pk__in=[b.pk for b in battles]).update(listening=record, listen_seq=12)
         visitors.append((cookie, [str(b.public_id) for b in battles]))
     services.planner_stats_refresh(Pair, Clip, Battle, ListenEvent)  # as the importer does after a bulk load
     return users, visitors
@@ -134,6 +128,18 @@ def build_fixtures(args):
 
 PROFILE: dict = {"dir": None, "workers": [], "flags": ["--gil"]}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _our_backend(pid: int) -> bool:
+    """A PostgreSQL backend serving this run's database (other work on the machine's server is not ours to count)."""
+    database = PROFILE.get("database")
+    if not database:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return f" {database} ".encode() in handle.read().replace(b"\0", b" ")
+    except OSError:
+        return False
 
 
 def cpu_by_group() -> Counter:
@@ -155,7 +161,7 @@ def cpu_by_group() -> Counter:
         if pid in workers:
             groups["server"] += seconds
             groups["server (kernel)"] += int(fields[12]) / CLOCK_TICKS
-        elif name.startswith("postgres"):
+        elif name.startswith("postgres") and _our_backend(pid):
             groups["postgres"] += seconds
         elif name.startswith("redis"):
             groups["redis"] += seconds
@@ -251,43 +257,76 @@ async def drive(args, base_url, users, visitors):
         del login
 
     submitted: list[tuple[str, int]] = []
+    statuses: Counter = Counter()  # (request kind, status) over the whole run: the 5xx count comes from here
+    pace = args.min_listen + args.pace_margin
 
-    async def cycle(i, failures) -> bool | None:
-        """One judgment cycle of client i: next pair, then its submit (retried with the same key). None: no pair left."""
-        session = sessions[i]
-        body = None
-        for attempt in range(3):  # asking again is safe: the same locked pair comes back
+    async def request(session, kind, method, url, failures, **kwargs):
+        """(status, body) of one request, retried on network errors (the same body: every write here is safe to repeat)."""
+        for attempt in range(3):
             try:
-                async with session.post(f"{base_url}/api/studies/load/next/") as r:
-                    body = await r.json()
-                break
+                async with session.request(method, url, **kwargs) as r:
+                    body = await r.read()
+                    statuses[(kind, r.status)] += 1
+                    if r.status >= 500:
+                        failures[f"{kind} http_{r.status}"] += 1
+                        await asyncio.sleep(float(r.headers.get("Retry-After", "1")) if r.status == 503 else 0.2)
+                        continue
+                    return r.status, body
             except (aiohttp.ClientError, asyncio.TimeoutError):
                 # An idle keep-alive connection the server closed (open-loop gaps), or a real fault.
                 failures["network"] += 1
-        if body is None:
+        return None, b""
+
+    async def listen(session, url, sides, failures, kind):
+        """The page's listening posts while one transport plays A then B for the minimum each: play, switch, pause
+        (each sent as it happens, stamped by the server on arrival)."""
+        first, second = sides
+        for seq, (side, event) in enumerate(((first, "play"), (second, "switch"), (second, "pause")), start=1):
+            if seq > 1:
+                await asyncio.sleep(pace)
+            status, _ = await request(session, kind, "POST", url, failures, json={"events": [{"seq": seq, "side": side, "kind": event, "position": 0.0}]})
+            if status is None or status >= 400:
+                failures[f"{kind} refused {status}"] += 1
+                return False
+        return True
+
+    async def fetch_audio(session, url, failures, kind):
+        """Both clips as the transport fetches them: a ranged GET read to its end."""
+        status, body = await request(session, kind, "GET", url, failures, headers={"Range": "bytes=0-"})
+        if status not in (200, 206) or not body:
+            failures[f"{kind} {status}"] += 1
             return False
-        assignment = body.get("assignment")
+        return True
+
+    async def cycle(i, failures) -> bool | None:
+        """One judgment cycle as the listening page makes it: next, both clips, the listening posts, the judgment."""
+        session = sessions[i]
+        status, body = await request(session, "next", "POST", f"{base_url}/api/studies/load/next/", failures)
+        if status is None:
+            return False
+        import json
+
+        answer = json.loads(body or b"{}")
+        assignment = answer.get("assignment")
         if not assignment:
-            failures[f"no_pair: {body.get('detail', '')[:60]}"] += 1
+            failures[f"no_pair: {answer.get('detail', '')[:60]}"] += 1
             return None
+        clips = answer["clips"] if "clips" in answer else assignment.get("clips") or {}
+        for side in ("A", "B"):
+            if not await fetch_audio(session, f"{base_url}{clips[side]['url']}", failures, "audio"):
+                return False
+        if not await listen(session, f"{base_url}/api/assignments/{assignment['id']}/listening/", ("A", "B"), failures, "listening"):
+            return False
         payload = {
             "idempotency_key": secrets.token_hex(12), "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,
-            "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": 0}, "B": {"plays": 1, "seconds": 0}, "switches": 0},
+            "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": pace}, "B": {"plays": 1, "seconds": pace}, "switches": 1},
         }
-        for attempt in range(3):  # a client retry re-sends the same idempotency key
-            try:
-                async with session.post(f"{base_url}/api/assignments/{assignment['id']}/judgment/", json=payload) as r:
-                    await r.read()
-                    status = r.status
-            except (aiohttp.ClientError, asyncio.TimeoutError):
-                failures["network"] += 1
-                continue
-            if status in (200, 201):
-                submitted.append((users[i], assignment["id"]))
-                return True
-            failures[f"http_{status}"] += 1
-            if status < 500:
-                break
+        # A client retry re-sends the same idempotency key.
+        status, body = await request(session, "judgment", "POST", f"{base_url}/api/assignments/{assignment['id']}/judgment/", failures, json=payload)
+        if status in (200, 201):
+            submitted.append((users[i], assignment["id"]))
+            return True
+        failures[f"judgment {status}: {body[:80]!r}"] += 1
         return False
 
     voted: list[str] = []
@@ -300,25 +339,25 @@ async def drive(args, base_url, users, visitors):
         )
 
     async def vote_once(i, failures) -> bool | None:
-        """Client i votes on its next battle (retried on network errors). None: no battle left."""
+        """One arena cycle as the page makes it: the battle, both clips, the listening posts, the vote. None: no battle left."""
         session, battles = vote_sessions[i]
         if not battles:
             return None
         battle = battles.pop(0)
-        for attempt in range(3):
-            try:
-                async with session.post(f"{base_url}/arena/api/battles/{battle}/vote/", json={"vote": "a"}) as r:
-                    await r.read()
-                    status = r.status
-            except (aiohttp.ClientError, asyncio.TimeoutError):
-                failures["network"] += 1
-                continue
-            if status in (200, 201):
-                voted.append(battle)
-                return True
-            failures[f"http_{status}"] += 1
-            if status < 500:
-                break
+        status, _ = await request(session, "battle", "GET", f"{base_url}/arena/api/battles/{battle}/", failures)
+        if status != 200:
+            failures[f"battle {status}"] += 1
+            return False
+        for side in ("a", "b"):
+            if not await fetch_audio(session, f"{base_url}/arena/audio/{battle}/{side}/", failures, "arena audio"):
+                return False
+        if not await listen(session, f"{base_url}/arena/api/battles/{battle}/events/", ("a", "b"), failures, "arena events"):
+            return False
+        status, body = await request(session, "vote", "POST", f"{base_url}/arena/api/battles/{battle}/vote/", failures, json={"vote": "a", "idempotency_key": secrets.token_hex(12)})
+        if status in (200, 201):
+            voted.append(battle)
+            return True
+        failures[f"vote {status}: {body[:80]!r}"] += 1
         return False
 
     def closed_loop(operation, limit):
@@ -392,9 +431,9 @@ async def drive(args, base_url, users, visitors):
     for n in range(1, args.rounds + 1):
         baseline = await run_phase(f"[{n}] baseline GET /healthz/", args.clients, closed_loop(health, args.baseline_requests), args.seconds)
         report(baseline, baseline)
-        submits = await run_phase(f"[{n}] judgment cycle (next+submit)", args.clients, closed_loop(cycle, args.submits), args.seconds)
+        submits = await run_phase(f"[{n}] judgment cycle (7 requests)", args.clients, closed_loop(cycle, args.submits), args.seconds)
         report(submits, baseline)
-        votes = await run_phase(f"[{n}] arena vote", args.clients, closed_loop(vote_once, args.votes), args.seconds)
+        votes = await run_phase(f"[{n}] arena cycle (6 requests)", args.clients, closed_loop(vote_once, args.votes), args.seconds)
         report(votes, baseline)
         rounds.append((baseline, submits, votes))
     half = args.open_share
@@ -410,7 +449,7 @@ async def drive(args, base_url, users, visitors):
     for session, _ in vote_sessions:
         await session.close()
     await connector.close()
-    return rounds, [open_submits, open_votes], submitted, voted
+    return rounds, [open_submits, open_votes], submitted, voted, statuses
 
 
 def main() -> None:
@@ -420,7 +459,16 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=60.0, help="time cap per phase")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--server", choices=["asgi", "wsgi"], default="asgi", help="uvicorn workers (deployed) or gunicorn gthread workers")
+    parser.add_argument(
+        "--server", choices=["serve", "asgi", "wsgi"], default="serve",
+        help="serve: the deployed launch (python -m auditorium.serve, one uvicorn process); asgi: gunicorn + --workers uvicorn workers; wsgi: gunicorn gthread",
+    )
+    parser.add_argument("--clip-seconds", type=float, default=6.0, help="length of the served clip (16 kHz mono WAV)")
+    parser.add_argument("--min-listen", type=float, default=0.5, help="the study's (and the arena's) minimum listening per clip; events are paced to honour it")
+    parser.add_argument("--pace-margin", type=float, default=0.05, help="extra seconds per paced step over the minimum")
+    parser.add_argument("--pool-size", type=int, default=0, help="DB_POOL_MAX_SIZE for the server (default: sized from its threads)")
+    parser.add_argument("--pool-trace", action="store_true", help="attribute every pool checkout to its request and response stage (AUDITORIUM_POOL_TRACE)")
+    parser.add_argument("--sqlite", action="store_true", help="the embedded defaults: SQLite, local cache, no Redis (the server is one process)")
     parser.add_argument("--rounds", type=int, default=3, help="baseline + closed-loop phases repeated; ratios are the median of the rounds")
     parser.add_argument("--baseline-requests", type=int, default=4000, help="requests in the /healthz/ baseline phase")
     parser.add_argument("--open-share", type=float, default=0.5, help="open-loop phases offer this share of the closed-loop rate measured just before")
@@ -431,8 +479,15 @@ def main() -> None:
         os.makedirs(args.profile, exist_ok=True)
         PROFILE["dir"] = args.profile
 
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
-    os.environ["REDIS_URL"] = redis_url
+    if args.sqlite:
+        # The embedded defaults: no DATABASE_URL, no REDIS_URL; one server process (the local cache must see every write).
+        os.environ["BENCH_DATABASE_URL"] = "sqlite"
+        os.environ.pop("REDIS_URL", None)
+        if args.server != "serve":
+            raise SystemExit("--sqlite runs the embedded defaults, which are served by one process: use --server serve")
+    else:
+        os.environ["REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/3")
+    os.environ["MEDIA_ROOT"] = os.environ.get("BENCH_MEDIA_ROOT", str(ROOT / "var" / f"{DB_NAME}-media"))
     # Fixtures (visitor cookies) are hashed here and checked by the server: one salt for both.
     os.environ.setdefault("AUDITORIUM_HASH_SALT", secrets.token_urlsafe(32))
     django_setup(DB_NAME)
@@ -443,17 +498,17 @@ def main() -> None:
     users, visitors = build_fixtures(args)
     port = free_port()
     env = dict(os.environ)
+    env.pop("DB_POOL_MAX_SIZE", None)  # the server sizes its own pool, as deployed (the in-process fixtures used 64)
     env.update(
-        DATABASE_URL=settings_url(settings),
-        REDIS_URL=redis_url,
         DJANGO_DEBUG="false",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_SECURE_SSL_REDIRECT="false",
         DJANGO_SECURE_COOKIES="false",
         LOG_LEVEL="WARNING",
-        DB_POOL_MAX_SIZE="8",  # the deployed default per worker process, not the in-process benches' 64
+        AUDITORIUM_POOL_REPORT="1",
         PYTHONPATH=f"{ROOT}/platform:{ROOT}",
+        ARENA_MIN_LISTEN_SECONDS=str(args.min_listen),
         ARENA_VOTE_RATE="100000/60",
         ARENA_IP_VOTE_RATE="100000/60",
         # Every bench client shares one address: the per-address daily caps would refuse the open-loop phase.
@@ -462,19 +517,31 @@ def main() -> None:
         ARENA_DAILY_VOTE_CAP="1000000",
         ARENA_LEADERBOARD_DEBOUNCE_SECONDS="3600",
     )
-    # asgi: the deployed server (uvicorn workers; websockets too). wsgi: gunicorn's threaded
-    # workers, for comparison: no per-request thread hand-offs, HTTP only.
-    worker = ["auditorium.asgi:application", "-k", "uvicorn_worker.UvicornWorker"] if args.server == "asgi" else [
-        "auditorium.wsgi:application", "-k", "gthread", "--threads", str(args.clients // max(1, args.workers) + 1)]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", *worker, "-w", str(args.workers), "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )
+    if args.pool_trace:
+        env["AUDITORIUM_POOL_TRACE"] = "1"
+    if args.pool_size:
+        env["DB_POOL_MAX_SIZE"] = str(args.pool_size)
+    # serve: the deployed launch, one uvicorn process. asgi: gunicorn with uvicorn workers. wsgi: gunicorn's
+    # threaded workers (no per-request thread hand-offs, HTTP only), sized as platform/deploy/README.md says.
+    threads = 4
+    if args.server == "serve":
+        command = [sys.executable, "-m", "auditorium.serve", "--port", str(port)]
+    elif args.server == "asgi":
+        command = [sys.executable, "-m", "gunicorn", "auditorium.asgi:application", "-k", "auditorium.serve.UvicornWorker", "-w", str(args.workers)]
+    else:
+        env["WEB_THREADS"] = str(threads)
+        command = [sys.executable, "-m", "gunicorn", "auditorium.wsgi:application", "-k", "gthread", "--threads", str(threads), "-w", str(args.workers)]
+    if args.server != "serve":
+        command += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
+    log_path = ROOT / "var" / f"{DB_NAME}-server.log"
+    with open(log_path, "w") as server_log:
+        server = subprocess.Popen(command, cwd=ROOT / "platform", env=env, start_new_session=True, stderr=server_log)
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_for(base_url)
-        PROFILE["workers"] = children_of(server.pid)
-        rounds, open_results, submitted, voted = asyncio.run(drive(args, base_url, users, visitors))
+        PROFILE["workers"] = children_of(server.pid) if args.server != "serve" else [server.pid]
+        PROFILE["database"] = None if args.sqlite else DB_NAME
+        rounds, open_results, submitted, voted, statuses = asyncio.run(drive(args, base_url, users, visitors))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -482,17 +549,30 @@ def main() -> None:
     from annotation.models import Judgment
     from arena.models import Vote
 
-    kind = "uvicorn workers" if args.server == "asgi" else "threaded WSGI workers"
-    print(f"server: gunicorn + {args.workers} {kind}, PostgreSQL {DB_NAME}, Redis cache; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
+    kind = {"serve": "python -m auditorium.serve (one uvicorn process)", "asgi": f"gunicorn + {args.workers} uvicorn workers", "wsgi": f"gunicorn gthread {args.workers}x{threads}"}[args.server]
+    store = "SQLite + local cache (embedded defaults)" if args.sqlite else f"PostgreSQL {DB_NAME}, Redis"
+    print(f"server: {kind}; {store}; {args.clients} concurrent clients on 127.0.0.1; {os.cpu_count()} cores shared with the clients")
     print("summary:")
     for phases in rounds:
         for result in phases:
             report(result, phases[0])
     for result in open_results:
         report(result, rounds[-1][0])
-    for position, name in ((1, "judgment cycle"), (2, "arena vote")):
+    for position, name in ((1, "judgment cycle"), (2, "arena cycle")):
         ratios = sorted(rate_of(phases[position]) / rate_of(phases[0]) for phases in rounds)
-        print(f"{name}: x{statistics.median(ratios):.2f} of baseline rate, median of {len(ratios)} rounds (each x{', x'.join(f'{r:.2f}' for r in ratios)})")
+        cpu = sorted(phases[position]["cpu"]["server"] * 1000 / max(1, phases[position]["count"]) for phases in rounds)
+        bare = sorted(phases[0]["cpu"]["server"] * 1000 / max(1, phases[0]["count"]) for phases in rounds)
+        pg = sorted(phases[position]["cpu"]["postgres"] * 1000 / max(1, phases[position]["count"]) for phases in rounds)
+        print(
+            f"{name}: x{statistics.median(ratios):.3f} of baseline rate, median of {len(ratios)} rounds; app CPU per cycle "
+            f"{statistics.median(cpu):.1f} ms (= {statistics.median(cpu) / statistics.median(bare):.1f} bare requests of {statistics.median(bare):.2f} ms), "
+            f"PostgreSQL CPU per cycle {statistics.median(pg):.1f} ms"
+        )
+    errors = {f"{kind} {status}": n for (kind, status), n in sorted(statuses.items()) if status >= 500}
+    print(f"responses >= 500: {sum(errors.values())} {errors or ''}; all statuses: {dict(sorted((f'{k} {s}', n) for (k, s), n in statuses.items()))}")
+    waits = [json.loads(line.split(" ", 1)[1]) for line in open(log_path) if line.startswith("auditorium-pool ")]
+    for figures in waits:
+        print(f"pool (process {figures.pop('pid')}): {json.dumps(figures)}")
     stored = Counter(Judgment.objects.filter(pair__study__name="load").values_list("assignment_id", flat=True))
     lost = sum(1 for _, assignment_id in submitted if assignment_id not in stored)
     duplicated = sum(n - 1 for n in stored.values() if n > 1)

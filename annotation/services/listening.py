@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from auditorium import listening
+from auditorium.deferred import deferred_rows
 from auditorium.errors import ServiceError
 
 from ..models import AnnotatorProfile, Assignment, AudioFetch, Clip, ListeningEvent
@@ -24,11 +25,13 @@ def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None,
     if served is None or not getattr(user, "is_authenticated", False):
         return
     first, last, total = served
-    AudioFetch.objects.create(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now())
+    # Queued under the ASGI server and written in batches; readers flush first (auditorium/deferred.py).
+    deferred_rows.add(AudioFetch(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 
 def _record_for(assignment: Assignment) -> dict:
     """The listening record from the stored rows (one query for events, one for fetches)."""
+    deferred_rows.flush()
     pair = assignment.pair
     b_clip_id = pair.other_clip_id(assignment.a_clip_id)
     side_of = {assignment.a_clip_id: "A", b_clip_id: "B"}

@@ -7,10 +7,20 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
 
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
 
+from auditorium.asgi_handler import ThreadedASGIHandler  # noqa: E402
+
+django_asgi_app = ThreadedASGIHandler()
+
+from auditorium.dbpool import install_reporting, report_if_asked  # noqa: E402
+from auditorium.deferred import deferred_rows  # noqa: E402
+
+install_reporting()
+
+from asgiref.sync import sync_to_async  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -23,12 +33,17 @@ from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
 
 async def lifespan(scope, receive, send):
     """Answer the server's start-up and shutdown messages (uvicorn warns that lifespan is unsupported
-    when an application refuses the scope). Nothing needs setting up: Django is ready above."""
+    when an application refuses the scope). Django is ready above; queued audio notes are written at shutdown."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            # A real server from here on (every launch path sends the startup message; an embedded
+            # test server need not): the audio notes are queued and written in batches (auditorium/deferred.py).
+            deferred_rows.enable()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            await sync_to_async(deferred_rows.flush, thread_sensitive=False)()
+            report_if_asked()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -19,10 +19,14 @@ import logging
 import mimetypes
 import os
 import re
+import time
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.utils.http import quote_etag
+
+from .dbpool import request_stage
+from .deferred import deferred_rows
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,8 @@ class ConnectionWatchASGI:
             return await self.app(scope, receive, send)
         state = _Connection()
         token = _connection.set(state)
+        stage = {"path": scope.get("path", ""), "response_started": None}
+        stage_token = request_stage.set(stage)
 
         async def watched_receive():
             message = await receive()
@@ -56,6 +62,8 @@ class ConnectionWatchASGI:
             return message
 
         async def watched_send(message):
+            if message["type"] == "http.response.start":
+                stage["response_started"] = time.monotonic()
             await send(message)
             if message["type"] == "http.response.body":
                 # Once the client is gone the server's send returns at once, and a stream would run to its end in
@@ -65,6 +73,7 @@ class ConnectionWatchASGI:
         try:
             return await self.app(scope, watched_receive, watched_send)
         finally:
+            request_stage.reset(stage_token)
             _connection.reset(token)
 
 
@@ -119,7 +128,18 @@ class _AsyncWindow(_Window):
                 yield data
                 self._took(len(data), connection)
         finally:
-            await sync_to_async(self.close, thread_sensitive=True)()
+            if deferred_rows.enabled:
+                self.close()  # the note is queued, not written (auditorium/deferred.py): no thread hop needed
+            else:
+                await sync_to_async(self.close, thread_sensitive=True)()
+
+
+def _release_database() -> None:
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
@@ -172,6 +192,8 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
     else:
         header = None
 
+    # The body may take seconds to go out: the database connection the checks used goes back to the pool first.
+    _release_database()
     handle = open(path, "rb")
     start, end = byte_range if byte_range is not None else (0, size - 1)
     # Under ASGI the body is an async stream (a sync one would be read whole before the first send).

@@ -165,6 +165,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A view that cannot get a database connection in time answers 503 with Retry-After, not 500.
+    "auditorium.dbpool.PoolTimeoutMiddleware",
     # Early, so refusals made by later middleware (413, CSRF 403) carry the headers too.
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "auditorium.security.SecurityHeadersMiddleware",
@@ -199,6 +201,8 @@ TEMPLATES = [
 ]
 
 # --- Database -----------------------------------------------------------------
+from auditorium.dbpool import pool_max_size  # noqa: E402
+
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     import dj_database_url
@@ -215,7 +219,8 @@ if DATABASE_URL:
             raise ImproperlyConfigured("DB_CONN_MAX_AGE must be 0 when DB_POOL is on (the pool keeps the connections).")
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": env_int("DB_POOL_MIN_SIZE", 1, minimum=0),
-            "max_size": env_int("DB_POOL_MAX_SIZE", 8, minimum=1),
+            # From the server's concurrency (ASGI_THREADS / WEB_THREADS) unless DB_POOL_MAX_SIZE says otherwise.
+            "max_size": pool_max_size(),
             "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
         }
     # The hot paths' queries run as prepared statements of the session (auditorium/precompiled.py);

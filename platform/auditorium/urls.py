@@ -40,3 +40,6 @@ urlpatterns = [
     path("arena/", include("arena.urls")),
     path("", include("annotation.urls")),
 ]
+
+# A database pool timeout raised outside a view (middleware, sessions, sign-in) answers 503 too.
+handler500 = "auditorium.dbpool.server_error"

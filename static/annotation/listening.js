@@ -425,8 +425,13 @@
     });
     if (kind === "tick") {
       mine.lastTick = performance.now();
-    } else {
-      flushEvents(mine);
+    } else if (!mine.flushQueued) {
+      // Events recorded by one action (pause + switch, ended + pause) leave in one post, after the action.
+      mine.flushQueued = true;
+      queueMicrotask(() => {
+        mine.flushQueued = false;
+        flushEvents(mine);
+      });
     }
   }
 

@@ -20,6 +20,7 @@
   let battle = null;
   let queue = [];
   let flushing = false;
+  let flushQueued = false;
   let tickTimer = null;
   let voted = false;
   let lastFlush = 0;
@@ -230,7 +231,11 @@
     battle.seq += 1;
     queue.push({ seq: battle.seq, side: side, kind: kind, client_time: Math.round(performance.now()), position: Math.round(Math.max(0, position || 0) * 1000) / 1000 });
     if (kind === "tick") lastTick = performance.now();
-    else flush();
+    else if (!flushQueued) {
+      // Events recorded by one action leave in one post, after the action.
+      flushQueued = true;
+      queueMicrotask(() => { flushQueued = false; flush(); });
+    }
   }
 
   // One post at a time, in order; a batch whose answer was lost is sent again as it was.

@@ -157,12 +157,32 @@ def test_postgresql_connections_are_pooled_per_process():
     result = _database_settings(url)
     assert result.returncode == 0, result.stderr
     max_age, pool = json.loads(result.stdout)
-    # Persistent per-thread connections under ASGI exhaust PostgreSQL; the pool bounds them.
-    assert max_age == 0 and pool["max_size"] == 8
+    # Persistent per-thread connections under ASGI exhaust PostgreSQL; the pool bounds them, sized from
+    # the server's threads (ASGI_THREADS under uvicorn, WEB_THREADS / gunicorn --threads under gthread) plus two.
+    assert max_age == 0 and pool["max_size"] == 8 + 2
+    assert json.loads(_database_settings({**url, "ASGI_THREADS": "4"}).stdout)[1]["max_size"] == 6
+    assert json.loads(_database_settings({**url, "WEB_THREADS": "16"}).stdout)[1]["max_size"] == 18
     assert json.loads(_database_settings({**url, "DB_POOL_MAX_SIZE": "20"}).stdout)[1]["max_size"] == 20
     assert json.loads(_database_settings({**url, "DB_POOL": "false", "DB_CONN_MAX_AGE": "60"}).stdout) == [60, None]
     refused = _database_settings({**url, "DB_CONN_MAX_AGE": "60"})
     assert refused.returncode != 0 and "DB_CONN_MAX_AGE" in refused.stderr
+
+
+def test_gunicorn_threads_size_the_pool_under_gthread():
+    from auditorium.dbpool import threads_from_gunicorn
+
+    environ = {}
+    threads_from_gunicorn(environ, ["/venv/bin/gunicorn", "auditorium.wsgi:application", "-k", "gthread", "--threads", "6"])
+    assert environ == {"WEB_THREADS": "6"}
+    environ = {"GUNICORN_CMD_ARGS": "--threads=3"}
+    threads_from_gunicorn(environ, ["/venv/bin/gunicorn", "auditorium.wsgi:application"])
+    assert environ["WEB_THREADS"] == "3"
+    environ = {}
+    threads_from_gunicorn(environ, ["/venv/bin/gunicorn", "auditorium.wsgi:application", "-k", "sync"])
+    assert environ == {"WEB_THREADS": "1"}  # one request at a time per process
+    environ = {}
+    threads_from_gunicorn(environ, ["manage.py", "runserver"])
+    assert environ == {}  # not gunicorn: nothing to read
 
 
 def test_cache_instances_share_one_redis_pool_and_client_per_process():
