@@ -17,9 +17,11 @@ two sides are left out and counted, never kept. Modes (what "held out" means):
   shuffled with the split seed and cut into test, validation and training shares.
 - "prompt": the test prompt texts were never seen, under any lyrics or reference. Groups are
   prompt texts (case and spacing ignored), joined through shared clips.
-- "system": the test systems were never seen. A seeded share of the generating systems is held
-  out; every pair with a clip of one of them is in the test, and no clip of theirs is in training
-  or validation. Other votes that share a clip with the test are left out (counted). Prompts may
+- "system": the test systems were never seen. The generating systems, ordered by name, are cut
+  into folds of about the test share (system_folds: one system each when the share is below one
+  over their number); split seed s holds out fold s mod the number of folds, so seeds 0..N-1 test
+  N different folds, the same in every database. Every pair with a clip of one of them is in the
+  test, and no clip of theirs is in training or validation. Other votes that share a clip with the test are left out (counted). Prompts may
   have been seen (a held-out system usually answered the same prompts as the others), so the
   model refuses seen clips here, not seen conditions. Validation is a seeded share of the
   remaining conditions.
@@ -144,11 +146,11 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
             side_of[i] = side if side == "test" or (_time(rows[i]), i) < cutoff else "late"
         extra = {"groups": len(names), "test_from": cutoff[0] if np.isfinite(cutoff[0]) else None}
     elif mode == "system":
-        systems = sorted({s for r in rows for s in (r.get("system_a"), r.get("system_b")) if s is not None}, key=repr)
+        systems = sorted({s for r in rows for s in (r.get("system_a"), r.get("system_b")) if s is not None}, key=str)
         if len(systems) < 2:
             raise TrainingError(f"{len(systems)} generating system(s) among the voted clips: holding systems out needs at least 2 (set Clip.system on import)")
-        rng.shuffle(systems)
-        held = set(systems[: min(len(systems) - 1, max(1, round(len(systems) * test_share)))])
+        folds = system_folds(systems, test_share=test_share)
+        held = set(folds[seed % len(folds)])
         test_rows = [i for i, r in enumerate(rows) if r.get("system_a") in held or r.get("system_b") in held]
         test_clips = {rows[i][k] for i in test_rows for k in ("clip_a", "clip_b")}
         rest = [i for i in range(len(rows)) if i not in set(test_rows)]
@@ -161,7 +163,7 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
         rng.shuffle(names)
         val_g = set(names[: max(1, min(len(names) - 1, round(len(names) * val_share / (1 - test_share))))])
         side_of = {i: "test" for i in test_rows} | {i: "shared" for i in shared} | {i: "val" if g in val_g else "train" for i, g in group.items()}
-        extra = {"systems": len(systems), "test_systems": sorted(held, key=repr)}
+        extra = {"systems": len(systems), "test_systems": sorted(held, key=str), "fold": seed % len(folds), "folds": len(folds)}
     else:
         test_c = {r["condition"] for r in rows if r.get("split") == "test"}
         if not test_c:
@@ -206,6 +208,19 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
         **extra,
     }
     return split
+
+
+def system_folds(systems, *, test_share: float) -> list[list]:
+    """The system split's folds: systems ordered by name and cut into consecutive folds of about test_share each.
+
+    Enumerated, not drawn: split seed s holds out fold s mod (number of folds), so N seeds below the
+    number of folds test N different folds, and the same names give the same folds in every database.
+    With a share below 1 / N (six systems at 0.2) every fold is one system: leave-one-system-out.
+    """
+    ordered = sorted(systems, key=str)
+    held = max(1, min(len(ordered) - 1, round(len(ordered) * test_share)))
+    count = max(2, len(ordered) // held)
+    return [list(part) for part in np.array_split(np.asarray(ordered, dtype=object), count)]
 
 
 def _time(row: dict) -> float:

@@ -132,8 +132,8 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     fields = (
         "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
         "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
-        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system_id",
-        "pair__clip_b__system_id", "created_at",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system__name",
+        "pair__clip_b__system__name", "created_at",
     )  # fmt: skip
     rows = []
     for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality, prompt, system_a, system_b, at in (
