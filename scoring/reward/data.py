@@ -273,18 +273,43 @@ def annotator_reliability(rows: list[dict]) -> dict[tuple, float]:
     return out
 
 
+def reliability_weights(rows: list[dict], fit: list[int] | None = None) -> np.ndarray:
+    """(n, 2) per-vote weights 2r - 1 (floor 0.01) from Dawid–Skene reliabilities r fitted on rows[fit] only.
+
+    Fitted on the training votes alone when they weight training, so no test vote moves a training
+    weight. An annotator with no fitted vote (seen only in validation or test) gets the mean weight of
+    the fitted votes on that dimension, neither trusted nor silenced.
+    """
+    fit = list(range(len(rows))) if fit is None else list(fit)
+    reliability = annotator_reliability([rows[i] for i in fit])
+    out = np.empty((len(rows), len(DIMENSIONS)))
+    for j, dim in enumerate(DIMENSIONS):
+        known = [max(0.01, 2.0 * reliability[(rows[i]["annotator"], dim)] - 1.0) for i in fit if (rows[i]["annotator"], dim) in reliability]
+        fallback = float(np.mean(known)) if known else 1.0
+        for i, row in enumerate(rows):
+            r = reliability.get((row["annotator"], dim))
+            out[i, j] = fallback if r is None else max(0.01, 2.0 * r - 1.0)
+    return out
+
+
+def with_reliability_weights(votes: Votes, rows: list[dict], fit: list[int]) -> Votes:
+    """The same votes with the weight column from reliabilities fitted on rows[fit] (reliability_weights)."""
+    return Votes(votes.clip_a, votes.clip_b, votes.condition, votes.target, reliability_weights(rows, fit))
+
+
 def votes_from_rows(rows: list[dict], *, clip_index: dict, condition_index: dict, weight_by: str = "confidence") -> Votes:
     """Vote arrays for the network: clips and conditions as rows of the feature table.
 
     weight_by="reliability": the per-vote weight column (read when the training config's
     confidence_weight is on) carries the annotator's Dawid–Skene reliability r as 2r - 1 (how far above
     a coin), floored at 0.01, instead of the stated confidence: a coin or a flipper weighs next to nothing.
+    Fitted here on every row; a training run refits it per split on the training votes alone
+    (with_reliability_weights).
     """
     if weight_by not in ("confidence", "reliability"):
         raise TrainingError(f"weight_by must be confidence or reliability, not {weight_by!r}")
     if weight_by == "reliability":
-        reliability = annotator_reliability(rows)
-        weights = [[max(0.01, 2.0 * reliability.get((r["annotator"], dim), 0.5) - 1.0) for dim in DIMENSIONS] for r in rows]
+        weights = reliability_weights(rows)
     else:
         weights = [[_confidence(r.get(f"confidence_{dim}")) for dim in DIMENSIONS] for r in rows]
     return Votes(

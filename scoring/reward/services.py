@@ -41,7 +41,7 @@ from ..judges.base import AudioDecodeError, JudgeUnavailable, models_relative
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
-from .data import SPLIT_MODES, split_rows, votes_from_rows
+from .data import SPLIT_MODES, split_rows, votes_from_rows, with_reliability_weights
 from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
 from .measure import measure_split, summarise
 from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError
@@ -296,8 +296,10 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         def step(done, steps, *_, k=k):
             progress(stage="training", step=k * steps + done, steps=len(splits) * steps)
 
+        # Reliability that weights training is fitted on the training votes of this split only.
+        split_votes = with_reliability_weights(votes, rows, split.train) if options.get("weight_by") == "reliability" else votes
         measured = measure_split(
-            table, votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
+            table, split_votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
             rounds=options["rounds"], device=device, progress=step,
         )  # fmt: skip
         per_seed.append(measured.figures)
@@ -306,7 +308,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     measured, split = first
     trained = measured.registered
     test_rows = [rows[i] for i in split.test]
-    scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)
+    scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)  # weights play no part in scoring
     metrics = {view: evaluate_clustered(scored, view=view, rounds=options["rounds"], seed=run.seed) for view in (VOTE, MAJORITY)}
     seeds = summarise(per_seed)
     registered = {
@@ -407,7 +409,7 @@ def _vote_weights_text(options: dict) -> str:
     if not options["train"]["confidence_weight"]:
         return "none: every vote weighs the same"
     if options.get("weight_by") == "reliability":
-        return "annotator reliability: 2r - 1 (floor 0.01) of the annotator's Dawid-Skene reliability r, per dimension"
+        return "annotator reliability: 2r - 1 (floor 0.01) of the annotator's Dawid-Skene reliability r, per dimension, fitted on the training votes only"
     return "stated confidence over the mean confidence"
 
 
