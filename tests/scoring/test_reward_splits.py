@@ -153,7 +153,7 @@ def test_cluster_intervals_are_at_least_as_wide_as_vote_level_ones(seed):
     by_vote = evaluate(rows, view=VOTE, dimensions=("musicality",), rounds=2000, seed=seed)["musicality"]["all"]
     by_cluster = evaluate_clustered(rows, view=VOTE, dimensions=("musicality",), rounds=2000, seed=seed)["musicality"]["all"]
     assert by_cluster["accuracy"] == by_vote["accuracy"]
-    assert by_cluster["interval"] == {"resamples": "condition", "clusters": 24, "rounds": 2000}
+    assert by_cluster["interval"] == {"resamples": "condition", "clusters": 24, "rounds": 2000, "method": "bootstrap"}
     width = lambda ci: ci[1] - ci[0]  # noqa: E731
     # Three identical votes per pair and five pairs per condition: the vote-level interval is far too narrow.
     assert width(by_cluster["ci"]) >= 1.5 * width(by_vote["ci"]), (by_cluster, by_vote)
