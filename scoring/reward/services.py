@@ -13,6 +13,7 @@ and a second training of them finds the model already registered.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -42,7 +43,7 @@ from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
 from .data import SPLIT_MODES, split_rows, votes_from_rows, with_reliability_weights
-from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
+from .features import FEATURE_KINDS, PROMPT_ATTRIBUTES, TEXT_MODES, FeatureUnavailable, Featurizer
 from .measure import measure_split, summarise
 from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError
 from .selection import disagreement, uncertainty
@@ -281,11 +282,12 @@ def training_execute(*, training_id: int) -> TrainingRun:
 
 def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     options = run.options or training_options_clean({})
-    config = TrainConfig(**options["train"])
     rows, left_out = study_vote_rows(study=run.study)
     split_seeds = options.get("split_seeds") or [run.seed]
     splits = [split_rows(rows, mode=options["split"], seed=s, val_share=options["val_share"], test_share=options["test_share"]) for s in split_seeds]
     featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
+    # How the prompt enters follows from the features (attributes crossed, or text-audio similarity).
+    config = dataclasses.replace(TrainConfig(**options["train"]), **featurizer.prompt_inputs())
     table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
     votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index, weight_by=options.get("weight_by", "confidence"))
     judge_scores, judge_note = feature_judge_scores(featurizer=featurizer, table=table, votes=votes, rows=rows)
@@ -444,7 +446,12 @@ def model_card(
             "hyperparameters": options["train"],
             "seed": run.seed,
             "seeds": {"training": run.seed, "split": split.info["seed"], "split_seeds": options.get("split_seeds") or [run.seed]},
-            "training": {"device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best},
+            "training": {
+                "device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best,
+                # Weight decay and width per dimension, chosen on the validation loss among what was tried.
+                "capacity": network.capacity,
+                "prompt_inputs": {"crossed_attributes": list(PROMPT_ATTRIBUTES) if network.config.crossed else [], "text_audio_similarity": network.config.similarity},
+            },
             "registered": registered or {},
             "metrics": {
                 "rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5",
