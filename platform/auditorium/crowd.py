@@ -139,7 +139,7 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
-            low, high = _percentiles(ds_refit(codes, weights), codes)
+            low, high = _percentiles(_in_chunks(ds_refit, codes, weights), codes)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
         p_first, rel, terms = _mace(frame, seed)
@@ -149,7 +149,7 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
         out["p_mace"], out["mace"] = p_first, _label(p_first)
         reliability["mace"] = rel
         if rounds > 0:
-            low, high = _percentiles(mace_refit(codes, weights), codes)
+            low, high = _percentiles(_in_chunks(mace_refit, codes, weights), codes)
             low[low.index.isin(constant)], high[high.index.isin(constant)] = 0.0, 0.0
             reliability["mace_low"], reliability["mace_high"] = low, high
     return Aggregate(labels=out, reliability=reliability)
@@ -258,6 +258,16 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
         like0 = np.log(sv * (label == 0) + (1 - sv) * theta_l)
         q1 = 1.0 / (1.0 + np.exp(np.clip(_item_sums(codes, like0) - _item_sums(codes, like1), -700, 700)))
     return np.where(total > 0, s, np.nan)
+
+
+# Rounds refitted together are (rounds x votes) arrays; this many cells at most per chunk bounds the memory.
+CHUNK_CELLS = 2_000_000
+
+
+def _in_chunks(refit, codes: dict, weights: np.ndarray) -> np.ndarray:
+    """refit(codes, weights) over chunks of rounds (the same values; less memory on large studies)."""
+    size = max(1, CHUNK_CELLS // max(len(codes["label"]), 1))
+    return np.concatenate([refit(codes, weights[start : start + size]) for start in range(0, len(weights), size)], axis=0)
 
 
 def _percentiles(values: np.ndarray, codes: dict) -> tuple[pd.Series, pd.Series]:
