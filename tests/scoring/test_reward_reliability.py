@@ -131,7 +131,7 @@ class ReliabilityWeightTests(TestCase):
         return self._model_dir
 
 
-def _votes(conditions=24, seed=0):
+def _votes(conditions=10, seed=0):
     """Three annotators who agree with a hidden truth 90 %, 75 % and 60 % of the time, on every pair."""
     rng = np.random.default_rng(seed)
     rows, pair = [], 0
