@@ -66,11 +66,7 @@ def _dawid_skene(frame: pd.DataFrame):
         # gives the same label is right on one class only, not perfectly reliable.
         diagonal = [(float(block.loc[c, c]) if c in block.index else 0.0) if c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
-    p_first = _p_first(model.probas_)
-    # Per vote: the posterior that the item's true label is 0 and 1 (for the intervals).
-    q1 = p_first.reindex(frame["task"]).to_numpy(float)
-    terms = {"q1": q1}
-    return p_first, pd.Series(reliability), terms
+    return _p_first(model.probas_), pd.Series(reliability)
 
 
 def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int = 50):
@@ -79,18 +75,9 @@ def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(frame)
-    codes, names = pd.factorize(frame["worker"])
-    label_codes, label_names = pd.factorize(frame["label"])
-    p_first = _p_first(model.probas_)
+    _, names = pd.factorize(frame["worker"])
     # spamming_[:, 1]: posterior probability that the annotator knows the answer (not spamming).
-    competence = pd.Series(model.spamming_[:, 1], index=names)
-    # Per vote: P(the annotator knew | this vote) = q(l) s1 / (q(l) s1 + s0 theta_l), the quantity
-    # MACE's M-step averages into the competence.
-    q_label = np.where(frame["label"].to_numpy() == 1, p_first.reindex(frame["task"]).to_numpy(float), 1 - p_first.reindex(frame["task"]).to_numpy(float))
-    s1, s0 = model.spamming_[codes, 1], model.spamming_[codes, 0]
-    theta = model.thetas_[codes, label_codes]
-    knowing = q_label * s1 / np.maximum(q_label * s1 + s0 * theta, 1e-12)
-    return p_first, competence, {"knowing": knowing}
+    return _p_first(model.probas_), pd.Series(model.spamming_[:, 1], index=names)
 
 
 def _p_first(probas: pd.DataFrame) -> pd.Series:
@@ -135,14 +122,14 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
         codes = _codes(frame)
         weights = rng.multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=rounds).astype(float)
     if "dawid_skene" in methods:
-        p_first, rel, terms = _dawid_skene(frame)
+        p_first, rel = _dawid_skene(frame)
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
             low, high = _percentiles(_in_chunks(ds_refit, codes, weights), codes)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
-        p_first, rel, terms = _mace(frame, seed)
+        p_first, rel = _mace(frame, seed)
         constant = _constant_workers(frame)
         # As in Dawid–Skene: an annotator who always gives the same answer shows no knowledge of the truth.
         rel[rel.index.isin(constant)] = 0.0
