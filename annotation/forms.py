@@ -74,7 +74,7 @@ class StudyForm(forms.ModelForm):
             "selection": (
                 "Random (recommended), or serve first the pairs the reward model is least sure of / the judges disagree most on. "
                 "In simulation (bench/active.py, 30 seeds, two noise models) neither active order needed fewer votes than random; "
-                "disagreement needed more."
+                "disagreement needed more at some targets, not at others."
             ),
             "active_share": "Cap on actively chosen pairs: the other draws stay random so the votes keep an unbiased sample.",
         }

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import bootstrap_sums, cluster_bootstrap, mcnemar_tests, num, paired_tests, percentile_ci, significance_groups
+from .stats import SMALL_SAMPLE_CLUSTERS, bootstrap_sums, cluster_bootstrap, cluster_t_interval, mcnemar_tests, num, paired_tests, percentile_ci, significance_groups
 
 # --- Vocabulary ------------------------------------------------------------------------------
 
@@ -558,11 +558,28 @@ def unit_scores(rows: Sequence[dict], dim: str, *, view: str, predictors: Sequen
     return ScoredUnits(scores, np.asarray(clusters, dtype=int).reshape(-1), resamples, ties)
 
 
+def interval_method(clusters: int) -> str:
+    """"t" below stats.SMALL_SAMPLE_CLUSTERS clusters (the percentile bootstrap is liberal there), else "bootstrap"."""
+    return "t" if clusters < SMALL_SAMPLE_CLUSTERS else "bootstrap"
+
+
 def cluster_ci(scores, clusters, *, rounds: int, seed: int) -> list:
-    """95% percentile interval of the mean of scores, resampling whole clusters (see cluster_bootstrap)."""
+    """95% interval of the mean of scores over whole clusters: the percentile bootstrap resampling
+    clusters (cluster_bootstrap), or with few clusters the t-interval on them (interval_method)."""
     if rounds <= 0 or len(scores) == 0:
         return [None, None]
+    if interval_method(len(np.unique(clusters))) == "t":
+        return cluster_t_interval(scores, clusters)
     return percentile_ci(cluster_bootstrap(scores, clusters, rounds=rounds, seed=seed)[:, 0])
+
+
+def _interval_about(units: ScoredUnits, clusters: np.ndarray, rounds: int) -> dict:
+    count = int(len(np.unique(clusters)))
+    method = interval_method(count)
+    about = {"resamples": units.resamples, "clusters": count, "rounds": rounds if method == "bootstrap" else 0, "method": method}
+    if method == "t":
+        about["note"] = f"{count} clusters (fewer than {SMALL_SAMPLE_CLUSTERS}): Student t on clusters instead of the bootstrap; still a rough interval"
+    return about
 
 
 def clustered_accuracy(units: ScoredUnits, predictor: str = "pred", *, rounds: int = 0, seed: int = 0) -> dict:
@@ -577,7 +594,7 @@ def clustered_accuracy(units: ScoredUnits, predictor: str = "pred", *, rounds: i
         "accuracy": float(scores[answered].mean()) if n else None,
         "n": n,
         "ci": cluster_ci(scores[answered], clusters, rounds=rounds, seed=seed) if rounds else None,
-        "interval": {"resamples": units.resamples, "clusters": int(len(np.unique(clusters))), "rounds": rounds},
+        "interval": _interval_about(units, clusters, rounds),
         "coverage": coverage,
     }
 
@@ -593,7 +610,7 @@ def paired_difference(units: ScoredUnits, a: str, b: str, *, rounds: int = 0, se
         "difference": float(diff.mean()) if n else None,
         "n": n,
         "ci": cluster_ci(diff, clusters, rounds=rounds, seed=seed) if rounds and n else None,
-        "interval": {"resamples": units.resamples, "clusters": int(len(np.unique(clusters))), "rounds": rounds},
+        "interval": _interval_about(units, clusters, rounds),
     }
 
 

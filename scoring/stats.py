@@ -160,3 +160,37 @@ def significance_groups(acc, significant) -> np.ndarray:
     significant = np.asarray(significant, dtype=bool)
     better = (acc[None, :] > acc[:, None]) & significant
     return 1 + better.sum(axis=1)
+
+
+# --- Few clusters: a t-interval instead of the percentile bootstrap ---------------------------------
+
+# Below this many clusters the percentile bootstrap of a clustered mean is liberal (it ignores the
+# (C - 1) / C shrinkage of the resampled spread and uses normal tails): about 85 % at 6-7 clusters
+# for a nominal 95 %. The t-interval below covers close to nominal there (tests/scoring/test_stats_coverage.py).
+SMALL_SAMPLE_CLUSTERS = 20
+
+
+def cluster_t_interval(scores, clusters=None, *, level: float = 0.95) -> list:
+    """Interval of the mean of `scores` (pooled over items) that treats clusters as the independent units.
+
+    The pooled mean is a ratio (cluster sums over cluster sizes); its cluster-robust variance is
+    C / (C - 1) * sum_c (sum_c - mean * size_c)^2 / N^2, and the interval takes Student's t with
+    C - 1 degrees of freedom. [None, None] with fewer than 2 clusters; a zero spread gives a
+    zero-width interval.
+    """
+    from scipy.stats import t as student
+
+    scores = np.asarray(scores, dtype=float).reshape(-1)
+    if scores.size == 0:
+        return [None, None]
+    codes = np.arange(scores.size) if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].reshape(-1)
+    n_clusters = int(codes.max()) + 1
+    if n_clusters < 2:
+        return [None, None]
+    sizes = np.bincount(codes, minlength=n_clusters).astype(float)
+    sums = np.bincount(codes, weights=scores, minlength=n_clusters)
+    mean = sums.sum() / sizes.sum()
+    residual = sums - mean * sizes
+    se = math.sqrt(n_clusters / (n_clusters - 1) * float(residual @ residual)) / sizes.sum()
+    half = float(student.ppf(0.5 + level / 2, n_clusters - 1)) * se
+    return [num(mean - half), num(mean + half)]

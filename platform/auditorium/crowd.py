@@ -12,8 +12,9 @@ Input is always long-form votes: one row per (annotator, item) with a binary lab
   its reliability is the posterior probability of knowing (a flipper and a coin
   both come out low: MACE cannot tell them apart, Dawid–Skene can).
 
-Uncertainty of the reliabilities: each annotator's answers are resampled (see `aggregate`), so an
-annotator with few votes gets a wide interval.
+Uncertainty of the reliabilities: items are resampled with replacement and the model is refitted on
+every resample (see `aggregate`), so the interval carries both how few answers an annotator gave
+and how unsure the labels their answers are checked against are.
 
 No Django here: the report, the export, the reward model and the benchmark share it.
 """
@@ -65,11 +66,7 @@ def _dawid_skene(frame: pd.DataFrame):
         # gives the same label is right on one class only, not perfectly reliable.
         diagonal = [(float(block.loc[c, c]) if c in block.index else 0.0) if c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
-    p_first = _p_first(model.probas_)
-    # Per vote: the posterior that the item's true label is 0 and 1 (for the intervals).
-    q1 = p_first.reindex(frame["task"]).to_numpy(float)
-    terms = {"q1": q1}
-    return p_first, pd.Series(reliability), terms
+    return _p_first(model.probas_), pd.Series(reliability)
 
 
 def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int = 50):
@@ -78,18 +75,9 @@ def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(frame)
-    codes, names = pd.factorize(frame["worker"])
-    label_codes, label_names = pd.factorize(frame["label"])
-    p_first = _p_first(model.probas_)
+    _, names = pd.factorize(frame["worker"])
     # spamming_[:, 1]: posterior probability that the annotator knows the answer (not spamming).
-    competence = pd.Series(model.spamming_[:, 1], index=names)
-    # Per vote: P(the annotator knew | this vote) = q(l) s1 / (q(l) s1 + s0 theta_l), the quantity
-    # MACE's M-step averages into the competence.
-    q_label = np.where(frame["label"].to_numpy() == 1, p_first.reindex(frame["task"]).to_numpy(float), 1 - p_first.reindex(frame["task"]).to_numpy(float))
-    s1, s0 = model.spamming_[codes, 1], model.spamming_[codes, 0]
-    theta = model.thetas_[codes, label_codes]
-    knowing = q_label * s1 / np.maximum(q_label * s1 + s0 * theta, 1e-12)
-    return p_first, competence, {"knowing": knowing}
+    return _p_first(model.probas_), pd.Series(model.spamming_[:, 1], index=names)
 
 
 def _p_first(probas: pd.DataFrame) -> pd.Series:
@@ -113,12 +101,14 @@ class Aggregate:
 
 
 def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, methods: tuple[str, ...] = METHODS) -> Aggregate:
-    """Fit the aggregates on all votes; `rounds` resamples of each annotator's votes give the reliability intervals.
+    """Fit the aggregates on all votes; `rounds` resamples of the items, each refitted, give the reliability intervals.
 
-    The intervals resample the annotator's answers (pairs) with the item posteriors held at the
-    full fit, and recompute the model's own estimate of that annotator (Dawid–Skene's confusion
-    diagonal, MACE's share of votes it knew): they show how much the estimate rests on few
-    answers, not the labels' own uncertainty (a full refit per resample would, at 100x the cost).
+    Each round draws the items with replacement (an item drawn k times counts k times, with all its
+    votes) and refits the model from the majority start (`ds_refit`, `mace_refit`: the same EM in
+    numpy, all rounds at once); an annotator's interval is the 2.5 and 97.5 percentiles of its
+    refitted reliability. Holding the item posteriors fixed and resampling only an annotator's own
+    answers, as before, covered the true reliability 65-77 % of the time at a nominal 95 %;
+    tests/scoring/test_crowd_coverage.py measures this one.
     """
     frame = _frame(workers, items, labels)
     if frame.empty:
@@ -128,53 +118,152 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
     workers_index = pd.Index(frame["worker"].unique())
     reliability = pd.DataFrame({"votes": frame.groupby("worker").size()}).reindex(workers_index)
     rng = np.random.default_rng(seed)
+    if rounds > 0:
+        codes = _codes(frame)
+        weights = rng.multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=rounds).astype(float)
     if "dawid_skene" in methods:
-        p_first, rel, terms = _dawid_skene(frame)
+        p_first, rel = _dawid_skene(frame)
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
-            low, high = _resampled(frame, rng, rounds, lambda w, v: _ds_diagonal(terms["q1"][v], frame["label"].to_numpy()[v], w), rel)
+            low, high = _percentiles(_in_chunks(ds_refit, codes, weights), codes)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
-        p_first, rel, terms = _mace(frame, seed)
+        p_first, rel = _mace(frame, seed)
+        constant = _constant_workers(frame)
+        # As in Dawid–Skene: an annotator who always gives the same answer shows no knowledge of the truth.
+        rel[rel.index.isin(constant)] = 0.0
         out["p_mace"], out["mace"] = p_first, _label(p_first)
         reliability["mace"] = rel
         if rounds > 0:
-            low, high = _resampled(frame, rng, rounds, lambda w, v: (w * terms["knowing"][v]).sum(axis=1) / w.sum(axis=1), rel)
+            low, high = _percentiles(_in_chunks(mace_refit, codes, weights), codes)
+            low[low.index.isin(constant)], high[high.index.isin(constant)] = 0.0, 0.0
             reliability["mace_low"], reliability["mace_high"] = low, high
     return Aggregate(labels=out, reliability=reliability)
 
 
-def _ds_diagonal(q1: np.ndarray, label: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Dawid–Skene's M-step for one annotator under resampling weights w (rounds, votes): mean of P(obs=c | true=c)."""
-    q0 = 1 - q1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        right1 = (w * (q1 * (label == 1))).sum(axis=1) / (w * q1).sum(axis=1)
-        right0 = (w * (q0 * (label == 0))).sum(axis=1) / (w * q0).sum(axis=1)
-    return np.nanmean(np.stack([right0, right1]), axis=0)
+def _constant_workers(frame: pd.DataFrame) -> list:
+    """Annotators who gave one label value only."""
+    distinct = frame.groupby("worker")["label"].nunique()
+    return list(distinct.index[distinct < 2])
 
 
-def _resampled(frame: pd.DataFrame, rng, rounds: int, estimate, point: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Per annotator: a 95% interval around the model's own estimate `point`, as wide as the spread of
-    `estimate(weights, vote_index)` over multinomial resamples of their votes about its unweighted value.
+def _codes(frame: pd.DataFrame) -> dict:
+    """Votes as integer codes plus the sparse vote -> item and vote -> worker indicators the refits sum with."""
+    from scipy import sparse
 
-    Shifted onto `point` because the fitted model's figure (crowd-kit's, after smoothing and its last
-    M-step) can sit a little off the same quantity recomputed from the final posteriors.
+    item, item_names = pd.factorize(frame["task"])
+    worker, worker_names = pd.factorize(frame["worker"])
+    n = len(frame)
+    ones = np.ones(n)
+    return {
+        "item": item,
+        "worker": worker,
+        "label": frame["label"].to_numpy(np.int64),
+        "items": len(item_names),
+        "workers": len(worker_names),
+        "worker_names": worker_names,
+        "to_item": sparse.csr_matrix((ones, (np.arange(n), item)), shape=(n, len(item_names))),
+        "to_worker": sparse.csr_matrix((ones, (np.arange(n), worker)), shape=(n, len(worker_names))),
+    }
+
+
+def _start(codes: dict, rounds: int) -> np.ndarray:
+    """(rounds, items) P(label 1): the share of 1 votes per item, crowd-kit's majority start."""
+    share = (codes["to_item"].T @ codes["label"].astype(float)) / np.asarray(codes["to_item"].sum(axis=0)).reshape(-1)
+    return np.tile(share, (rounds, 1))
+
+
+def _item_sums(codes: dict, per_vote: np.ndarray) -> np.ndarray:
+    return np.asarray((codes["to_item"].T @ per_vote.T).T)
+
+
+def _worker_sums(codes: dict, per_vote: np.ndarray) -> np.ndarray:
+    return np.asarray((codes["to_worker"].T @ per_vote.T).T)
+
+
+EPS = 1e-6
+
+
+def ds_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.ndarray:
+    """(rounds, workers) Dawid–Skene reliability refitted under item weights (rounds, items).
+
+    The binary Dawid–Skene EM, vectorised over rounds: M-step P(answer c | truth c) per annotator
+    from the weighted posteriors, class prior from the weighted items; E-step the item posteriors.
+    A class an annotator never answered has P = 0, as in the full fit; an annotator with no drawn
+    item on a class gets NaN there and is averaged over the other.
     """
-    low, high = {}, {}
-    for worker, index in frame.groupby("worker", sort=False).indices.items():
-        n = len(index)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=rounds).astype(float)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            values = estimate(weights, index)
-            centre = estimate(np.ones((1, n)), index)[0]
-            if not (np.isfinite(values).any() and np.isfinite(centre)):
-                low[worker] = high[worker] = np.nan
-                continue
-            spread = np.nanpercentile(values, [2.5, 97.5]) - centre
-            low[worker], high[worker] = np.clip(point[worker] + spread, 0.0, 1.0)
-    return pd.Series(low), pd.Series(high)
+    label = codes["label"]
+    vote_w = weights[:, codes["item"]]
+    q1 = _start(codes, len(weights))
+    right = np.full((len(weights), codes["workers"], 2), np.nan)
+    for _ in range(iterations):
+        qv1 = q1[:, codes["item"]]
+        for c, qv in ((0, 1.0 - qv1), (1, qv1)):
+            mass = _worker_sums(codes, vote_w * qv)
+            hits = _worker_sums(codes, vote_w * qv * (label == c))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                right[:, :, c] = hits / mass
+        prior = np.clip((weights * q1).sum(axis=1) / weights.sum(axis=1), EPS, 1 - EPS)
+        p = np.clip(np.nan_to_num(right, nan=0.5), EPS, 1 - EPS)
+        pw = p[:, codes["worker"], :]  # (rounds, votes, class)
+        log1 = _item_sums(codes, np.where(label == 1, np.log(pw[:, :, 1]), np.log(1 - pw[:, :, 1]))) + np.log(prior)[:, None]
+        log0 = _item_sums(codes, np.where(label == 0, np.log(pw[:, :, 0]), np.log(1 - pw[:, :, 0]))) + np.log(1 - prior)[:, None]
+        q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(right, axis=2)
+
+
+def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.ndarray:
+    """(rounds, workers) MACE competence (P(the annotator knows)) refitted under item weights.
+
+    Binary MACE EM vectorised over rounds: each vote is the truth when the annotator knows it
+    (probability s), else a draw from the annotator's own strategy theta; started at the majority
+    posteriors and s = 0.5, theta = 0.5, with the add-0.5 smoothing of crowd-kit's point fit.
+    """
+    label = codes["label"]
+    vote_w = weights[:, codes["item"]]
+    rounds, workers = len(weights), codes["workers"]
+    q1 = _start(codes, rounds)
+    s = np.full((rounds, workers), 0.5)
+    theta1 = np.full((rounds, workers), 0.5)
+    for _ in range(iterations):
+        qv1 = q1[:, codes["item"]]
+        sv, tv1 = s[:, codes["worker"]], theta1[:, codes["worker"]]
+        theta_l = np.where(label == 1, tv1, 1 - tv1)
+        q_l = np.where(label == 1, qv1, 1 - qv1)
+        knew = q_l * sv / np.maximum(q_l * sv + (1 - sv) * theta_l, 1e-12)
+        total = _worker_sums(codes, vote_w)
+        s = (_worker_sums(codes, vote_w * knew) + 0.5) / (total + 1.0)
+        guessed = vote_w * (1 - knew)
+        theta1 = (_worker_sums(codes, guessed * (label == 1)) + 0.5) / (_worker_sums(codes, guessed) + 1.0)
+        sv, tv1 = s[:, codes["worker"]], theta1[:, codes["worker"]]
+        # P(vote | truth t) = s [l = t] + (1 - s) theta_l.
+        theta_l = np.where(label == 1, tv1, 1 - tv1)
+        like1 = np.log(sv * (label == 1) + (1 - sv) * theta_l)
+        like0 = np.log(sv * (label == 0) + (1 - sv) * theta_l)
+        q1 = 1.0 / (1.0 + np.exp(np.clip(_item_sums(codes, like0) - _item_sums(codes, like1), -700, 700)))
+    return np.where(total > 0, s, np.nan)
+
+
+# Rounds refitted together are (rounds x votes) arrays; this many cells at most per chunk bounds the memory.
+CHUNK_CELLS = 2_000_000
+
+
+def _in_chunks(refit, codes: dict, weights: np.ndarray) -> np.ndarray:
+    """refit(codes, weights) over chunks of rounds (the same values; less memory on large studies)."""
+    size = max(1, CHUNK_CELLS // max(len(codes["label"]), 1))
+    return np.concatenate([refit(codes, weights[start : start + size]) for start in range(0, len(weights), size)], axis=0)
+
+
+def _percentiles(values: np.ndarray, codes: dict) -> tuple[pd.Series, pd.Series]:
+    """Per annotator: the 2.5 and 97.5 percentiles of the refitted values (NaN rounds left out)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanpercentile(values, [2.5, 97.5], axis=0)
+    names = codes["worker_names"]
+    return pd.Series(np.clip(low, 0.0, 1.0), index=names), pd.Series(np.clip(high, 0.0, 1.0), index=names)
 
 
 def calibration(workers, items, labels, confidences, aggregate_labels: pd.Series) -> pd.DataFrame:

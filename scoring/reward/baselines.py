@@ -7,10 +7,11 @@
 - best_feature: the one clip feature, and its direction, that best orders the training and
   validation votes (chosen there; never on the test);
 - logistic: L2-regularised logistic regression on the standardised feature differences of the
-  two clips (C chosen on the validation votes' log-loss);
+  two clips (C chosen on the validation votes' log-loss). It never sees the prompt: the
+  prompt-blind baseline;
 - logistic_interactions: the same plus every feature difference times each of the condition's
-  leading principal components (fitted on the training conditions), so the preference may depend
-  on the prompt.
+  leading principal components (fitted on the training conditions) and, with prompt attributes
+  (TrainConfig.crossed), times each attribute, so the preference may depend on the prompt.
 
 Both logistic models are written as RewardModel weights (the network's linear term, and its
 low-rank clip x condition term for the interactions), so either can be registered and scored by
@@ -60,6 +61,16 @@ def clip_inputs(table: FeatureTable, mean, std, votes: Votes) -> tuple[np.ndarra
     return a[:, :d], b[:, :d], context
 
 
+def crossed_difference(table: FeatureTable, mean, std, votes: Votes, crossed: int) -> np.ndarray:
+    """(n, d x crossed): clip A's minus clip B's features times the condition's prompt attributes (none without attributes)."""
+    if not crossed:
+        return np.zeros((len(votes), 0))
+    width = table.clips.shape[1] * crossed
+    a, _ = model_inputs(table, mean, std, votes.clip_a, votes.condition, crossed=crossed)
+    b, _ = model_inputs(table, mean, std, votes.clip_b, votes.condition, crossed=crossed)
+    return a[:, -width:] - b[:, -width:]
+
+
 def majority(fit: Votes) -> dict:
     """{dim: 1.0 (A) or 0.0 (B)}: the commoner label among fit votes (A on a tie: the stored order's first)."""
     out = {}
@@ -107,12 +118,12 @@ def _components(context: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.n
     return centre, (vt[:k].T / scale)
 
 
-def _design(a, b, context, centre, projection, interactions: bool) -> np.ndarray:
+def _design(a, b, context, centre, projection, interactions: bool, cross: np.ndarray) -> np.ndarray:
     diff = a - b
     if not interactions:
         return diff
     z = (context - centre) @ projection
-    return np.concatenate([diff, (diff[:, :, None] * z[:, None, :]).reshape(len(diff), -1)], axis=1)
+    return np.concatenate([diff, (diff[:, :, None] * z[:, None, :]).reshape(len(diff), -1), cross], axis=1)
 
 
 def _labelled(x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -145,8 +156,11 @@ def fit_logistic(table: FeatureTable, mean, std, train_votes: Votes, val_votes: 
         centre, projection = _components(context, train_first)
         while d * projection.shape[1] > MAX_INTERACTIONS and projection.shape[1] > 1:
             projection = projection[:, :-1]
-    x, vx = _design(a, b, context, centre, projection, interactions), _design(va, vb, vcontext, centre, projection, interactions)
-    clip_size = 2 * d
+    crossed = config.crossed if interactions else 0
+    cross, vcross = crossed_difference(table, mean, std, train_votes, crossed), crossed_difference(table, mean, std, val_votes, crossed)
+    x, vx = _design(a, b, context, centre, projection, interactions, cross), _design(va, vb, vcontext, centre, projection, interactions, vcross)
+    clip_size = 2 * d + int(config.similarity) + d * config.crossed
+    n_cross = cross.shape[1]
     context_size = context.shape[1]
     weights, about = {}, {"C": {}, "components": 0 if projection is None else int(projection.shape[1]), "inputs": int(x.shape[1])}
     for j, dim in enumerate(DIMENSIONS):
@@ -170,8 +184,11 @@ def fit_logistic(table: FeatureTable, mean, std, train_votes: Votes, val_votes: 
         rank = 1 if projection is None else projection.shape[1]
         clip_w, context_w = np.zeros((rank, clip_size)), np.zeros((rank, context_size))
         linear[:d] = coef[:d]
+        if n_cross:
+            # The crossed inputs are the last block of the clip side.
+            linear[clip_size - n_cross : clip_size] = coef[len(coef) - n_cross :]
         if projection is not None:
-            w = coef[d:].reshape(d, rank)  # feature x component
+            w = coef[d : len(coef) - n_cross].reshape(d, rank)  # feature x component
             clip_w[:, :d] = w.T
             context_w[:, :] = projection.T
             # z = context @ P - centre @ P: the constant part is a plain linear term on the clip.
@@ -199,4 +216,5 @@ def compose(models: dict[str, RewardModel], picks: dict[str, str], base: RewardM
         source = models[picks[dim]]
         weights.update({k: v for k, v in source.weights.items() if k.startswith(f"{dim}.")})
     best = {dim: models[picks[dim]].best_epoch.get(dim, 0) for dim in DIMENSIONS}
-    return RewardModel(weights=weights, mean=base.mean, std=base.std, config=base.config, seed=base.seed, history=base.history, best_epoch=best)
+    capacity = {dim: models[picks[dim]].capacity[dim] for dim in DIMENSIONS if dim in models[picks[dim]].capacity}
+    return RewardModel(weights=weights, mean=base.mean, std=base.std, config=base.config, seed=base.seed, history=base.history, best_epoch=best, capacity=capacity)

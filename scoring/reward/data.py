@@ -17,9 +17,11 @@ two sides are left out and counted, never kept. Modes (what "held out" means):
   shuffled with the split seed and cut into test, validation and training shares.
 - "prompt": the test prompt texts were never seen, under any lyrics or reference. Groups are
   prompt texts (case and spacing ignored), joined through shared clips.
-- "system": the test systems were never seen. A seeded share of the generating systems is held
-  out; every pair with a clip of one of them is in the test, and no clip of theirs is in training
-  or validation. Other votes that share a clip with the test are left out (counted). Prompts may
+- "system": the test systems were never seen. The generating systems, ordered by name, are cut
+  into folds of about the test share (system_folds: one system each when the share is below one
+  over their number); split seed s holds out fold s mod the number of folds, so seeds 0..N-1 test
+  N different folds, the same in every database. Every pair with a clip of one of them is in the
+  test, and no clip of theirs is in training or validation. Other votes that share a clip with the test are left out (counted). Prompts may
   have been seen (a held-out system usually answered the same prompts as the others), so the
   model refuses seen clips here, not seen conditions. Validation is a seeded share of the
   remaining conditions.
@@ -144,11 +146,11 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
             side_of[i] = side if side == "test" or (_time(rows[i]), i) < cutoff else "late"
         extra = {"groups": len(names), "test_from": cutoff[0] if np.isfinite(cutoff[0]) else None}
     elif mode == "system":
-        systems = sorted({s for r in rows for s in (r.get("system_a"), r.get("system_b")) if s is not None}, key=repr)
+        systems = sorted({s for r in rows for s in (r.get("system_a"), r.get("system_b")) if s is not None}, key=str)
         if len(systems) < 2:
             raise TrainingError(f"{len(systems)} generating system(s) among the voted clips: holding systems out needs at least 2 (set Clip.system on import)")
-        rng.shuffle(systems)
-        held = set(systems[: min(len(systems) - 1, max(1, round(len(systems) * test_share)))])
+        folds = system_folds(systems, test_share=test_share)
+        held = set(folds[seed % len(folds)])
         test_rows = [i for i, r in enumerate(rows) if r.get("system_a") in held or r.get("system_b") in held]
         test_clips = {rows[i][k] for i in test_rows for k in ("clip_a", "clip_b")}
         rest = [i for i in range(len(rows)) if i not in set(test_rows)]
@@ -161,7 +163,7 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
         rng.shuffle(names)
         val_g = set(names[: max(1, min(len(names) - 1, round(len(names) * val_share / (1 - test_share))))])
         side_of = {i: "test" for i in test_rows} | {i: "shared" for i in shared} | {i: "val" if g in val_g else "train" for i, g in group.items()}
-        extra = {"systems": len(systems), "test_systems": sorted(held, key=repr)}
+        extra = {"systems": len(systems), "test_systems": sorted(held, key=str), "fold": seed % len(folds), "folds": len(folds)}
     else:
         test_c = {r["condition"] for r in rows if r.get("split") == "test"}
         if not test_c:
@@ -206,6 +208,19 @@ def split_rows(rows: list[dict], *, mode: str = "condition", seed: int = 0, val_
         **extra,
     }
     return split
+
+
+def system_folds(systems, *, test_share: float) -> list[list]:
+    """The system split's folds: systems ordered by name and cut into consecutive folds of about test_share each.
+
+    Enumerated, not drawn: split seed s holds out fold s mod (number of folds), so N seeds below the
+    number of folds test N different folds, and the same names give the same folds in every database.
+    With a share below 1 / N (six systems at 0.2) every fold is one system: leave-one-system-out.
+    """
+    ordered = sorted(systems, key=str)
+    held = max(1, min(len(ordered) - 1, round(len(ordered) * test_share)))
+    count = max(2, len(ordered) // held)
+    return [list(part) for part in np.array_split(np.asarray(ordered, dtype=object), count)]
 
 
 def _time(row: dict) -> float:
@@ -258,18 +273,43 @@ def annotator_reliability(rows: list[dict]) -> dict[tuple, float]:
     return out
 
 
+def reliability_weights(rows: list[dict], fit: list[int] | None = None) -> np.ndarray:
+    """(n, 2) per-vote weights 2r - 1 (floor 0.01) from Dawid–Skene reliabilities r fitted on rows[fit] only.
+
+    Fitted on the training votes alone when they weight training, so no test vote moves a training
+    weight. An annotator with no fitted vote (seen only in validation or test) gets the mean weight of
+    the fitted votes on that dimension, neither trusted nor silenced.
+    """
+    fit = list(range(len(rows))) if fit is None else list(fit)
+    reliability = annotator_reliability([rows[i] for i in fit])
+    out = np.empty((len(rows), len(DIMENSIONS)))
+    for j, dim in enumerate(DIMENSIONS):
+        known = [max(0.01, 2.0 * reliability[(rows[i]["annotator"], dim)] - 1.0) for i in fit if (rows[i]["annotator"], dim) in reliability]
+        fallback = float(np.mean(known)) if known else 1.0
+        for i, row in enumerate(rows):
+            r = reliability.get((row["annotator"], dim))
+            out[i, j] = fallback if r is None else max(0.01, 2.0 * r - 1.0)
+    return out
+
+
+def with_reliability_weights(votes: Votes, rows: list[dict], fit: list[int]) -> Votes:
+    """The same votes with the weight column from reliabilities fitted on rows[fit] (reliability_weights)."""
+    return Votes(votes.clip_a, votes.clip_b, votes.condition, votes.target, reliability_weights(rows, fit))
+
+
 def votes_from_rows(rows: list[dict], *, clip_index: dict, condition_index: dict, weight_by: str = "confidence") -> Votes:
     """Vote arrays for the network: clips and conditions as rows of the feature table.
 
     weight_by="reliability": the per-vote weight column (read when the training config's
     confidence_weight is on) carries the annotator's Dawid–Skene reliability r as 2r - 1 (how far above
     a coin), floored at 0.01, instead of the stated confidence: a coin or a flipper weighs next to nothing.
+    Fitted here on every row; a training run refits it per split on the training votes alone
+    (with_reliability_weights).
     """
     if weight_by not in ("confidence", "reliability"):
         raise TrainingError(f"weight_by must be confidence or reliability, not {weight_by!r}")
     if weight_by == "reliability":
-        reliability = annotator_reliability(rows)
-        weights = [[max(0.01, 2.0 * reliability.get((r["annotator"], dim), 0.5) - 1.0) for dim in DIMENSIONS] for r in rows]
+        weights = reliability_weights(rows)
     else:
         weights = [[_confidence(r.get(f"confidence_{dim}")) for dim in DIMENSIONS] for r in rows]
     return Votes(

@@ -9,6 +9,11 @@
   occur, not what they mean: "bright" and "brilliant" share nothing. The model card says which
   was used.
 - Reference: the reference clip's vector from the same judge (the model adds the difference).
+- Prompt attributes (PROMPT_ATTRIBUTES, last in every condition vector): tempo, mood and
+  instrument word groups and a number named in the prompt. With hashed text the model crosses
+  them with every clip feature, so a preference that depends on the prompt ("bright" wants a high
+  centroid, "dark" a low one) is a linear term; with a judge's text tower the model instead adds
+  the cosine similarity of the clip's audio embedding to the prompt's text embedding.
 """
 
 from __future__ import annotations
@@ -39,6 +44,29 @@ SIGNAL_KEYS = (
 )
 PENALTY_KEYS = ("clipping", "overs", "silence", "dc", "noise", "hiss", "level")
 _TOKEN = re.compile(r"[a-z0-9']+")
+_NUMBER = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)")
+# What a prompt asks for, as a few named attributes the signal features can be crossed with
+# (model_inputs): a 1 when any of the words occurs (whole words, lower case). Word lists are short
+# on purpose: they name the tempo, mood and instrument terms prompts commonly use, and say nothing
+# about words outside them.
+PROMPT_WORDS = (
+    ("tempo_fast", ("fast", "quick", "rapid", "upbeat", "uptempo", "driving", "danceable")),
+    ("tempo_slow", ("slow", "downtempo", "ballad", "laid-back", "laidback", "unhurried")),
+    ("mood_bright", ("bright", "happy", "cheerful", "joyful", "uplifting", "sunny", "shimmering", "airy", "brilliant", "sparkling")),
+    ("mood_dark", ("dark", "sad", "melancholic", "melancholy", "gloomy", "somber", "sombre", "ominous", "murky", "deep", "brooding")),
+    ("mood_calm", ("calm", "peaceful", "gentle", "soft", "mellow", "relaxing", "relaxed", "soothing", "ambient", "quiet")),
+    ("mood_intense", ("aggressive", "intense", "energetic", "powerful", "heavy", "loud", "epic", "fierce")),
+    ("piano", ("piano", "keys", "keyboard")),
+    ("guitar", ("guitar", "guitars", "acoustic")),
+    ("drums", ("drum", "drums", "percussion", "beat", "beats")),
+    ("strings", ("strings", "violin", "violins", "cello", "orchestra", "orchestral")),
+    ("synth", ("synth", "synths", "synthesizer", "electronic")),
+    ("bass", ("bass", "bassline", "808")),
+    ("voice", ("vocal", "vocals", "voice", "singing", "choir", "sung")),
+)
+# Plus two columns for a number named in the prompt (usually a tempo in BPM): whether there is one,
+# and the first one over 100, capped at 3.
+PROMPT_ATTRIBUTES = tuple(name for name, _ in PROMPT_WORDS) + ("has_number", "number")
 
 
 class FeatureUnavailable(ValueError):
@@ -54,6 +82,24 @@ def hashed_text(text: str, dim: int) -> np.ndarray:
         vector[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
     norm = np.linalg.norm(vector)
     return vector / norm if norm > 0 else vector
+
+
+def prompt_attributes(text: str) -> np.ndarray:
+    """The PROMPT_ATTRIBUTES of a prompt: one 0/1 per word group, then has-number and the number / 100 (capped at 3)."""
+    lowered = (text or "").lower()
+    words = set(re.findall(r"[a-z0-9'-]+", lowered)) | set(_TOKEN.findall(lowered))
+    out = [float(bool(words & set(group))) for _, group in PROMPT_WORDS]
+    number = _NUMBER.search(lowered)
+    out += [1.0, min(float(number.group(1)) / 100.0, 3.0)] if number else [0.0, 0.0]
+    return np.asarray(out, dtype=np.float64)
+
+
+def condition_features(prompts: np.ndarray, lyrics: list[str], prompt_texts: list[str], has_prompt: list[bool]) -> np.ndarray:
+    """(n, e): prompt embedding, hashed lyrics, has-prompt and has-lyrics flags, and the prompt attributes last."""
+    hashed = np.stack([hashed_text(t, LYRICS_DIM) for t in lyrics])
+    flags = np.asarray([[float(p), float(bool(t.strip()))] for p, t in zip(has_prompt, lyrics)])
+    attributes = np.stack([prompt_attributes(t) for t in prompt_texts])
+    return np.concatenate([np.asarray(prompts, dtype=np.float64).reshape(len(lyrics), -1), hashed, flags, attributes], axis=1)
 
 
 def signal_vector(scores: dict) -> np.ndarray:
@@ -142,10 +188,16 @@ class Featurizer:
         return out
 
     def condition_vectors(self, conditions: list[ConditionInput]) -> np.ndarray:
-        """(n, e): prompt embedding, hashed lyrics, has-prompt and has-lyrics flags."""
+        """(n, e): condition_features of each condition (the prompt attributes are the last columns)."""
         if not conditions:
             return np.zeros((0, 0))
         prompts = self._prompt_vectors([c.prompt for c in conditions])
-        lyrics = np.stack([hashed_text(c.lyrics, LYRICS_DIM) for c in conditions])
-        flags = np.asarray([[float(bool(c.prompt.strip())), float(bool(c.lyrics.strip()))] for c in conditions])
-        return np.concatenate([prompts, lyrics, flags], axis=1)
+        return condition_features(prompts, [c.lyrics for c in conditions], [c.prompt for c in conditions], [bool(c.prompt.strip()) for c in conditions])
+
+    def prompt_inputs(self) -> dict:
+        """How the condition enters the model (TrainConfig fields): with a judge's text tower the prompt
+        embedding and its cosine similarity to the clip's audio embedding; with hashed text the prompt
+        attributes crossed with the clip features."""
+        if self.text == "judge":
+            return {"similarity": True, "crossed": 0}
+        return {"similarity": False, "crossed": len(PROMPT_ATTRIBUTES)}

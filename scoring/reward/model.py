@@ -4,19 +4,22 @@ Input of a clip under a condition: on the clip side its standardised feature vec
 reference clip, the difference to the reference's); on the context side the condition vector
 (text embedding, lyrics, flags), the reference's vector and a has-reference flag. Per dimension a
 small network gives a score: a linear term, a low-rank clip x context term (how well a clip fits
-its condition) and one tanh layer. P(A preferred) = sigmoid(s_A - s_B), trained with the
+its condition) and one tanh layer; with prompt attributes (TrainConfig.crossed) the clip side also
+carries every clip feature times every attribute. P(A preferred) = sigmoid(s_A - s_B), trained with the
 Bradley–Terry log-loss on votes in clip terms (so the screen side never enters). A "both" label
 is a target of 0.5, the same half credit the evaluation gives it.
 
 Training is seeded and, on the CPU, bitwise reproducible: one intra-op thread, deterministic
 algorithms, seeded initialisation and a seeded permutation per epoch. Each dimension keeps its
-epoch with the lowest validation loss (early stopping). Inference is plain numpy (float64), so
+epoch with the lowest validation loss (early stopping), and, by default, its weight decay and
+width from a small grid by the same validation loss (CAPACITY_GRID). Inference is plain numpy (float64), so
 scoring needs no torch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -28,9 +31,13 @@ import numpy as np
 
 from ..evaluation import DIMENSIONS
 
-CODE_VERSION = "reward-1"
+CODE_VERSION = "reward-2"
 WEIGHTS_FILE = "model.safetensors"
 CLIP_LIMIT = 5.0  # standardised features are clipped here, so one odd clip cannot dominate
+# (weight decay, hidden width) pairs tried when capacity is chosen on validation: the old fixed
+# setting, a light decay, and a wide layer without decay (early stopping alone limits it). A
+# nonlinear truth needs the last; a linear one is served by any, and validation picks.
+CAPACITY_GRID = ((0.03, 16), (0.001, 32), (0.0, 64))
 
 
 class TrainingError(ValueError):
@@ -47,6 +54,15 @@ class TrainConfig:
     weight_decay: float = 0.03  # L2 (coupled, Adam): small data overfits the interaction layer without it
     batch_size: int = 256
     confidence_weight: bool = False
+    # Choose weight decay and width per dimension on the validation votes (CAPACITY_GRID plus this
+    # config's own pair); off: train exactly this config.
+    select_capacity: bool = True
+    # Trailing columns of the condition vector that are prompt attributes (features.PROMPT_ATTRIBUTES),
+    # crossed with the clip features on the clip side; 0 for none.
+    crossed: int = 0
+    # Add the cosine similarity of the clip's raw vector to the condition vector's first columns (a
+    # text-audio judge's prompt embedding, in the same space as its audio embedding).
+    similarity: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -56,17 +72,20 @@ class TrainConfig:
         """From user options; unknown keys and out-of-range values are refused with the allowed range."""
         values = dict(values or {})
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        derived = sorted(set(values) & {"crossed", "similarity"})
+        if derived:
+            raise TrainingError(f"{', '.join(derived)} follow from the feature judge and its text mode; they cannot be set")
         if unknown:
             raise TrainingError(f"unknown training option(s) {', '.join(unknown)}; known: {', '.join(cls.__dataclass_fields__)}")
-        limits = {"rank": (1, 256), "hidden": (1, 1024), "epochs": (1, 10000), "patience": (1, 10000), "lr": (1e-6, 1.0), "weight_decay": (0.0, 1.0), "batch_size": (1, 1 << 20)}
+        limits = {"crossed": (0, 256), "rank": (1, 256), "hidden": (1, 1024), "epochs": (1, 10000), "patience": (1, 10000), "lr": (1e-6, 1.0), "weight_decay": (0.0, 1.0), "batch_size": (1, 1 << 20)}
         out = {}
         for name, value in values.items():
-            if name == "confidence_weight":
+            if name in ("confidence_weight", "select_capacity", "similarity"):
                 if not isinstance(value, bool):
-                    raise TrainingError("confidence_weight must be true or false")
+                    raise TrainingError(f"{name} must be true or false")
                 out[name] = value
                 continue
-            kind = int if name in ("hidden", "rank", "epochs", "patience", "batch_size") else float
+            kind = int if name in ("hidden", "rank", "epochs", "patience", "batch_size", "crossed") else float
             try:
                 number = kind(value)
             except (TypeError, ValueError):
@@ -136,11 +155,16 @@ def _standardiser(clips: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.n
     return mean, std
 
 
-def model_inputs(table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_rows, condition_rows) -> tuple[np.ndarray, np.ndarray]:
+def model_inputs(
+    table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_rows, condition_rows, crossed: int = 0, similarity: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """(clip side, context side) inputs of clips under conditions.
 
-    Clip side: the standardised clip vector and, with a reference, clip - reference. Context side:
-    the condition vector, the standardised reference vector and a has-reference flag.
+    Clip side: the standardised clip vector, with a reference clip - reference, with `similarity`
+    the cosine of the raw clip vector and the condition vector's first columns, and with `crossed`
+    prompt attributes (the condition vector's last `crossed` columns) every clip feature times every
+    attribute, so a linear term can say "under a bright prompt, a higher centroid is better".
+    Context side: the condition vector, the standardised reference vector and a has-reference flag.
     """
     clip_rows, condition_rows = np.asarray(clip_rows, dtype=np.int64), np.asarray(condition_rows, dtype=np.int64)
 
@@ -152,9 +176,21 @@ def model_inputs(table: FeatureTable, mean: np.ndarray, std: np.ndarray, clip_ro
     refs = table.reference[condition_rows]
     has = (refs >= 0)[:, None]
     ref = np.where(has, norm(np.maximum(refs, 0)), 0.0)
-    clip_side = np.concatenate([clip, np.where(has, clip - ref, 0.0)], axis=1)
+    parts = [clip, np.where(has, clip - ref, 0.0)]
+    if similarity:
+        raw = np.nan_to_num(table.clips[clip_rows])
+        text = table.conditions[condition_rows][:, : raw.shape[1]]
+        if text.shape[1] != raw.shape[1]:
+            raise TrainingError(f"similarity needs a prompt embedding as wide as the clip vector ({raw.shape[1]}); the condition vector has {table.conditions.shape[1]} columns")
+        norms = np.linalg.norm(raw, axis=1) * np.linalg.norm(text, axis=1)
+        parts.append(np.where(norms > 0, (raw * text).sum(axis=1) / np.where(norms > 0, norms, 1.0), 0.0)[:, None])
+    if crossed:
+        if table.conditions.shape[1] < crossed:
+            raise TrainingError(f"the condition vectors have {table.conditions.shape[1]} columns; the model crosses the last {crossed}")
+        attributes = table.conditions[condition_rows][:, -crossed:]
+        parts.append((clip[:, :, None] * attributes[:, None, :]).reshape(len(clip), -1))
     context = np.concatenate([table.conditions[condition_rows], ref, has.astype(np.float64)], axis=1)
-    return clip_side, context
+    return np.concatenate(parts, axis=1), context
 
 
 def _forward_numpy(w: dict[str, np.ndarray], clip: np.ndarray, context: np.ndarray) -> np.ndarray:
@@ -176,10 +212,11 @@ class RewardModel:
     seed: int
     history: list[dict] = field(default_factory=list)
     best_epoch: dict = field(default_factory=dict)  # dimension -> epoch kept
+    capacity: dict = field(default_factory=dict)  # dimension -> weight decay and width chosen on validation, and what was tried
 
     def scores(self, table: FeatureTable, clip_rows, condition_rows) -> np.ndarray:
         """(n, 2) scores (alignment, musicality) of clips under conditions; higher is preferred."""
-        clip, context = model_inputs(table, self.mean, self.std, clip_rows, condition_rows)
+        clip, context = model_inputs(table, self.mean, self.std, clip_rows, condition_rows, crossed=self.config.crossed, similarity=self.config.similarity)
         out = []
         for dim in DIMENSIONS:
             w = {k.split(".", 1)[1]: v.astype(np.float64) for k, v in self.weights.items() if k.startswith(f"{dim}.")}
@@ -199,7 +236,7 @@ class RewardModel:
         from safetensors.numpy import save
 
         # One metadata entry: safetensors writes a metadata map in no fixed order, which would change the bytes.
-        about = {"code_version": CODE_VERSION, "config": self.config.as_dict(), "seed": self.seed, "best_epoch": self.best_epoch}
+        about = {"code_version": CODE_VERSION, "config": self.config.as_dict(), "seed": self.seed, "best_epoch": self.best_epoch, "capacity": self.capacity}
         return save(self.tensors(), metadata={"reward": json.dumps(about, sort_keys=True)})
 
     def digest(self) -> str:
@@ -223,7 +260,10 @@ class RewardModel:
         if about.get("code_version") != CODE_VERSION:
             raise TrainingError(f"{path} was written by {about.get('code_version')!r}; this code reads {CODE_VERSION}")
         mean, std = tensors.pop("mean"), tensors.pop("std")
-        return cls(weights=tensors, mean=mean, std=std, config=TrainConfig(**about["config"]), seed=int(about["seed"]), best_epoch=dict(about["best_epoch"]))
+        return cls(
+            weights=tensors, mean=mean, std=std, config=TrainConfig(**about["config"]), seed=int(about["seed"]), best_epoch=dict(about["best_epoch"]),
+            capacity=dict(about.get("capacity") or {}),
+        )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -295,7 +335,49 @@ def vote_weights(votes: Votes, config: TrainConfig) -> np.ndarray:
     return (per_vote / overall)[:, None]
 
 
+def capacity_grid(config: TrainConfig) -> list[tuple[float, int]]:
+    """The (weight decay, width) pairs tried: CAPACITY_GRID and the config's own pair, without repeats, in a fixed order."""
+    return list(dict.fromkeys([*CAPACITY_GRID, (float(config.weight_decay), int(config.hidden))]))
+
+
 def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu") -> RewardModel:
+    """Fit the network; with select_capacity, once per capacity_grid pair, keeping per dimension the
+    pair whose best epoch has the lowest validation loss (ties to the earlier, more regularised pair).
+
+    Every candidate trains with the same seed, so the choice is as reproducible as one training.
+    `progress(step, steps, train_loss, val_loss)` after each epoch.
+    """
+    if not config.select_capacity:
+        return _train_fixed(table, train_votes, val_votes, config=config, seed=seed, progress=progress, device=device)
+    grid = capacity_grid(config)
+    fitted = []
+    for k, (decay, width) in enumerate(grid):
+
+        def step(done, steps, *losses, k=k):
+            if progress is not None:
+                progress(k * steps + done, len(grid) * steps, *losses)
+
+        candidate = dataclasses.replace(config, weight_decay=decay, hidden=width, select_capacity=False)
+        fitted.append(_train_fixed(table, train_votes, val_votes, config=candidate, seed=seed, progress=step, device=device))
+    weights, history, best_epoch, capacity = {}, [], {}, {}
+    for dim in DIMENSIONS:
+        losses = [min(h["val_loss"] for h in m.history if h["dimension"] == dim) for m in fitted]
+        k = int(np.argmin(losses))
+        chosen = fitted[k]
+        weights.update({key: v for key, v in chosen.weights.items() if key.startswith(f"{dim}.")})
+        history += [h for h in chosen.history if h["dimension"] == dim]
+        best_epoch[dim] = chosen.best_epoch[dim]
+        capacity[dim] = {
+            "weight_decay": grid[k][0],
+            "hidden": grid[k][1],
+            "val_loss": losses[k],
+            "tried": [{"weight_decay": d, "hidden": w, "val_loss": loss} for (d, w), loss in zip(grid, losses)],
+        }
+    first = fitted[0]
+    return RewardModel(weights=weights, mean=first.mean, std=first.std, config=config, seed=seed, history=history, best_epoch=best_epoch, capacity=capacity)
+
+
+def _train_fixed(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu") -> RewardModel:
     """Fit one network per dimension on train_votes; keep, per dimension, the epoch with the lowest validation loss.
 
     `progress(step, steps, train_loss, val_loss)` after each epoch (steps: epochs x dimensions).
@@ -310,7 +392,7 @@ def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: 
     with deterministic_torch(seed, device) as torch:
 
         def tensors(votes: Votes):
-            parts = [model_inputs(table, mean, std, rows, votes.condition) for rows in (votes.clip_a, votes.clip_b)]
+            parts = [model_inputs(table, mean, std, rows, votes.condition, crossed=config.crossed, similarity=config.similarity) for rows in (votes.clip_a, votes.clip_b)]
             return [torch.as_tensor(x, dtype=torch.float32, device=device) for side in parts for x in side]
 
         train_x, val_x = tensors(train_votes), tensors(val_votes)

@@ -13,6 +13,7 @@ and a second training of them finds the model already registered.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -41,8 +42,8 @@ from ..judges.base import AudioDecodeError, JudgeUnavailable, models_relative
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
-from .data import SPLIT_MODES, split_rows, votes_from_rows
-from .features import FEATURE_KINDS, TEXT_MODES, FeatureUnavailable, Featurizer
+from .data import SPLIT_MODES, split_rows, votes_from_rows, with_reliability_weights
+from .features import FEATURE_KINDS, PROMPT_ATTRIBUTES, TEXT_MODES, FeatureUnavailable, Featurizer
 from .measure import measure_split, summarise
 from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError
 from .selection import disagreement, uncertainty
@@ -132,8 +133,8 @@ def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     fields = (
         "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence",
         "musicality_confidence", "pair__clip_a_id", "pair__clip_b_id", "pair__clip_a__sha256", "pair__clip_b__sha256",
-        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system_id",
-        "pair__clip_b__system_id", "created_at",
+        "pair__condition__content_key", "pair__split", "pair__condition__modality", "pair__condition__prompt", "pair__clip_a__system__name",
+        "pair__clip_b__system__name", "created_at",
     )  # fmt: skip
     rows = []
     for pair_id, annotator, align, music, tie_a, tie_m, conf_a, conf_m, clip_a_id, clip_b_id, sha_a, sha_b, condition, split, modality, prompt, system_a, system_b, at in (
@@ -281,11 +282,12 @@ def training_execute(*, training_id: int) -> TrainingRun:
 
 def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     options = run.options or training_options_clean({})
-    config = TrainConfig(**options["train"])
     rows, left_out = study_vote_rows(study=run.study)
     split_seeds = options.get("split_seeds") or [run.seed]
     splits = [split_rows(rows, mode=options["split"], seed=s, val_share=options["val_share"], test_share=options["test_share"]) for s in split_seeds]
     featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
+    # How the prompt enters follows from the features (attributes crossed, or text-audio similarity).
+    config = dataclasses.replace(TrainConfig(**options["train"]), **featurizer.prompt_inputs())
     table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
     votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index, weight_by=options.get("weight_by", "confidence"))
     judge_scores, judge_note = feature_judge_scores(featurizer=featurizer, table=table, votes=votes, rows=rows)
@@ -296,8 +298,10 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         def step(done, steps, *_, k=k):
             progress(stage="training", step=k * steps + done, steps=len(splits) * steps)
 
+        # Reliability that weights training is fitted on the training votes of this split only.
+        split_votes = with_reliability_weights(votes, rows, split.train) if options.get("weight_by") == "reliability" else votes
         measured = measure_split(
-            table, votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
+            table, split_votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
             rounds=options["rounds"], device=device, progress=step,
         )  # fmt: skip
         per_seed.append(measured.figures)
@@ -306,7 +310,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     measured, split = first
     trained = measured.registered
     test_rows = [rows[i] for i in split.test]
-    scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)
+    scored = heldout_rows(trained, table, votes.subset(split.test), test_rows)  # weights play no part in scoring
     metrics = {view: evaluate_clustered(scored, view=view, rounds=options["rounds"], seed=run.seed) for view in (VOTE, MAJORITY)}
     seeds = summarise(per_seed)
     registered = {
@@ -407,7 +411,7 @@ def _vote_weights_text(options: dict) -> str:
     if not options["train"]["confidence_weight"]:
         return "none: every vote weighs the same"
     if options.get("weight_by") == "reliability":
-        return "annotator reliability: 2r - 1 (floor 0.01) of the annotator's Dawid-Skene reliability r, per dimension"
+        return "annotator reliability: 2r - 1 (floor 0.01) of the annotator's Dawid-Skene reliability r, per dimension, fitted on the training votes only"
     return "stated confidence over the mean confidence"
 
 
@@ -442,7 +446,12 @@ def model_card(
             "hyperparameters": options["train"],
             "seed": run.seed,
             "seeds": {"training": run.seed, "split": split.info["seed"], "split_seeds": options.get("split_seeds") or [run.seed]},
-            "training": {"device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best},
+            "training": {
+                "device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best,
+                # Weight decay and width per dimension, chosen on the validation loss among what was tried.
+                "capacity": network.capacity,
+                "prompt_inputs": {"crossed_attributes": list(PROMPT_ATTRIBUTES) if network.config.crossed else [], "text_audio_similarity": network.config.similarity},
+            },
             "registered": registered or {},
             "metrics": {
                 "rules": "CMI-RewardBench (scoring.evaluation): ties predict B; both scores 0.5",

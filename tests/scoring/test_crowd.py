@@ -170,3 +170,19 @@ def test_an_annotator_who_always_gives_one_label_is_rated_a_coin_not_perfect():
     assert reliability.loc["always-b", "dawid_skene"] == pytest.approx(0.5)
     assert reliability.loc["always-b", "dawid_skene_high"] <= 0.5 + 1e-9
     assert (reliability.loc[["honest0", "honest1", "honest2"], "dawid_skene"] > 0.65).all()
+
+
+def test_mace_gives_an_annotator_who_always_gives_one_label_no_credit():
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 2, 60)
+    workers, items, labels = [], [], []
+    for w in range(3):
+        for i, t in enumerate(truth):
+            workers.append(f"honest{w}"), items.append(i), labels.append(int(t if rng.random() < 0.85 else 1 - t))
+    for i in range(len(truth)):
+        workers.append("always-a"), items.append(i), labels.append(1)
+    reliability = aggregate(workers, items, labels, rounds=50, seed=1).reliability
+    assert reliability.loc["always-a", "mace"] == 0.0
+    assert reliability.loc["always-a", ["mace_low", "mace_high"]].tolist() == [0.0, 0.0]
+    honest = reliability.loc[["honest0", "honest1", "honest2"]]
+    assert (honest["mace"] > 0.4).all() and (honest["mace_low"] <= honest["mace_high"]).all()

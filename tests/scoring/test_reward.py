@@ -419,7 +419,7 @@ class TrainingSocketTests(TransactionTestCase):
 
 @override_settings(AUDITORIUM_MODEL_DIR=MODEL_DIR)
 class SeveralSplitSeedsTests(TestCase):
-    """`train_reward --seeds 0,1,2 --split system --json` on a study whose clips come from six systems."""
+    """`train_reward --seeds 0,1,2,3,4 --split system --json` on a study whose clips come from six systems."""
 
     @classmethod
     def setUpTestData(cls):
@@ -428,20 +428,20 @@ class SeveralSplitSeedsTests(TestCase):
         with override_settings(AUDITORIUM_MODEL_DIR=MODEL_DIR):
             out = io.StringIO()
             with cls.captureOnCommitCallbacks(execute=True):
-                call_command("train_reward", "--study", cls.study.name, "--features", "signal-technical", "--seeds", "0,1,2", "--split", "system", "--json", stdout=out)
+                call_command("train_reward", "--study", cls.study.name, "--features", "signal-technical", "--seeds", "0,1,2,3,4", "--split", "system", "--json", stdout=out)
         cls.result = json.loads(out.getvalue())
         cls.training = TrainingRun.objects.get(pk=cls.result["training"])
 
     def test_json_gives_per_dimension_spread_baselines_differences_pick_and_coverage(self):
-        self.assertEqual(self.result["split_seeds"], [0, 1, 2])
+        self.assertEqual(self.result["split_seeds"], [0, 1, 2, 3, 4])
         self.assertFalse(self.result["single_seed"])
         for dim in ("alignment", "musicality"):
             block = self.result["dimensions"][dim]
-            self.assertEqual(len(block["model"]["values"]), 3)
+            self.assertEqual(len(block["model"]["values"]), 5)
             self.assertIsNotNone(block["model"]["sd"])
             self.assertEqual(set(block["baselines"]), {"majority", "judge_score", "best_feature", "logistic", "logistic_interactions"})
             for name, diff in block["difference_to"].items():
-                self.assertEqual(len(diff["ci"]), 3, name)
+                self.assertEqual(len(diff["ci"]), 5, name)
                 if name != "judge_score" or dim == "musicality":
                     self.assertTrue(all(lo <= hi for lo, hi in diff["ci"]), (dim, name))
             self.assertIn(block["registered"]["model"], ("network", "logistic", "logistic_interactions"))
@@ -450,18 +450,23 @@ class SeveralSplitSeedsTests(TestCase):
         self.assertEqual(self.result["dimensions"]["alignment"]["coverage"]["judge_score"][0]["answered"], 0)
         self.assertEqual(self.result["dimensions"]["musicality"]["coverage"]["judge_score"][0]["share"], 1.0)
 
+    def test_five_split_seeds_hold_out_five_different_systems_in_name_order(self):
+        held = [h["test_systems"] for h in self.result["held_out"]]
+        self.assertEqual(held, [[f"reward-systems-system-{k}"] for k in range(5)])
+        self.assertEqual([h["fold"] for h in self.result["held_out"]], [0, 1, 2, 3, 4])
+
     def test_the_card_records_both_seeds_the_split_and_the_baselines(self):
         card = json.loads((MODEL_DIR / "reward" / self.result["key"] / CARD_FILE).read_text())
-        self.assertEqual(card["seeds"], {"training": 0, "split": 0, "split_seeds": [0, 1, 2]})
+        self.assertEqual(card["seeds"], {"training": 0, "split": 0, "split_seeds": [0, 1, 2, 3, 4]})
         self.assertEqual(card["split"]["mode"], "system")
         self.assertEqual(card["split"]["refuses"], "clips")
-        self.assertEqual(len(card["baselines"]["per_seed"]), 3)
+        self.assertEqual(len(card["baselines"]["per_seed"]), 5)
         self.assertIn("intervals", card["metrics"])
         # No clip of a held-out system was seen in training or validation.
         from annotation.models import Clip
 
         held = card["split"]["test_systems"]
-        seen = set(Clip.objects.filter(sha256__in=card["split"]["seen_clips"]).values_list("system_id", flat=True))
+        seen = set(Clip.objects.filter(sha256__in=card["split"]["seen_clips"]).values_list("system__name", flat=True))
         self.assertTrue(held)
         self.assertFalse(seen & set(held))
 
@@ -472,5 +477,5 @@ class SeveralSplitSeedsTests(TestCase):
     def test_the_training_page_shows_the_spread(self):
         self.client.force_login(UserFactory(username="res-seeds", roles=["researcher"]))
         page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": self.training.pk})).content.decode()
-        self.assertIn("Mean ± standard deviation over split seeds 0, 1, 2", page)
+        self.assertIn("Mean ± standard deviation over split seeds 0, 1, 2, 3, 4", page)
         self.assertIn("\u00a0±\u00a0", page)

@@ -8,7 +8,7 @@ import numpy as np
 import soundfile as sf
 
 from scoring.judges import ClipAudio, ConditionInput, JudgeConfig, adapter_for
-from scoring.reward.features import LYRICS_DIM, PROMPT_DIM, SIGNAL_KEYS, Featurizer, hashed_text
+from scoring.reward.features import LYRICS_DIM, PROMPT_ATTRIBUTES, PROMPT_DIM, SIGNAL_KEYS, Featurizer, hashed_text, prompt_attributes
 from scoring.reward.model import FeatureTable, model_inputs
 
 
@@ -34,8 +34,13 @@ def test_signal_featurizer_reads_the_judge_measurements_and_hashes_the_text(tmp_
     centroid = SIGNAL_KEYS.index("spectral_centroid_hz")
     assert vectors[1, centroid] > vectors[0, centroid]
     conditions = featurizer.condition_vectors([ConditionInput(prompt="calm piano"), ConditionInput(lyrics="la la la")])
-    assert conditions.shape == (2, PROMPT_DIM + LYRICS_DIM + 2)
-    assert conditions[0, -2:].tolist() == [1.0, 0.0] and conditions[1, -2:].tolist() == [0.0, 1.0]
+    assert conditions.shape == (2, PROMPT_DIM + LYRICS_DIM + 2 + len(PROMPT_ATTRIBUTES))
+    flags = slice(PROMPT_DIM + LYRICS_DIM, PROMPT_DIM + LYRICS_DIM + 2)
+    assert conditions[0, flags].tolist() == [1.0, 0.0] and conditions[1, flags].tolist() == [0.0, 1.0]
+    # The prompt attributes close the vector: "calm piano" is calm and names a piano.
+    attributes = dict(zip(PROMPT_ATTRIBUTES, conditions[0, -len(PROMPT_ATTRIBUTES) :]))
+    assert {k for k, v in attributes.items() if v} == {"mood_calm", "piano"}
+    assert featurizer.prompt_inputs() == {"similarity": False, "crossed": len(PROMPT_ATTRIBUTES)}
 
 
 def test_clap_featurizer_uses_its_audio_and_text_towers(tiny_clap_dir, no_network, tmp_path):
@@ -45,10 +50,11 @@ def test_clap_featurizer_uses_its_audio_and_text_towers(tiny_clap_dir, no_networ
     clips = featurizer.clip_vectors([_wav(tmp_path / "a.wav", 2.0, 330.0)])
     assert clips.shape == (1, 16)
     conditions = featurizer.condition_vectors([ConditionInput(prompt="calm piano"), ConditionInput(prompt="", lyrics="oh")])
-    assert conditions.shape == (2, 16 + LYRICS_DIM + 2)
+    assert conditions.shape == (2, 16 + LYRICS_DIM + 2 + len(PROMPT_ATTRIBUTES))
+    assert featurizer.prompt_inputs() == {"similarity": True, "crossed": 0}
     assert np.allclose(conditions[0, :16], adapter.embed_text(["calm piano"])[0], atol=1e-6)
     assert not conditions[1, :16].any()
-    assert Featurizer(adapter, text="hashed").condition_vectors([ConditionInput(prompt="calm piano")]).shape == (1, PROMPT_DIM + LYRICS_DIM + 2)
+    assert Featurizer(adapter, text="hashed").condition_vectors([ConditionInput(prompt="calm piano")]).shape == (1, PROMPT_DIM + LYRICS_DIM + 2 + len(PROMPT_ATTRIBUTES))
 
 
 def test_a_reference_clip_enters_as_its_vector_and_the_difference():
@@ -57,3 +63,26 @@ def test_a_reference_clip_enters_as_its_vector_and_the_difference():
     clip, context = model_inputs(table, mean, std, [0, 1], [0, 1])
     assert clip.tolist() == [[1.0, 0.0, 1.0, -5.0], [3.0, 2.0, 0.0, 0.0]]
     assert context.tolist() == [[0.5, 0.0, 5.0, 1.0], [0.7, 0.0, 0.0, 0.0]]
+
+
+def test_prompt_attributes_name_tempo_mood_instruments_and_a_number():
+    def named(text):
+        values = dict(zip(PROMPT_ATTRIBUTES, prompt_attributes(text)))
+        return {k: v for k, v in values.items() if v}
+
+    assert named("A dark, brooding cello piece at 72 BPM") == {"mood_dark": 1.0, "strings": 1.0, "has_number": 1.0, "number": 0.72}
+    assert named("upbeat happy synth pop with drums") == {"tempo_fast": 1.0, "mood_bright": 1.0, "synth": 1.0, "drums": 1.0}
+    assert named("Shimmering, airy") == {"mood_bright": 1.0}
+    # Words outside the lists say nothing, and "darkness" is not "dark".
+    assert named("a darkness of vaporwave") == {}
+    assert named("") == {}
+
+
+def test_crossed_attributes_multiply_each_clip_feature_and_similarity_is_a_cosine():
+    # Two clips, two conditions whose last two columns are attributes; the first two columns a "text embedding".
+    table = FeatureTable(clips=[[1.0, 2.0], [3.0, -1.0]], conditions=[[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0]], reference=[-1, -1])
+    clip, _ = model_inputs(table, np.zeros(2), np.ones(2), [0, 1], [0, 1], crossed=2, similarity=True)
+    # clip (2), reference difference (2, none here), cosine (1), clip x attributes (2 x 2).
+    assert clip.shape == (2, 2 + 2 + 1 + 4)
+    assert np.allclose(clip[0, 4], 1.0 / np.sqrt(5.0)) and np.allclose(clip[1, 4], -1.0 / np.sqrt(10.0))
+    assert clip[0, 5:].tolist() == [1.0, 0.0, 2.0, 0.0] and clip[1, 5:].tolist() == [0.0, 3.0, 0.0, -1.0]

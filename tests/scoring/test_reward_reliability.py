@@ -15,7 +15,7 @@ from auditorium.errors import ServiceError
 from scoring.judges.reward import CARD_FILE
 from scoring.models import Judge, TrainingRun
 from scoring.reward import services as reward
-from scoring.reward.data import votes_from_rows
+from scoring.reward.data import reliability_weights, split_rows, votes_from_rows
 from scoring.reward.model import TrainConfig, vote_weights
 from tests.factories import UserFactory
 from tests.scoring.reward_study import build_study
@@ -66,8 +66,16 @@ class ReliabilityWeightTests(TestCase):
             calls.append((rows, kwargs, votes))
             return votes
 
+        measured = []
+        real_measure = reward.measure_split
+
+        def measure_spy(table, votes, rows, split, **kwargs):
+            measured.append((votes, rows, split))
+            return real_measure(table, votes, rows, split, **kwargs)
+
         with pytest.MonkeyPatch.context() as patch, self.settings(AUDITORIUM_MODEL_DIR=str(self._tmp())):
             patch.setattr(reward, "votes_from_rows", spy)
+            patch.setattr(reward, "measure_split", measure_spy)
             response = self._post(weight_by_reliability="on")
             assert response.status_code == 302
             run = TrainingRun.objects.latest("pk")
@@ -85,8 +93,12 @@ class ReliabilityWeightTests(TestCase):
             by_confidence = vote_weights(votes_from_rows(rows, clip_index=kwargs["clip_index"], condition_index=kwargs["condition_index"]), config)[:, 0]
             assert by_reliability[contrarian].max() < 0.05 * by_reliability[~contrarian].mean()
             assert by_confidence[contrarian].min() > by_confidence[~contrarian].mean()
+            # The network of each split is weighted by reliabilities fitted on that split's training votes only.
+            split_votes, split_rows_, split = measured[-1]
+            np.testing.assert_array_equal(split_votes.confidence, reliability_weights(split_rows_, split.train))
             card = json.loads((self._tmp() / "reward" / run.judge.key / CARD_FILE).read_text())
             assert card["data"]["vote_weights"].startswith("annotator reliability")
+            assert card["data"]["vote_weights"].endswith("fitted on the training votes only")
             page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": run.pk})).content.decode()
             assert "labels weighted by annotator reliability" in page
 
@@ -117,3 +129,39 @@ class ReliabilityWeightTests(TestCase):
         if not hasattr(self, "_model_dir"):
             self._model_dir = Path(tempfile.mkdtemp(prefix="auditorium-test-reliability-"))
         return self._model_dir
+
+
+def _votes(conditions=10, seed=0):
+    """Three annotators who agree with a hidden truth 90 %, 75 % and 60 % of the time, on every pair."""
+    rng = np.random.default_rng(seed)
+    rows, pair = [], 0
+    for c in range(conditions):
+        for k in range(4):
+            pair += 1
+            truth = rng.random() < 0.5
+            for person, agree in (("p1", 0.9), ("p2", 0.75), ("p3", 0.6)):
+                right = {dim: rng.random() < agree for dim in ("alignment", "musicality")}
+                label = {dim: "model_a" if (truth == right[dim]) else "model_b" for dim in right}
+                rows.append({"pair_id": pair, "condition": f"c{c}", "clip_a": f"c{c}-{k}a", "clip_b": f"c{c}-{k}b", "annotator": person,
+                             "label_alignment": label["alignment"], "label_musicality": label["musicality"]})  # fmt: skip
+    return rows
+
+
+def test_reliability_that_weights_training_does_not_move_when_the_test_votes_change():
+    rows = _votes()
+    split = split_rows(rows, mode="condition", seed=0)
+    flip = {"model_a": "model_b", "model_b": "model_a"}
+    # The best annotator answers against the truth on every test pair.
+    changed = [dict(r) for r in rows]
+    for i in split.test:
+        if changed[i]["annotator"] == "p1":
+            changed[i]["label_alignment"], changed[i]["label_musicality"] = flip[changed[i]["label_alignment"]], flip[changed[i]["label_musicality"]]
+    train = np.asarray(split.train)
+    np.testing.assert_array_equal(reliability_weights(rows, split.train)[train], reliability_weights(changed, split.train)[train])
+    # Fitted on every vote (what the option did before), the same change moves the training weights.
+    assert np.abs(reliability_weights(rows)[train] - reliability_weights(changed)[train]).max() > 0.05
+    # An annotator seen only outside training gets the mean fitted weight, not a coin's.
+    extra = rows + [{**rows[split.test[0]], "annotator": "newcomer"}]
+    weights = reliability_weights(extra, split.train)
+    fitted = weights[train]
+    np.testing.assert_allclose(weights[-1], fitted.mean(axis=0))

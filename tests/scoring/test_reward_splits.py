@@ -88,6 +88,26 @@ def test_a_system_held_out_split_has_no_test_system_in_train(seed):
     assert not (train | val) & test
 
 
+def test_system_splits_enumerate_systems_by_name_so_five_seeds_hold_out_five_systems():
+    rows = _rows()
+    named = [{**r, "system_a": f"gen-{'fedcba'[r['system_a']]}", "system_b": f"gen-{'fedcba'[r['system_b']]}"} for r in rows]
+    held = [split_rows(named, mode="system", seed=s).info["test_systems"] for s in range(5)]
+    assert held == [["gen-a"], ["gen-b"], ["gen-c"], ["gen-d"], ["gen-e"]]
+    # The database ids behind the names do not enter: the same names in another order of arrival (ids) give the same folds.
+    assert [split_rows(list(reversed(named)), mode="system", seed=s).info["test_systems"] for s in range(5)] == held
+    # Seed 6 wraps around to fold 0 and says which fold it is.
+    again = split_rows(named, mode="system", seed=6).info
+    assert (again["test_systems"], again["fold"], again["folds"]) == (["gen-a"], 0, 6)
+
+
+def test_system_folds_cut_many_systems_into_groups_of_about_the_test_share():
+    from scoring.reward.data import system_folds
+
+    folds = system_folds([f"s{k:02d}" for k in range(10)], test_share=0.2)
+    assert folds == [["s00", "s01"], ["s02", "s03"], ["s04", "s05"], ["s06", "s07"], ["s08", "s09"]]
+    assert system_folds(["b", "a"], test_share=0.2) == [["a"], ["b"]]
+
+
 def test_a_time_split_trains_only_on_votes_older_than_the_test():
     rows = _rows()
     split = split_rows(rows, mode="time", seed=0)
@@ -133,7 +153,7 @@ def test_cluster_intervals_are_at_least_as_wide_as_vote_level_ones(seed):
     by_vote = evaluate(rows, view=VOTE, dimensions=("musicality",), rounds=2000, seed=seed)["musicality"]["all"]
     by_cluster = evaluate_clustered(rows, view=VOTE, dimensions=("musicality",), rounds=2000, seed=seed)["musicality"]["all"]
     assert by_cluster["accuracy"] == by_vote["accuracy"]
-    assert by_cluster["interval"] == {"resamples": "condition", "clusters": 24, "rounds": 2000}
+    assert by_cluster["interval"] == {"resamples": "condition", "clusters": 24, "rounds": 2000, "method": "bootstrap"}
     width = lambda ci: ci[1] - ci[0]  # noqa: E731
     # Three identical votes per pair and five pairs per condition: the vote-level interval is far too narrow.
     assert width(by_cluster["ci"]) >= 1.5 * width(by_vote["ci"]), (by_cluster, by_vote)

@@ -48,6 +48,11 @@ def brief(run: TrainingRun) -> dict:
         "split_seeds": run.metrics["split_seeds"],
         "single_seed": seeds["single_seed"],
         "registered_split_seed": run.metrics["registered"]["split_seed"],
+        # What each split seed held out (the system split names its systems and fold).
+        "held_out": [
+            {"split_seed": s["split_seed"], "test_systems": s["split"].get("test_systems"), "fold": s["split"].get("fold"), "test_conditions": s["split"]["test_conditions"]}
+            for s in run.metrics["per_seed"]
+        ],
         "dimensions": {},
     }
     for dim in DIMENSIONS:
