@@ -195,7 +195,8 @@ def post_screening(frame: pd.DataFrame, *, share: float = SCREEN_SHARE) -> pd.Da
 # --- Judges against humans ----------------------------------------------------------------------------------
 
 
-def _corr3(x: np.ndarray, y: np.ndarray) -> dict:
+def correlations(x: np.ndarray, y: np.ndarray) -> dict:
+    """LCC, SRCC and Kendall tau-b of two complete arrays (scipy); None below three values or on a constant input."""
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
         return {"lcc": None, "srcc": None, "ktau": None, "n": int(len(x))}
     return {
@@ -219,9 +220,9 @@ def correlations_with_intervals(pred, truth, *, groups=None, rounds: int = 1000,
 
     def figures(idx):
         if labels is None:
-            return _corr3(pred[idx], truth[idx])
+            return correlations(pred[idx], truth[idx])
         frame = pd.DataFrame({"g": labels[idx], "p": pred[idx], "t": truth[idx]}).groupby("g").mean()
-        return _corr3(frame["p"].to_numpy(), frame["t"].to_numpy())
+        return correlations(frame["p"].to_numpy(), frame["t"].to_numpy())
 
     point = figures(np.arange(len(pred)))
     if point["lcc"] is None:
