@@ -64,26 +64,44 @@ def mos_by(frame: pd.DataFrame, key: str, level: float = 0.95) -> pd.DataFrame:
     return out
 
 
+def _percentiles(samples: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
+    """Row-wise percentiles (linear interpolation, as np.percentile) ignoring NaN, without nanpercentile's per-row loop."""
+    ordered = np.sort(samples, axis=1)  # NaN sort last
+    valid = (~np.isnan(ordered)).sum(axis=1)
+    out = []
+    for q in qs:
+        pos = np.clip(q / 100.0 * (valid - 1), 0, None)
+        low = np.floor(pos).astype(int)
+        high = np.minimum(low + 1, np.maximum(valid - 1, 0))
+        frac = pos - low
+        a = np.take_along_axis(ordered, low[:, None], axis=1)[:, 0]
+        b = np.take_along_axis(ordered, high[:, None], axis=1)[:, 0]
+        out.append(np.where(valid > 0, a + (b - a) * frac, np.nan))
+    return out
+
+
 def rater_bootstrap(frame: pd.DataFrame, key: str, *, rounds: int, seed: int) -> pd.DataFrame:
-    """Percentile 95 % intervals of each group's mean, resampling raters with replacement (all their ratings travel together)."""
+    """Percentile 95 % intervals of each group's mean, resampling raters with replacement (all their ratings travel together).
+
+    A round draws every rater a multinomial count; a group's mean is its raters' weighted sums over
+    their weighted counts. The (group x rater) tables are sparse, so a round costs one pass over the ratings.
+    """
+    from scipy import sparse
+
     rows = []
     for dim, part in frame.groupby("dimension", sort=True):
         raters, r_idx = np.unique(part["annotator_id"].to_numpy(), return_inverse=True)
         groups, g_idx = np.unique(part[key].to_numpy(), return_inverse=True)
-        sums = np.zeros((len(raters), len(groups)))
-        counts = np.zeros((len(raters), len(groups)))
-        np.add.at(sums, (r_idx, g_idx), part["value"].to_numpy(dtype=float))
-        np.add.at(counts, (r_idx, g_idx), 1.0)
+        shape = (len(groups), len(raters))
+        sums = sparse.csr_matrix((part["value"].to_numpy(dtype=float), (g_idx, r_idx)), shape=shape)
+        counts = sparse.csr_matrix((np.ones(len(part)), (g_idx, r_idx)), shape=shape)
         rng = np.random.default_rng(seed)
-        # Multinomial weights: how often each rater is drawn in each round.
-        weights = rng.multinomial(len(raters), np.full(len(raters), 1.0 / len(raters)), size=rounds).astype(float)
+        weights = rng.multinomial(len(raters), np.full(len(raters), 1.0 / len(raters)), size=max(rounds, 1)).T.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = (weights @ sums) / (weights @ counts)
-        low = np.nanpercentile(means, 2.5, axis=0)
-        high = np.nanpercentile(means, 97.5, axis=0)
-        for g, lo, hi in zip(groups, low, high):
-            rows.append({key: g, "dimension": dim, "boot_low": lo, "boot_high": hi})
-    return pd.DataFrame(rows, columns=[key, "dimension", "boot_low", "boot_high"])
+            means = np.asarray(sums @ weights) / np.asarray(counts @ weights)
+        low, high = _percentiles(means, (2.5, 97.5))
+        rows.append(pd.DataFrame({key: groups, "dimension": dim, "boot_low": low, "boot_high": high}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[key, "dimension", "boot_low", "boot_high"])
 
 
 # --- Agreement ------------------------------------------------------------------------------------------
@@ -145,12 +163,16 @@ def rater_table(frame: pd.DataFrame) -> pd.DataFrame:
         loo = (sums - part["value"]) / (counts - 1)
         scored = part.assign(loo=loo.where(counts > 1)).dropna(subset=["loo"])
         scored = scored.assign(diff=scored["value"] - scored["loo"])
-        g = scored.groupby("annotator_id")
-        table = g.agg(n=("value", "count"), bias=("diff", "mean")).reset_index()
-        table["consistency"] = [
-            (float(np.corrcoef(r["value"], r["loo"])[0, 1]) if len(r) >= 3 and r["value"].std() > 0 and r["loo"].std() > 0 else None)
-            for _, r in g
-        ]
+        # Pearson r per rater from grouped sums (no per-rater loop).
+        sums = scored.assign(x2=scored["value"] ** 2, y2=scored["loo"] ** 2, xy=scored["value"] * scored["loo"]).groupby("annotator_id").agg(
+            n=("value", "count"), bias=("diff", "mean"), x=("value", "sum"), y=("loo", "sum"), x2=("x2", "sum"), y2=("y2", "sum"), xy=("xy", "sum")
+        )
+        cov = sums["xy"] - sums["x"] * sums["y"] / sums["n"]
+        vx, vy = sums["x2"] - sums["x"] ** 2 / sums["n"], sums["y2"] - sums["y"] ** 2 / sums["n"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = cov / np.sqrt(vx * vy)
+        table = sums[["n", "bias"]].reset_index()
+        table["consistency"] = [float(v) if n >= 3 and vxx > 1e-12 and vyy > 1e-12 else None for v, n, vxx, vyy in zip(r, sums["n"], vx, vy)]
         table["dimension"] = dim
         parts.append(table)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["annotator_id", "n", "bias", "consistency", "dimension"])
@@ -165,16 +187,14 @@ def gold_checks(frame: pd.DataFrame) -> pd.DataFrame:
     if checked.empty:
         return pd.DataFrame(columns=["annotator_id", "gold_seen", "gold_failed", "trap_seen", "trap_failed"])
     failed = (checked["value"] < checked["expected_low"]) | (checked["value"] > checked["expected_high"])
-    checked = checked.assign(failed=failed)
-    out = []
-    for rater, part in checked.groupby("annotator_id"):
-        gold, trap = part[part["kind"] == "gold"], part[part["kind"] == "trap"]
-        out.append({
-            "annotator_id": rater,
-            "gold_seen": int(gold["submission_id"].nunique()), "gold_failed": int(gold.loc[gold["failed"], "submission_id"].nunique()),
-            "trap_seen": int(trap["submission_id"].nunique()), "trap_failed": int(trap.loc[trap["failed"], "submission_id"].nunique()),
-        })
-    return pd.DataFrame(out)
+    # One check per submission: failed if any of its checked ratings is outside the range.
+    per_submission = checked.assign(failed=failed).groupby(["annotator_id", "kind", "submission_id"])["failed"].any().reset_index()
+    table = per_submission.groupby(["annotator_id", "kind"])["failed"].agg(seen="count", failed="sum").unstack("kind", fill_value=0)
+    out = pd.DataFrame({"annotator_id": table.index})
+    for kind in ("gold", "trap"):
+        out[f"{kind}_seen"] = table[("seen", kind)].to_numpy(dtype=int) if ("seen", kind) in table.columns else 0
+        out[f"{kind}_failed"] = table[("failed", kind)].to_numpy(dtype=int) if ("failed", kind) in table.columns else 0
+    return out[["annotator_id", "gold_seen", "gold_failed", "trap_seen", "trap_failed"]]
 
 
 def post_screening(frame: pd.DataFrame, *, share: float = SCREEN_SHARE) -> pd.DataFrame:
@@ -207,34 +227,89 @@ def correlations(x: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
+# Kendall's tau over thousands of clips is O(n log n) per resample in scipy, not vectorised here: its
+# clip-level interval uses at most this many resamples (LCC and SRCC use all of them).
+KENDALL_CLIP_ROUNDS = 100
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson r per row of the weights (rounds x n): the correlation of the resample that repeats item i w[r, i] times.
+
+    x and y are one row for every round (then matrix-vector products, no temporaries) or a row per round."""
+    total = w.sum(axis=1)
+    if x.ndim == 1 and y.ndim == 1:
+        sx, sy, sxx, syy, sxy = w @ x, w @ y, w @ (x * x), w @ (y * y), w @ (x * y)
+    else:
+        wx, wy = w * x, w * y
+        sx, sy = wx.sum(axis=1), wy.sum(axis=1)
+        sxx, syy, sxy = np.einsum("ij,ij->i", wx, x), np.einsum("ij,ij->i", wy, y), np.einsum("ij,ij->i", wx, y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sxy - sx * sy / total) / np.sqrt((sxx - sx * sx / total) * (syy - sy * sy / total))
+
+
+def _weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) of each item within each weighted resample (rounds x n)."""
+    values, inverse = np.unique(x, return_inverse=True)
+    rows = w.shape[0]
+    cells = (np.arange(rows)[:, None] * len(values) + inverse[None, :]).ravel()
+    group = np.bincount(cells, weights=w.ravel(), minlength=rows * len(values)).reshape(rows, len(values))
+    below = np.cumsum(group, axis=1) - group
+    return (below + (group + 1) / 2)[:, inverse]
+
+
+def _tau_b_small(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b per row of (rounds x k) arrays with few columns (systems): all pairs at once."""
+    i, j = np.triu_indices(x.shape[1], 1)
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sx * sy).sum(axis=1) / np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
+
+
+def _interval(values) -> list | None:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return [num(np.percentile(values, 2.5)), num(np.percentile(values, 97.5))] if len(values) else None
+
+
 def correlations_with_intervals(pred, truth, *, groups=None, rounds: int = 1000, seed: int = 0) -> dict:
     """LCC, SRCC and Kendall's tau-b with 95 % percentile intervals from resampling clips.
 
     With `groups` (a system per clip) the figures are at system level: per round the resampled
-    clips' predictions and MOS are averaged per system before correlating.
+    clips' predictions and MOS are averaged per system before correlating. A resample is a row of
+    multiplicities (how often each clip was drawn), so every round is computed at once.
     """
     pred, truth = np.asarray(pred, dtype=float), np.asarray(truth, dtype=float)
     keep = ~(np.isnan(pred) | np.isnan(truth))
     pred, truth = pred[keep], truth[keep]
-    labels = None if groups is None else np.asarray(groups)[keep]
-
-    def figures(idx):
-        if labels is None:
-            return correlations(pred[idx], truth[idx])
-        frame = pd.DataFrame({"g": labels[idx], "p": pred[idx], "t": truth[idx]}).groupby("g").mean()
-        return correlations(frame["p"].to_numpy(), frame["t"].to_numpy())
-
-    point = figures(np.arange(len(pred)))
-    if point["lcc"] is None:
-        return {**point, "intervals": None}
+    n = len(pred)
+    if groups is not None:
+        labels, codes = np.unique(np.asarray(groups)[keep].astype(str), return_inverse=True)
+        onehot = np.zeros((n, len(labels)))
+        onehot[np.arange(n), codes] = 1.0
+        per = onehot.sum(axis=0)
+        point = correlations((pred @ onehot) / per, (truth @ onehot) / per)
+    else:
+        point = correlations(pred, truth)
+    if point["lcc"] is None or rounds <= 0:
+        return {**{k: (num(v) if k != "n" else v) for k, v in point.items()}, "intervals": None}
     rng = np.random.default_rng(seed)
-    draws = {"lcc": [], "srcc": [], "ktau": []}
-    for _ in range(rounds):
-        sample = figures(rng.integers(0, len(pred), len(pred)))
-        for name in draws:
-            if sample[name] is not None and not math.isnan(sample[name]):
-                draws[name].append(sample[name])
-    intervals = {name: ([num(np.percentile(v, 2.5)), num(np.percentile(v, 97.5))] if v else None) for name, v in draws.items()}
+    draws = rng.integers(0, n, size=(rounds, n))
+    weights = np.bincount((draws + np.arange(rounds)[:, None] * n).ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
+    if groups is None:
+        lcc = _weighted_pearson(pred, truth, weights)
+        srcc = _weighted_pearson(_weighted_ranks(pred, weights), _weighted_ranks(truth, weights), weights)
+        ktau = [sps.kendalltau(pred[d], truth[d]).statistic for d in draws[:KENDALL_CLIP_ROUNDS]]
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            counts = weights @ onehot
+            mp, mt = (weights * pred) @ onehot / counts, (weights * truth) @ onehot / counts
+        ok = ~(np.isnan(mp).any(axis=1) | np.isnan(mt).any(axis=1))
+        mp, mt = mp[ok], mt[ok]
+        ones = np.ones_like(mp)
+        lcc = _weighted_pearson(mp, mt, ones)
+        srcc = _weighted_pearson(sps.rankdata(mp, axis=1), sps.rankdata(mt, axis=1), ones)
+        ktau = _tau_b_small(mp, mt)
+    intervals = {"lcc": _interval(lcc), "srcc": _interval(srcc), "ktau": _interval(ktau)}
     return {**{k: (num(v) if k != "n" else v) for k, v in point.items()}, "intervals": intervals}
 
 
@@ -262,7 +337,8 @@ def judges_vs_humans(clip_mos: pd.DataFrame, judge_scores: pd.DataFrame, *, roun
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: (num(v) if isinstance(v, float) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+    rounded = frame.round(4)
+    return rounded.astype(object).where(rounded.notna(), None).to_dict("records")
 
 
 def ratings_compute(frame: pd.DataFrame, *, judge_scores: pd.DataFrame | None = None, rounds: int = 1000, seed: int = 0) -> dict:

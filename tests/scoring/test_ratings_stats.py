@@ -108,3 +108,19 @@ def test_judges_against_mos_at_clip_and_system_level_with_clip_intervals():
     low, high = row["clip"]["intervals"]["srcc"]
     assert low <= row["clip"]["srcc"] <= high and row["clip"]["srcc"] > 0.7
     assert row["system"]["n"] == 4 and row["system"]["srcc"] == pytest.approx(1.0)
+
+
+def test_resamples_as_multiplicities_equal_explicit_resamples():
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=300)
+    y = np.rint(2 * x + rng.normal(size=300))
+    draws = rng.integers(0, 300, (5, 300))
+    weights = np.zeros((5, 300))
+    np.add.at(weights, (np.repeat(np.arange(5), 300), draws.ravel()), 1)
+    srcc = ratings._weighted_pearson(ratings._weighted_ranks(x, weights), ratings._weighted_ranks(y, weights), weights)
+    assert np.allclose(srcc, [stats.spearmanr(x[d], y[d]).statistic for d in draws])
+    assert np.allclose(ratings._weighted_pearson(x, y, weights), [np.corrcoef(x[d], y[d])[0, 1] for d in draws])
+    xs, ys = rng.normal(size=(4, 6)), np.rint(rng.normal(size=(4, 6)))
+    assert np.allclose(ratings._tau_b_small(xs, ys), [stats.kendalltau(a, b).statistic for a, b in zip(xs, ys)])
