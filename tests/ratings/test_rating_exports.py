@@ -90,3 +90,16 @@ def test_import_refuses_unknown_clips_and_bad_lines_without_changing_anything():
     with pytest.raises(ServiceError, match="line 1: not JSON"):
         exports.ratings_import(files=dict(files, **{"ratings.jsonl": b"{oops\n"}), name="copy-b")
     assert not Study.objects.filter(name__startswith="copy-").exists()
+
+
+def test_command_writes_the_files_and_imports_them_back(tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    study = rating_study(task="acr", items=1, overlap_target=1)
+    _rate_all(study, [lambda a, label, d: 4])
+    call_command("ratings_export", study.name, "--out", str(tmp_path), stdout=io.StringIO())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasheet.json", "mos.jsonl", "ratings.jsonl"]
+    call_command("ratings_export", "--import", str(tmp_path), "--name", "copy", stdout=io.StringIO())
+    assert exports.ratings_export(study=Study.objects.get(name="copy"))["ratings.jsonl"] == (tmp_path / "ratings.jsonl").read_bytes()

@@ -1,9 +1,9 @@
 """Statistics of absolute ratings against known truths and independent computations."""
 
+import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-import krippendorff
 
 from scoring import ratings
 from tests.ratings_sim import simulate
