@@ -29,7 +29,7 @@ class RatingNextApi(APIView):
         if screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
             raise PermissionDenied("Pass the headphone check of this study first (open the study's page).")
         assignment = services.rating_next(study=study, annotator=request.user)
-        progress = services.progress_of(study=study, annotator=request.user)
+        progress = selectors.rating_progress(study=study, annotator=request.user)
         if assignment is None:
             detail = "This study is closed." if not study.is_active else f"You rated {progress['done']} of {progress['target']} items: every item this study has for you. Thank you."
             return Response({"assignment": None, "detail": detail, "progress": progress})

@@ -78,3 +78,24 @@ def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
         },
         "progress": progress,
     }
+
+
+def rating_progress(*, study: Study, annotator, now=None) -> dict:
+    """The annotator's progress in a rating study, in the shape of annotation.selectors.annotator_progress (home page, API)."""
+    from django.db.models import Exists, F, OuterRef
+    from django.utils import timezone
+
+    from .models import RatingItem, RatingSubmission
+
+    now = now or timezone.now()
+    done = RatingSubmission.objects.filter(item__study=study, annotator=annotator).count()
+    planned = study.annotator_target or RatingItem.objects.filter(study=study).count()
+    own = RatingAssignment.objects.filter(annotator=annotator, item=OuterRef("pk")).exclude(state=RatingAssignment.State.EXPIRED)
+    live = RatingAssignment.objects.filter(annotator=annotator, item=OuterRef("pk"), state=RatingAssignment.State.ACTIVE, lock_expires_at__gt=now)
+    items = RatingItem.objects.filter(study=study)
+    left = items.filter(Q(n_ratings__lt=F("overlap") - F("n_live")) & ~Q(Exists(own))).count() + items.filter(Exists(live)).count()
+    if study.annotator_target:
+        left = min(left, max(0, study.annotator_target - done))
+    target = max(done, min(planned, done + left))
+    state = "closed" if not study.is_active else ("open" if left > 0 else "finished")
+    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state}

@@ -191,12 +191,6 @@ def _take(*, item: RatingItem, annotator, study: Study, seed: int, now) -> Ratin
     return assignment
 
 
-def progress_of(*, study: Study, annotator) -> dict:
-    done = RatingSubmission.objects.filter(item__study=study, annotator=annotator).count()
-    total = study.annotator_target or RatingItem.objects.filter(study=study).count()
-    return {"done": done, "target": max(total, done)}
-
-
 @transaction.atomic
 def rating_next(*, study: Study, annotator, now=None) -> RatingAssignment | None:
     """The annotator's live lock in this rating study, else a fresh lock on an item with room, else None."""
@@ -398,7 +392,6 @@ def _submit(*, assignment_id, annotator, ratings, key, rationale, listening_log,
 
 __all__ = [
     "LABELS",
-    "progress_of",
     "rating_item_add",
     "rating_listening_record",
     "rating_next",

@@ -88,3 +88,18 @@ def test_report_has_a_ratings_section_with_mos_and_agreement():
     assert section["ratings"] == 9 and section["raters"] == 3 and section["clips"] == 3
     assert {row["mos"] for row in section["mos_clips"]} == {3.0}
     assert section["agreement"][0]["icc"]["k"] == 3
+
+
+def test_home_progress_counts_rated_items(client):
+    from annotation.selectors import annotator_progress
+
+    study = rating_study(task="acr", items=2, overlap_target=1)
+    user = member(study)
+    assert annotator_progress(study=study, annotator=user) == {"done": 0, "target": 2, "planned": 2, "left": 2, "state": "open"}
+    a = services.rating_next(study=study, annotator=user)
+    listen_all(a)
+    services.rating_submit(assignment_id=a.pk, annotator=user, ratings=answer_for(a), idempotency_key="h1")
+    assert annotator_progress(study=study, annotator=user)["done"] == 1
+    _client(client, user)
+    home = client.get(reverse("home")).content.decode()
+    assert f'data-progress="{study.name}">1 of 2 ' in home and reverse("annotate", kwargs={"name": study.name}) in home
