@@ -94,6 +94,11 @@ def annotator_progress(*, study: Study, annotator, now=None) -> dict:
     lowered to what is judged plus what is still open to them, so "all done" and
     "3 of 3" agree. `state` is "open", "finished" (nothing left for them) or "closed".
     """
+    if hasattr(study, "rating_task"):
+        # Rating studies (acr, multi) count rated items instead of judged pairs.
+        from .ratings.selectors import rating_progress
+
+        return rating_progress(study=study, annotator=annotator, now=now)
     done = Judgment.objects.filter(pair__study=study, annotator=annotator).count()
     planned = study.annotator_target or study.pairs.count()
     left = pairs_left_for(study=study, annotator=annotator, now=now)

@@ -6,7 +6,8 @@ are scoring.evaluation's; this module only knows the subsets and the file's shap
 
 - subset_of(source) -> "CMI-Pref" | "Music Arena" | "PAM" | "MusicEval" | None
 - external_row_parse(index, raw) -> the stored form of one file row (ServiceError when it is malformed)
-- mos_correlations(predicted, truth) -> {"lcc", "srcc", "ktau", "n"}
+- mos_correlations(predicted, truth) -> {"lcc", "srcc", "ktau", "n"}; the summary adds "intervals"
+  (95 % percentile intervals of each from resampling rows, scoring.ratings)
 - external_summary(rows) -> figures per subset
 
 MOS correlations come from pandas Series.corr after dropping missing values, with no value when
@@ -21,7 +22,9 @@ from collections.abc import Iterable
 from auditorium.errors import ServiceError
 
 from .evaluation import DIMENSIONS, VOTE, accuracy, evaluate, number, prefer
+from .ratings import correlations_with_intervals
 
+INTERVAL_ROUNDS = 500
 # Score keys of imported rows: MI predicts musicality, TA text alignment.
 SCORE_KEYS = {"musicality": "MI", "alignment": "TA"}
 
@@ -136,6 +139,9 @@ def external_summary(rows: list[dict], score_keys: dict | None = None) -> dict:
                 if all(t is None for t in truth):
                     continue
                 pred = [(r.get("scores_a") or {}).get(keys[dim]) for r in subset]
-                block[f"{keys[dim]}_vs_{source_dim}_mos"] = mos_correlations(pred, truth)
+                figures = mos_correlations(pred, truth)
+                # 95 % intervals resampling rows (clips), as the ratings report gives them.
+                figures["intervals"] = correlations_with_intervals([number(v) for v in pred], [number(v) for v in truth], rounds=INTERVAL_ROUNDS)["intervals"]
+                block[f"{keys[dim]}_vs_{source_dim}_mos"] = figures
         out[name] = block
     return out

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from annotation.dataset.keys import export_path_names
 from annotation.models import AnnotatorProfile, Judgment, Pair, Study
+from annotation.ratings.models import RatingSubmission
 
 from . import compare
 from .agreement import (
@@ -39,6 +40,7 @@ from .agreement import (
 from .crowd import crowd_report
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
+from .ratings_report import ratings_section
 from .stats import num
 
 CACHE_SECONDS = 600
@@ -464,7 +466,8 @@ def study_fingerprint(study: Study) -> str:
         AnnotatorProfile.objects.filter(Q(excluded_at__isnull=False) | Q(withdrawn_at__isnull=False)).order_by("pk").values_list("pk", "excluded_at", "withdrawn_at")
     )
     external = ExternalResultSet.objects.aggregate(n=Count("id"), last=Max("id"))
-    raw = json.dumps([study.pk, judgments, verdicts, people, external, Pair.objects.filter(study=study).count()], default=str)
+    rated = RatingSubmission.objects.filter(item__study=study).aggregate(n=Count("id"), last=Max("id"))
+    raw = json.dumps([study.pk, judgments, verdicts, people, external, Pair.objects.filter(study=study).count(), rated], default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
@@ -512,6 +515,8 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         **body,
         "triage": triage_details(triage_select(disagreements, per_source=options.triage), sources=sources),
         "external": [external_set_summary(rs) for rs in ExternalResultSet.objects.order_by("name")],
+        # Rating studies (acr, multi): MOS, agreement for scales, screening, judges against MOS.
+        "ratings": ratings_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
     }
     if key:
         cache.set(key, report, CACHE_SECONDS)

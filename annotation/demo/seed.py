@@ -190,5 +190,10 @@ def seed_demo(*, force: bool = False):
             study_annotator_add(study=study, user=annotators[-1])
         # A few labelled, seeded answers (source "seeded": demo data), so the report's judge-versus-human
         # sections have something to show when asked to include them.
-        demo_votes_seed(study=study, annotators=[_seeded_voter(study, username) for username in SEEDED_VOTERS])
+        voters = [_seeded_voter(study, username) for username in SEEDED_VOTERS]
+        demo_votes_seed(study=study, annotators=voters)
+        # The same clips as rating studies (acr and multi-stimulus), with seeded ratings of their own.
+        from annotation.ratings.demo import demo_rating_studies_seed
+
+        demo_rating_studies_seed(source=study, annotators=annotators, voters=voters)
     return study

@@ -158,6 +158,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "annotation",
+    "annotation.ratings",
     "scoring",
     "scoring.benchmarks",
     "arena",

@@ -38,6 +38,7 @@ urlpatterns = [
     path("benchmarks/", include("scoring.benchmarks.urls")),
     path("api/benchmarks/", include("scoring.benchmarks.api_urls")),
     path("arena/", include("arena.urls")),
+    path("", include("annotation.ratings.urls")),
     path("", include("annotation.urls")),
 ]
 

@@ -24,23 +24,27 @@ def headline(computed: dict) -> dict:
     for name in ("PAM", "MusicEval"):
         block = computed.get(name, {}).get("MI_vs_musicality_mos")
         if block:
-            out[f"{name} SRCC (MI vs musicality MOS)"] = {"srcc": block["srcc"], "lcc": block["lcc"], "ktau": block["ktau"], "n": block["n"]}
+            out[f"{name} SRCC (MI vs musicality MOS)"] = {"srcc": block["srcc"], "lcc": block["lcc"], "ktau": block["ktau"], "n": block["n"], "intervals": block.get("intervals")}
     return out
 
 
 class Command(BaseCommand):
-    help = "compare_judges --import-results FILE [--name NAME] [--json]  |  compare_judges --run ID [--json]"
+    help = "compare_judges --import-results FILE [--name NAME] [--json]  |  compare_judges --run ID [--json]  |  compare_judges --ratings STUDY [--json]"
 
     def add_arguments(self, parser):
         parser.add_argument("--import-results", metavar="FILE", help="Per-row results in TuneJury's summary.json shape.")
         parser.add_argument("--name", default="", help="Name of the imported set (default: the file name).")
         parser.add_argument("--judge-name", default="", help="Which judge produced the results (e.g. MuQ-Eval-A1).")
         parser.add_argument("--run", type=int, help="Recompute and print a scoring run's comparison with human votes.")
+        parser.add_argument("--ratings", metavar="STUDY", help="A rating study's judges against its MOS (clip and system level, intervals resampling clips).")
         parser.add_argument("--json", action="store_true", help="Print JSON.")
 
     def handle(self, *args, **options):
-        if bool(options["import_results"]) == bool(options["run"]):
-            raise CommandError("Give exactly one of --import-results FILE or --run ID.")
+        if sum(bool(options[k]) for k in ("import_results", "run", "ratings")) != 1:
+            raise CommandError("Give exactly one of --import-results FILE, --run ID or --ratings STUDY.")
+        if options["ratings"]:
+            self._ratings(options["ratings"], as_json=options["json"])
+            return
         if options["run"]:
             run = ScoringRun.objects.filter(pk=options["run"]).first()
             if run is None:
@@ -68,6 +72,28 @@ class Command(BaseCommand):
         for name, value in figures["headline"].items():
             number = value.get("accuracy", value.get("srcc"))
             self.stdout.write(f"  {name:<40} {number:.4f}  (n={value['n']})" if number is not None else f"  {name:<40} —")
+
+    def _ratings(self, name: str, *, as_json: bool) -> None:
+        from annotation.models import Study
+
+        from scoring.ratings_report import ratings_section
+
+        study = Study.objects.filter(name=name).first()
+        section = ratings_section(study=study, rounds=1000, seed=0) if study is not None else None
+        if section is None:
+            raise CommandError(f"No rating study named {name!r}.")
+        if as_json:
+            self.stdout.write(json.dumps(section["judges"], indent=2))
+            return
+        self.stdout.write(f"{name}: {section['ratings']} ratings of {section['clips']} clips; judges against the MOS (95 % intervals resample clips)")
+        for row in section["judges"]:
+            for level in ("clip", "system"):
+                fig = row[level]
+                cells = []
+                for metric in ("lcc", "srcc", "ktau"):
+                    interval = (fig.get("intervals") or {}).get(metric)
+                    cells.append(f"{metric.upper()} {fig[metric]:.4f} [{interval[0]:.4f}, {interval[1]:.4f}]" if fig[metric] is not None and interval else f"{metric.upper()} —")
+                self.stdout.write(f"  {row['judge']:<24} {row['dimension']:<11} {level:<6} n={fig['n']:<5} " + "  ".join(cells))
 
     @staticmethod
     def _run_text(summary: dict) -> str:

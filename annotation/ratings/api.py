@@ -1,0 +1,72 @@
+"""DRF API of the rating page: next item, listening events, submit (idempotent), skip."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import cached
+from annotation.services import screening_status
+from auditorium.api_input import validated
+
+from . import selectors, services
+
+
+class RatingNextApi(APIView):
+    """Lock and return the annotator's next item of a rating study; the same one comes back until rated, skipped or lapsed."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer("NextRatingItem", {"assignment": serializers.DictField(allow_null=True), "detail": serializers.CharField(required=False)}),
+    )
+    def post(self, request, name: str):
+        study = cached.study_by_name(name)
+        if study is None:
+            raise NotFound("No such study.")
+        if screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
+            raise PermissionDenied("Pass the headphone check of this study first (open the study's page).")
+        assignment = services.rating_next(study=study, annotator=request.user)
+        progress = selectors.rating_progress(study=study, annotator=request.user)
+        if assignment is None:
+            detail = "This study is closed." if not study.is_active else f"You rated {progress['done']} of {progress['target']} items: every item this study has for you. Thank you."
+            return Response({"assignment": None, "detail": detail, "progress": progress})
+        return Response({"assignment": selectors.assignment_payload(assignment, progress=progress)})
+
+
+class RatingListeningApi(APIView):
+    class Input(serializers.Serializer):
+        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+
+    @extend_schema(request=Input, responses=inline_serializer("RatingListening", {"accepted": serializers.IntegerField(), "heard": serializers.DictField()}))
+    def post(self, request, assignment_id: int):
+        data = validated(self.Input, request.data)
+        return Response(services.rating_listening_record(assignment_id=assignment_id, annotator=request.user, events=data["events"]))
+
+
+class RatingSubmitApi(APIView):
+    class Input(serializers.Serializer):
+        idempotency_key = serializers.CharField(max_length=100)
+        ratings = serializers.DictField(child=serializers.DictField(), help_text='{"A": {"musicality": 4, "alignment": 3}, ...} by the letters shown.')
+        rationale = serializers.CharField(max_length=5000, allow_blank=True, required=False, default="")
+        listening_log = serializers.DictField(required=False, default=None, allow_null=True)
+        time_on_page_ms = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, allow_null=True, default=None)
+
+    @extend_schema(request=Input, responses={201: inline_serializer("RatingStored", {"submission": serializers.IntegerField(), "item": serializers.IntegerField()})})
+    def post(self, request, assignment_id: int):
+        data = validated(self.Input, request.data)
+        answer, created = services.rating_submit(assignment_id=assignment_id, annotator=request.user, **data)
+        return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class RatingSkipApi(APIView):
+    class Input(serializers.Serializer):
+        reason = serializers.CharField(max_length=1000)
+
+    @extend_schema(request=Input, responses=inline_serializer("RatingSkipped", {"state": serializers.CharField()}))
+    def post(self, request, assignment_id: int):
+        data = validated(self.Input, request.data)
+        services.rating_skip(assignment_id=assignment_id, annotator=request.user, reason=data["reason"])
+        return Response({"state": "skipped"})

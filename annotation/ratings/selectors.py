@@ -1,0 +1,101 @@
+"""Reads for rating studies: what the rating page may know, who may hear a clip, progress."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.urls import reverse
+
+from annotation.models import Clip, Study
+from auditorium.roles import is_researcher
+
+from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingTask, TaskType
+
+# What each dimension asks, in the page's words; keys match the submit's ratings.
+QUESTIONS = {
+    "musicality": {
+        "title": "How good is this as music?",
+        "hint": "Forget the instruction: melody, structure, steady rhythm, clean production without artifacts, natural vocals.",
+    },
+    "alignment": {
+        "title": "How well does it follow the instruction?",
+        "hint": "Instruments, mood, genre and era, rhythm and tempo; the lyrics and the reference when given. Judge the fit, not the sound quality.",
+    },
+}
+
+
+def rating_task_of(study: Study) -> RatingTask | None:
+    return RatingTask.objects.filter(study=study).first()
+
+
+def study_task_type(study: Study) -> str:
+    """pairwise, acr or multi: what the study's annotators are asked to do."""
+    task = rating_task_of(study)
+    return task.task if task is not None else TaskType.PAIRWISE
+
+
+def clip_audible_by(*, user, clip: Clip) -> bool:
+    """Researchers hear everything; an annotator only the clips (and references) of rating items assigned to them."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if is_researcher(user):
+        return True
+    return RatingAssignment.objects.filter(Q(item__item_clips__clip=clip) | Q(item__condition__reference=clip), annotator=user).exists()
+
+
+def _audio(clip: Clip | None) -> dict | None:
+    if clip is None:
+        return None
+    return {"url": reverse("ratings:audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
+
+
+def scale_of(task: str) -> dict:
+    if task == TaskType.ACR:
+        return {"kind": "acr", "min": 1, "max": 5, "labels": [{"value": v, "label": label} for v, label in ACR_LABELS.items()]}
+    return {"kind": "multi", "min": 0, "max": 100, "bands": [{"from": low, "label": label} for low, label in MULTI_BANDS]}
+
+
+def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
+    """What the page may know: never system names, file names, the item's kind or a clip's role."""
+    item = assignment.item
+    study = item.study
+    config = study.rating_task
+    clips = {clip.pk: clip for clip in Clip.objects.filter(pk__in=assignment.order)}
+    condition = item.condition
+    return {
+        "id": assignment.pk,
+        "task": config.task,
+        "served_at": assignment.served_at.isoformat(),
+        "lock_expires_at": assignment.lock_expires_at.isoformat(),
+        "instructions": study.instructions,
+        "condition": {"prompt": condition.prompt, "lyrics": condition.lyrics, "reference": _audio(condition.reference)},
+        "clips": [{"label": label, **_audio(clips[clip_id])} for label, clip_id in assignment.labels.items()],
+        "dimensions": [{"key": dim, **QUESTIONS[dim]} for dim in config.dimensions],
+        "scale": scale_of(config.task),
+        "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
+        "listening": {
+            "next_seq": assignment.listening_seq + 1,
+            "heard": {label: float((assignment.listening.get(label) or {}).get("seconds", 0.0)) for label in assignment.labels},
+        },
+        "progress": progress,
+    }
+
+
+def rating_progress(*, study: Study, annotator, now=None) -> dict:
+    """The annotator's progress in a rating study, in the shape of annotation.selectors.annotator_progress (home page, API)."""
+    from django.db.models import Exists, F, OuterRef
+    from django.utils import timezone
+
+    from .models import RatingItem, RatingSubmission
+
+    now = now or timezone.now()
+    done = RatingSubmission.objects.filter(item__study=study, annotator=annotator).count()
+    planned = study.annotator_target or RatingItem.objects.filter(study=study).count()
+    own = RatingAssignment.objects.filter(annotator=annotator, item=OuterRef("pk")).exclude(state=RatingAssignment.State.EXPIRED)
+    live = RatingAssignment.objects.filter(annotator=annotator, item=OuterRef("pk"), state=RatingAssignment.State.ACTIVE, lock_expires_at__gt=now)
+    items = RatingItem.objects.filter(study=study)
+    left = items.filter(Q(n_ratings__lt=F("overlap") - F("n_live")) & ~Q(Exists(own))).count() + items.filter(Exists(live)).count()
+    if study.annotator_target:
+        left = min(left, max(0, study.annotator_target - done))
+    target = max(done, min(planned, done + left))
+    state = "closed" if not study.is_active else ("open" if left > 0 else "finished")
+    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state}

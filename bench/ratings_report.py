@@ -1,0 +1,85 @@
+"""The ratings report on 100,000 synthetic ratings, against the pairwise report on 100,000 votes in the same run.
+
+    .venv/bin/python bench/ratings_report.py [--ratings 100000] [--bootstrap 1000] [--repeat 3]
+
+Ratings: acr (1-5), two dimensions, 300 raters, 10 ratings per clip and dimension (5,000 clips for
+100,000 ratings), 6 systems, 5 % gold items, two judges scoring every clip. Timed: the ratings
+section on frames (scoring.ratings.ratings_compute: MOS per clip and system with t-intervals and a
+rater bootstrap, Krippendorff's alpha interval and ordinal, ICC(2,k), rater bias and consistency,
+gold checks, judges against the MOS at clip and system level with clip-resampled intervals).
+Baseline: the pairwise report on frames (scoring.report.report_compute) on bench/report.py's
+synthetic 100,000 votes, same bootstrap rounds, in the same process. Medians of --repeat runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "platform"), str(ROOT / "bench")]
+
+
+def synthetic_ratings(n_ratings: int, seed: int = 0, raters: int = 300, per_clip: int = 10):
+    rng = np.random.default_rng(seed)
+    clips = n_ratings // (2 * per_clip)
+    system = np.arange(clips) % 6
+    truth = 4.3 - 0.5 * system + rng.normal(0, 0.4, clips)
+    bias = rng.normal(0, 0.4, raters)
+    kind = np.where(rng.random(clips) < 0.05, "gold", "regular")
+    clip_idx = np.repeat(np.arange(clips), per_clip)
+    rater = np.concatenate([rng.choice(raters, per_clip, replace=False) for _ in range(clips)])
+    parts = []
+    for d, dim in enumerate(("musicality", "alignment")):
+        value = np.clip(np.rint(truth[clip_idx] + bias[rater] + rng.normal(0, 0.7, len(clip_idx))), 1, 5)
+        gold = kind[clip_idx] == "gold"
+        parts.append(pd.DataFrame({
+            "submission_id": np.arange(len(clip_idx)) + d * 0, "annotator_id": rater, "item_id": clip_idx, "clip_id": clip_idx,
+            "system": np.array([f"sys-{s}" for s in range(6)], dtype=object)[system[clip_idx]], "dimension": dim, "value": value,
+            "kind": kind[clip_idx], "role": "test", "expected_low": np.where(gold, 4.0, np.nan), "expected_high": np.where(gold, 5.0, np.nan),
+        }))
+    frame = pd.concat(parts, ignore_index=True)
+    judges = pd.concat([
+        pd.DataFrame({"judge": f"judge-{j}", "clip_id": np.arange(clips), "dimension": dim, "score": truth + rng.normal(0, noise, clips)})
+        for j, noise in enumerate((0.3, 0.8)) for dim in ("musicality", "alignment")
+    ], ignore_index=True)
+    return frame, judges
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ratings", type=int, default=100_000)
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
+    os.environ.setdefault("DJANGO_DEBUG", "true")
+    os.environ.setdefault("SQLITE_PATH", str(Path(tempfile.mkdtemp()) / "bench.sqlite3"))
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from report import median_time, synthetic
+
+    from scoring import agreement, ratings, report
+
+    frame, judges = synthetic_ratings(args.ratings)
+    print(f"ratings: {len(frame):,} on {frame['clip_id'].nunique():,} clips, {frame['annotator_id'].nunique()} raters, 2 dimensions, 2 judges")
+    t_ratings, section = median_time(lambda: ratings.ratings_compute(frame, judge_scores=judges, rounds=args.bootstrap, seed=0), args.repeat)
+    raw_votes, pairs, verdicts, sources = synthetic(args.ratings)
+    votes = agreement.votes_frame_prepare(raw_votes)
+    options = report.ReportOptions(rounds=args.bootstrap)
+    t_pairs, _ = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
+    print(f"ratings report on frames ({args.bootstrap} bootstrap rounds): {t_ratings:.3f} s  ({section['ratings']:,} ratings kept, {len(section['mos_clips']):,} clip MOS rows)")
+    print(f"pairwise report on frames, {len(votes):,} votes, same rounds: {t_pairs:.3f} s")
+    print(f"ratio ratings / pairwise: {t_ratings / t_pairs:.2f}")
+
+
+if __name__ == "__main__":
+    main()
