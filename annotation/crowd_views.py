@@ -9,11 +9,12 @@ from __future__ import annotations
 import random
 from urllib.parse import urlencode
 
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -200,18 +201,79 @@ def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpRespon
 # --- Recruitment links ---------------------------------------------------------------------
 
 
-@never_cache
-@require_safe
-def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
-    try:
-        participant = services.recruitment_enter(token=token, params=request.GET)
-    except ServiceError as exc:
-        return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
-    login(request, participant.user, backend=LINK_BACKEND)
+RESUME_COOKIE_SALT = "auditorium.recruitment.resume"
+
+
+def _resume_cookie(study_id: int) -> str:
+    return f"auditorium_resume_{study_id}"
+
+
+def _next_step(participant: ExternalParticipant) -> str:
     annotate_url = reverse("annotate", kwargs={"name": participant.study.name})
     if not selectors.has_consented(user=participant.user):
-        return redirect(f"{reverse('consent')}?{urlencode({'next': annotate_url})}")
-    return redirect(annotate_url)
+        return f"{reverse('consent')}?{urlencode({'next': annotate_url})}"
+    return annotate_url
+
+
+def _start_page(request, link, cleaned, known, *, message: str = "", status: int = 200, asked_to_switch: bool = False) -> HttpResponse:
+    stored = request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
+    other = request.user if request.user.is_authenticated and (known is None or known.user_id != request.user.pk) else None
+    context = {
+        "study": link.study,
+        "known": known is not None,
+        # The code is never put back into the page: the cookie travels with the POST by itself.
+        "has_stored_code": bool(stored),
+        "signed_in_as": other.get_username() if other is not None else "",
+        "asked_to_switch": asked_to_switch,
+        "message": message,
+        "participant_study": link.study,
+    }
+    return _page(request, "annotation/recruitment_start.html", context, status=status)
+
+
+@never_cache
+@require_http_methods(["GET", "HEAD", "POST"])
+def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
+    """The study link. GET only shows the start page (it never signs anyone in or out); joining or
+    resuming is a POST from that page, with its CSRF token, so no image tag or link on another site
+    can plant an account in a browser, or take one over.
+
+    Resuming a known participant id needs the resume code from the first visit (the signed cookie
+    this browser stored then, or the code typed in). A browser signed in as someone else is asked
+    first, and switched only when the person confirms.
+    """
+    try:
+        link, cleaned = services.recruitment_link_for(token=token, params=request.GET)
+    except ServiceError as exc:
+        return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+    known = services.recruitment_participant_known(link=link, participant_id=cleaned["participant"])
+    if known is not None and request.user.is_authenticated and known.user_id == request.user.pk:
+        # Already this participant in this browser: carry on (nothing about the session changes).
+        return redirect(_next_step(known))
+    if request.method != "POST":
+        return _start_page(request, link, cleaned, known)
+    if request.user.is_authenticated and request.POST.get("switch_account") != "1":
+        return _start_page(request, link, cleaned, known, status=409, asked_to_switch=True,
+                           message=f"This browser is signed in as {request.user.get_username()}. Confirm below to sign out of that account and take part as a participant.")  # fmt: skip
+    code = request.POST.get("resume_code", "") or request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
+    try:
+        participant, fresh_code = services.recruitment_enter(token=token, params=request.GET, resume_code=code)
+    except ServiceError as exc:
+        if exc.code in ("not_found", "expired", "over_cap", "bad_parameter", "no_participant"):
+            return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+        return _start_page(request, link, cleaned, known, message=exc.message, status=exc.status)
+    if request.user.is_authenticated:
+        logout(request)
+    login(request, participant.user, backend=LINK_BACKEND)
+    if not fresh_code:
+        return redirect(_next_step(participant))
+    context = {"study": link.study, "resume_code": services.resume_code_display(fresh_code), "next_url": _next_step(participant), "participant_study": link.study}
+    response = _page(request, "annotation/recruitment_code.html", context)
+    max_age = max(60, int((link.expires_at - timezone.now()).total_seconds()) + 30 * 86400)
+    response.set_signed_cookie(
+        _resume_cookie(link.study_id), fresh_code, salt=RESUME_COOKIE_SALT, max_age=max_age, httponly=True, samesite="Lax", secure=request.is_secure()
+    )
+    return response
 
 
 @login_required

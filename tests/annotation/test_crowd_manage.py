@@ -96,7 +96,7 @@ def test_a_researcher_opens_a_link_sees_its_use_and_closes_it(client, study):
     # Two participants fill it: its use count and state follow.
     for pid in ("p1", "p2"):
         client.logout()
-        assert client.get(reverse("recruitment-enter", kwargs={"token": link.token}), {"PROLIFIC_PID": pid}).status_code == 302
+        assert client.post(f"{reverse('recruitment-enter', kwargs={'token': link.token})}?PROLIFIC_PID={pid}", {}).status_code == 200
     client.force_login(owner)
     page = _page(client, study).content.decode()
     assert "2 / 2" in page and ">full<" in page

@@ -8,6 +8,9 @@ from datetime import timedelta
 import numpy as np
 import pytest
 import soundfile as sf
+from urllib.parse import urlencode
+
+from django.conf import settings
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -211,16 +214,21 @@ def link():
 
 
 def _enter(client, link, pid="5f0c0ffee", session="s1"):
-    return client.get(reverse("recruitment-enter", kwargs={"token": link.token}), {"PROLIFIC_PID": pid, "STUDY_ID": "st1", "SESSION_ID": session})
+    """The participant opens the link (a page) and presses Start (the POST that signs them in)."""
+    url = f"{reverse('recruitment-enter', kwargs={'token': link.token})}?{urlencode({'PROLIFIC_PID': pid, 'STUDY_ID': 'st1', 'SESSION_ID': session})}"
+    page = client.get(url)
+    if page.status_code != 200:
+        return page
+    return client.post(url, {})
 
 
 def test_a_participant_id_makes_one_account_that_resumes_and_is_never_exported(client, link):
     first = _enter(client, link)
-    assert first.status_code == 302 and first["Location"].startswith(reverse("consent"))
+    assert first.status_code == 200 and first.context["next_url"].startswith(reverse("consent"))
     participant = ExternalParticipant.objects.get()
     assert participant.participant_hash != "5f0c0ffee" and "5f0c0ffee" not in participant.user.username
     assert StudyAnnotator.objects.filter(study=link.study, annotator=participant.user).exists()
-    client.logout()
+    del client.cookies[settings.SESSION_COOKIE_NAME]  # the session ends; the signed resume cookie stays in this browser
     again = _enter(client, link, session="s2")
     assert again.status_code == 302 and ExternalParticipant.objects.count() == 1
     participant.refresh_from_db()
@@ -261,12 +269,15 @@ def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
 
 
 def test_an_expired_or_full_link_or_a_missing_id_is_refused_and_stores_nothing(client, link):
-    _enter(client, link, pid="p1")
-    _enter(client, link, pid="p2")
+    from django.test import Client
+
+    first = Client()
+    _enter(first, link, pid="p1")
+    _enter(Client(), link, pid="p2")
     users = ExternalParticipant.objects.count()
-    full = _enter(client, link, pid="p3")
+    full = _enter(Client(), link, pid="p3")
     assert full.status_code == 410 and b"full" in full.content
-    assert _enter(client, link, pid="p1").status_code == 302  # a known participant still resumes
+    assert _enter(first, link, pid="p1").status_code == 302  # a known participant still resumes in their browser
     missing = client.get(reverse("recruitment-enter", kwargs={"token": link.token}))
     assert missing.status_code == 400 and b"participant id" in missing.content
     assert _enter(client, link, pid="bad id!").status_code == 400

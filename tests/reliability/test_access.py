@@ -17,7 +17,7 @@ PUBLIC = {
     "api-battle-events", "api-battle-vote", "api-leaderboard",
     # A judge benchmark's audio behind an expiring signed link (outside judges fetch it without an account).
     "benchmark-audio",
-    # A recruitment link signs its participant in (tests/annotation/test_crowd_steps.py covers caps and expiry).
+    # A recruitment link: its GET shows a start page; joining is a CSRF-checked POST (tests/annotation/test_recruitment_signin.py).
     "recruitment-enter",
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
