@@ -8,8 +8,7 @@ Every route that reaches a study goes through one of these:
 - `study_access_check` for services, forms and tasks handed a study by a caller;
 - `studies_visible_to`, `runs_visible_to` and `trainings_visible_to` for lists.
 
-A study a user may not reach answers 403 with who may (a study that does not exist answers the
-same, so names cannot be probed).
+A study a user may not reach answers 403 with who may; a study name that does not exist, 404.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.shortcuts import render
 from rest_framework.permissions import BasePermission
 
@@ -64,15 +63,25 @@ def trainings_visible_to(queryset, *, user):
 
 
 def _by_name(kwargs: dict, user) -> bool:
-    return study_allowed(study=Study.objects.filter(name=kwargs.get("name")).first(), user=user)
+    study = Study.objects.filter(name=kwargs.get("name")).select_related("owner").first()
+    if study is None:
+        raise Http404("No such study.")
+    return study_allowed(study=study, user=user)
+
+
+def refusal_text(kwargs: dict) -> str:
+    study = Study.objects.filter(name=kwargs.get("name")).select_related("owner").first() if "name" in kwargs else None
+    if study is None:
+        return REFUSAL
+    owner = f" ({study.owner.get_username()})" if study.owner_id else " (it has none yet)"
+    return f"Only the owner of study {study.name}{owner}, the collaborators the owner names, and admins may open or change it."
 
 
 REFUSAL = "Only the owner of this study, the collaborators the owner names, and admins may open or change it."
 
 
 def study_url_check(*, user, kwargs: dict, allowed=_by_name) -> bool:
-    """Whether the URL's study (or the study of the object `allowed` looks up) is one the user may reach.
-    A study that does not exist is refused the same way, so the answer says nothing about which names exist."""
+    """Whether the URL's study (or the study of the object `allowed` looks up) is one the user may reach (Http404 for a study name that does not exist)."""
     return bool(is_researcher(user) and allowed(kwargs, user))
 
 
@@ -84,7 +93,7 @@ def study_required(view=None, *, allowed=_by_name):
         @wraps(inner)
         def wrapped(request: HttpRequest, *args, **kwargs):
             if not study_url_check(user=request.user, kwargs=kwargs, allowed=allowed):
-                message = REFUSAL if is_researcher(request.user) else "This page is for researchers. Ask an administrator if you need access."
+                message = refusal_text(kwargs) if is_researcher(request.user) else "This page is for researchers. Ask an administrator if you need access."
                 return render(request, "annotation/forbidden.html", {"message": message}, status=403)
             return inner(request, *args, **kwargs)
 
@@ -99,4 +108,7 @@ class StudyAccess(BasePermission):
     message = REFUSAL
 
     def has_permission(self, request, view) -> bool:
-        return study_url_check(user=request.user, kwargs=view.kwargs, allowed=getattr(view, "study_allowed", _by_name))
+        if study_url_check(user=request.user, kwargs=view.kwargs, allowed=getattr(view, "study_allowed", _by_name)):
+            return True
+        self.message = refusal_text(view.kwargs) if is_researcher(request.user) else REFUSAL
+        return False
