@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -77,7 +78,11 @@ def _screened_out(request, study) -> HttpResponse:
     if participant is not None and participant.link.screenout_code:
         code = services.recruitment_finish(participant=participant, screened_out=True)
         url = _code_url(participant, code)
-    return _page(request, "annotation/screening_failed.html", {"study": study, "code": code, "code_url": url})
+    response = _page(request, "annotation/screening_failed.html", {"study": study, "code": code, "code_url": url, "participant_study": study if participant else None})
+    if participant is not None:
+        # A screened-out participant's session ends here: the account has nothing more to do (its screen stays failed if it comes back).
+        logout(request)
+    return response
 
 
 @login_required
@@ -99,10 +104,13 @@ def screening_page(request: HttpRequest, name: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def screening_submit(request: HttpRequest, name: str, token: str) -> HttpResponse:
     study = _member_study(request, name)
-    raw = [request.POST.get(f"trial-{i}", "") for i in range(int(request.POST.get("trials", "0") or 0))]
-    try:
-        answers = [int(a) for a in raw]
-    except ValueError:
+    # How many answers to read comes from the attempt the server made, never from the form.
+    current = ScreeningAttempt.objects.filter(token=token, annotator=request.user, study=study).first()
+    if current is None:
+        return _page(request, "annotation/forbidden.html", {"message": "No such screening attempt for you."}, status=404)
+    raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
+    answers = [int(a) if a in ("1", "2", "3") else None for a in raw]
+    if None in answers:
         answers = None
     try:
         attempt = services.screening_answer(token=token, annotator=request.user, answers=answers)
@@ -113,6 +121,7 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
                 return _screening_render(request, study, current, message=exc.message, status=400)
         return _page(request, "annotation/forbidden.html", {"message": exc.message}, status=exc.status)
     if attempt.passed:
+        messages.success(request, f"Headphone check passed: {attempt.correct} of {attempt.trials} right. Thank you.")
         return redirect("annotate", name=study.name)
     state = services.screening_status(study=study, annotator=request.user)
     if state["state"] == "failed":

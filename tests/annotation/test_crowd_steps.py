@@ -294,6 +294,6 @@ def test_the_annotator_table_shows_screen_and_practice_results(client, screened)
     study, user = screened
     attempt = services.screening_attempt_open(study=study, annotator=user)
     services.screening_answer(token=attempt.token, annotator=user, answers=screening.answers_for(attempt.seed, attempt.trials))
-    client.force_login(UserFactory(username="boss", is_staff=True))
+    client.force_login(UserFactory(username="boss", roles=["admin"]))
     page = client.get(reverse("study-manage", kwargs={"name": study.name}))
     assert b"Headphone check" in page.content and b"passed 4/4, attempt 1" in page.content
