@@ -294,9 +294,12 @@ def recruitment_done(request: HttpRequest, name: str) -> HttpResponse:
     if participant is None or participant.study_id != study.pk:
         raise Http404("This page is for participants who came from a recruitment link.")
     progress = selectors.annotator_progress(study=study, annotator=request.user)
-    if progress["state"] == "open":
-        return render(
-            request, "annotation/forbidden.html", {"message": f"You have judged {progress['done']} of {progress['target']} pairs; the completion code comes after the last one."}, status=409
-        )
+    if participant.completed_at is None:
+        if progress["state"] == "open":
+            return render(
+                request, "annotation/forbidden.html", {"message": f"You have judged {progress['done']} of {progress['target']} pairs; the completion code comes after the last one."}, status=409
+            )
+        if not services.recruitment_work_complete(study=study, progress=progress):
+            return _page(request, "annotation/recruitment_nothing.html", {"study": study, "progress": progress, "participant_study": study})
     code = services.recruitment_finish(participant=participant)
     return _page(request, "annotation/recruitment_done.html", {"study": study, "code": code, "code_url": _code_url(participant, code)})

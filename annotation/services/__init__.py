@@ -29,6 +29,7 @@ from .recruitment import (
     recruitment_link_create,
     recruitment_link_for,
     recruitment_participant_known,
+    recruitment_work_complete,
     resume_code_display,
 )
 from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
@@ -46,6 +47,7 @@ __all__ = [
     "recruitment_link_create",
     "recruitment_link_for",
     "recruitment_participant_known",
+    "recruitment_work_complete",
     "resume_code_display",
     "screening_answer",
     "screening_attempt_for",

@@ -140,6 +140,16 @@ def recruitment_enter(*, token: str, params, resume_code: str = "", now=None) ->
     return participant, fresh
 
 
+def recruitment_work_complete(*, study, progress: dict) -> bool:
+    """The study's rule for a completion code: its per-annotator target reached, or (without one) every pair
+    open to the participant judged; never for no work at all (a closed or empty study gives no code)."""
+    if progress["done"] < 1:
+        return False
+    if study.annotator_target:
+        return progress["done"] >= study.annotator_target
+    return progress["state"] == "finished"
+
+
 def recruitment_finish(*, participant: ExternalParticipant, screened_out: bool = False, now=None) -> str:
     """Mark the participant done (or screened out) and return the code to show."""
     now = now or timezone.now()

@@ -19,7 +19,7 @@ from annotation import screening, services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
 from auditorium.errors import ServiceError
-from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -241,17 +241,36 @@ def test_a_participant_id_makes_one_account_that_resumes_and_is_never_exported(c
 
 def test_the_end_shows_the_completion_code_and_redirects(client, link):
     _enter(client, link)
-    user = ExternalParticipant.objects.get().user
-    services.consent_give(user=user)
+    participant = ExternalParticipant.objects.get()
+    services.consent_give(user=participant.user)
     done = reverse("recruitment-done", kwargs={"name": link.study.name})
     assert client.get(done).status_code == 409  # a pair is still open
     page = client.get(reverse("annotate", kwargs={"name": link.study.name}))
     assert page.context["finish_url"] == done
-    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)  # the study closes: nothing left
+    JudgmentFactory(pair=link.study.pairs.get(), annotator=participant.user)  # the only pair judged: all assigned done
     response = client.get(done)
     assert response.status_code == 200 and b"C0MPL3TE" in response.content
     assert b"https://app.prolific.com/submissions/complete?cc=C0MPL3TE" in response.content
     assert ExternalParticipant.objects.get().completed_at is not None
+    # Earned once, it stays earned after the study closes.
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)
+    assert b"C0MPL3TE" in client.get(done).content
+
+
+def test_no_completion_code_for_no_work_in_a_closed_or_empty_study(client, link):
+    _enter(client, link)
+    participant = ExternalParticipant.objects.get()
+    services.consent_give(user=participant.user)
+    done = reverse("recruitment-done", kwargs={"name": link.study.name})
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)  # closed with nothing judged
+    closed = client.get(done)
+    assert closed.status_code == 200 and b"C0MPL3TE" not in closed.content and b"nothing left to do" in closed.content
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=True)
+    link.study.pairs.update(overlap=1)
+    JudgmentFactory(pair=link.study.pairs.get())  # empty for this participant: every pair has its votes from others
+    empty = client.get(done)
+    assert empty.status_code == 200 and b"C0MPL3TE" not in empty.content and b"no completion code" in empty.content
+    assert ExternalParticipant.objects.get().completed_at is None
 
 
 def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
