@@ -159,7 +159,7 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
         return redirect(f"{reverse('consent')}?next={request.path}")
     if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
         return redirect("screening", name=study.name)
-    total = PracticeItem.objects.filter(study=study).count()
+    total = services.practice_servable(study=study).count()
     if request.method == "POST":
         try:
             answer = services.practice_answer(
@@ -182,13 +182,13 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
             "musicality": {"expected": side(item.expected_musicality_id), "right": answer.musicality_right},
             "explanation": item.explanation,
         }
-        done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+        done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
         return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a)})
     item = services.practice_next(study=study, annotator=request.user)
     if item is None:
         return redirect("annotate", name=study.name)
     shown_a = random.choice("ab")
-    done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+    done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
     return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a)})
 
 
@@ -201,6 +201,8 @@ def _clips(item: PracticeItem, shown_a: str) -> dict:
 @require_safe
 def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpResponse:
     item = PracticeItem.objects.filter(pk=item_id).select_related("study", "clip_a", "clip_b").first()
+    if item is not None and not services.practice_servable(study=item.study).filter(pk=item.pk).exists():
+        item = None
     if item is None or which not in ("a", "b") or not selectors.is_active_member(study=item.study, user=request.user):
         raise Http404("No such audio.")
     clip = item.clip_a if which == "a" else item.clip_b

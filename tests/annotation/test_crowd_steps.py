@@ -199,7 +199,10 @@ def test_practice_items_come_only_from_gold_pairs_with_an_explanation(practising
     with pytest.raises(ServiceError):
         services.practice_from_gold(pair=regular, explanation="x")
     with pytest.raises(ServiceError):
-        services.practice_from_gold(pair=item.from_pair, explanation="  ")
+        other = PairFactory(study=study, kind=Pair.Kind.GOLD)
+        other.expected_alignment = other.clip_a
+        other.save()
+        services.practice_from_gold(pair=other, explanation="  ")
     assert PracticeItem.objects.count() == 1
 
 
@@ -316,3 +319,32 @@ def test_the_annotator_table_shows_screen_and_practice_results(client, screened)
     client.force_login(UserFactory(username="boss", roles=["admin"]))
     page = client.get(reverse("study-manage", kwargs={"name": study.name}))
     assert b"Headphone check" in page.content and b"passed 4/4, attempt 1" in page.content
+
+
+def test_a_practice_answer_never_reveals_a_served_pairs_expected_answer(client, practising):
+    """Practice comes from its own pool: whatever practice serves, no pair the study serves shares a clip with it,
+    even for a practice item made the old way (a copy of a gold pair that stayed in the study)."""
+    study, item, regular, user = practising
+    kept = PairFactory(study=study, kind=Pair.Kind.GOLD)
+    kept.expected_alignment = kept.clip_a
+    kept.save()
+    legacy = PracticeItem.objects.create(study=study, position=5, condition=kept.condition, clip_a=kept.clip_a, clip_b=kept.clip_b,
+                                         expected_alignment=kept.clip_a, explanation="a copy")  # fmt: skip
+    # Served pairs cannot be moved into practice, nor pairs that share a clip with a served one.
+    shared = PairFactory(study=study, kind=Pair.Kind.GOLD, clip_a=regular.clip_a)
+    shared.expected_alignment = shared.clip_a
+    shared.save()
+    with pytest.raises(ServiceError):
+        services.practice_from_gold(pair=shared, explanation="x")
+    services.consent_give(user=user)
+    client.force_login(user)
+    served_clips = set(Pair.objects.filter(study=study).values_list("clip_a", flat=True)) | set(Pair.objects.filter(study=study).values_list("clip_b", flat=True))
+    shown = []
+    while (nxt := services.practice_next(study=study, annotator=user)) is not None:
+        assert {nxt.clip_a_id, nxt.clip_b_id}.isdisjoint(served_clips)
+        response = client.post(reverse("practice", kwargs={"name": study.name}), {"item": nxt.pk, "shown_a": "a", "alignment": "A", "musicality": "A"})
+        assert response.status_code == 200
+        shown.append(nxt.pk)
+    assert shown == [item.pk] and legacy.pk not in shown
+    # The legacy copy cannot be answered directly either.
+    assert client.post(reverse("practice", kwargs={"name": study.name}), {"item": legacy.pk, "shown_a": "a", "alignment": "A", "musicality": "A"}).status_code == 404
