@@ -373,6 +373,7 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
                         "study": data["study"].name,
                         "summary": report.summary().splitlines(),
                         "errors": [str(e) for e in report.errors],
+                        "error_count": report.error_count,
                         "warnings": list(report.warnings),
                     }
                     return redirect("pairs-import-done")
