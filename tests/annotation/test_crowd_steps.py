@@ -19,6 +19,7 @@ from annotation import screening, services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
 from auditorium.errors import ServiceError
+from tests.crowd import play_practice, play_screen
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db
@@ -133,6 +134,9 @@ def test_the_pairs_wait_for_the_screen_and_a_failed_screen_ends_kindly(client, s
     for _ in range(2):  # the attempt and its one retry, both failed
         attempt = ScreeningAttempt.objects.filter(annotator=user, passed__isnull=True).get()
         wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, attempt.trials))}
+        unplayed = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), wrong)
+        assert unplayed.status_code == 400 and b"Play every sound" in unplayed.content  # answers count only for sounds played
+        play_screen(client, attempt)
         response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "4", **wrong})
     assert response.status_code == 200 and b"Thank you for your time" in response.content
     assert client.get(annotate)["Location"] == reverse("screening", kwargs={"name": study.name})
@@ -167,6 +171,9 @@ def test_practice_comes_first_with_feedback_and_never_becomes_data(client, pract
     # Answer as shown: the expected alignment clip (clip_a) and the other one for musicality.
     a_side = "A" if shown_a == "a" else "B"
     b_side = "B" if a_side == "A" else "A"
+    unplayed = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
+    assert unplayed.status_code == 400 and b"Play both clips" in unplayed.content
+    play_practice(client, item)
     feedback = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
     assert feedback.status_code == 200
     assert feedback.context["feedback"]["alignment"] == {"expected": a_side, "right": True}
@@ -285,6 +292,7 @@ def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
     client.get(reverse("screening", kwargs={"name": study.name}))
     attempt = ScreeningAttempt.objects.get()
     wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, 3))}
+    play_screen(client, attempt)
     response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "3", **wrong})
     assert b"SCR33N" in response.content and b"cc=SCR33N" in response.content
     assert ExternalParticipant.objects.get().screened_out_at is not None
@@ -342,9 +350,12 @@ def test_a_practice_answer_never_reveals_a_served_pairs_expected_answer(client, 
     shown = []
     while (nxt := services.practice_next(study=study, annotator=user)) is not None:
         assert {nxt.clip_a_id, nxt.clip_b_id}.isdisjoint(served_clips)
+        play_practice(client, nxt)
         response = client.post(reverse("practice", kwargs={"name": study.name}), {"item": nxt.pk, "shown_a": "a", "alignment": "A", "musicality": "A"})
         assert response.status_code == 200
         shown.append(nxt.pk)
     assert shown == [item.pk] and legacy.pk not in shown
-    # The legacy copy cannot be answered directly either.
-    assert client.post(reverse("practice", kwargs={"name": study.name}), {"item": legacy.pk, "shown_a": "a", "alignment": "A", "musicality": "A"}).status_code == 404
+    # The legacy copy can be neither played nor answered directly.
+    assert client.get(reverse("practice-audio", kwargs={"item_id": legacy.pk, "which": "a"})).status_code == 404
+    assert client.post(reverse("practice", kwargs={"name": study.name}), {"item": legacy.pk, "shown_a": "a", "alignment": "A", "musicality": "A"}).status_code in (400, 404)
+    assert not PracticeAnswer.objects.filter(item=legacy).exists()

@@ -15,6 +15,7 @@ from scipy.stats import binomtest
 
 from annotation import screening, services
 from annotation.crowd_models import ScreeningAttempt
+from tests.crowd import play_screen
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 from tests.live_uvicorn import serving
 
@@ -70,6 +71,7 @@ def test_the_trial_count_comes_from_the_study_never_the_form_under_uvicorn(membe
     attempt = services.screening_attempt_open(study=study, annotator=user)
     url_path = reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token})
     cookies = {settings.SESSION_COOKIE_NAME: session, "csrftoken": TOKEN}
+    play_screen(browser, attempt)  # the same session: its sounds were played
     with serving() as (port, _):
         url = f"http://127.0.0.1:{port}{url_path}"
         for hidden in ("abc", "1e3", "10000000", "-5", "9" * 5000):
@@ -103,6 +105,7 @@ def test_a_screened_out_participant_is_signed_out_and_attempts_are_limited(clien
         client.get(reverse("screening", kwargs={"name": study.name}))
         attempt = ScreeningAttempt.objects.filter(annotator_id=user_id, passed__isnull=True).get()
         wrong = {f"trial-{i}": str(t % 3 + 1) for i, t in enumerate(screening.answers_for(attempt.seed, 3))}
+        play_screen(client, attempt)
         last = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), wrong)
     assert b"OUT1" in last.content and "_auth_user_id" not in client.session
     assert ScreeningAttempt.objects.filter(annotator_id=user_id).count() == 2
