@@ -25,7 +25,7 @@ CLOSE_NOT_FOUND = 4404
 def _progress_for(user, run_id: int):
     if not is_researcher(user):
         return "forbidden"
-    if not run_allowed({"run_id": run_id}, user):
+    if not ScoringRun.objects.filter(pk=run_id).exists() or not run_allowed({"run_id": run_id}, user):
         return None
     return run_progress(ScoringRun.objects.get(pk=run_id))
 
@@ -34,7 +34,7 @@ def _progress_for(user, run_id: int):
 def _training_progress_for(user, training_id: int):
     if not is_researcher(user):
         return "forbidden"
-    if not training_allowed({"training_id": training_id}, user):
+    if not TrainingRun.objects.filter(pk=training_id).exists() or not training_allowed({"training_id": training_id}, user):
         return None
     return training_progress(TrainingRun.objects.select_related("judge").get(pk=training_id))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.http import Http404
 
 from annotation.access import runs_visible_to, studies_visible_to, trainings_visible_to
 from annotation.models import Judgment, Study
@@ -53,12 +54,16 @@ def run_list(*, study=None, user=None, limit: int = 100):
 
 
 def run_allowed(kwargs: dict, user) -> bool:
-    """The study rule for a URL naming a run (`run_id`)."""
+    """The study rule for a URL naming a run (`run_id`); a run that does not exist is 404."""
+    if not ScoringRun.objects.filter(pk=kwargs.get("run_id")).exists():
+        raise Http404("No such run.")
     return runs_visible_to(ScoringRun.objects.filter(pk=kwargs.get("run_id")), user=user).exists()
 
 
 def training_allowed(kwargs: dict, user) -> bool:
-    """The study rule for a URL naming a training (`training_id`)."""
+    """The study rule for a URL naming a training (`training_id`); a training that does not exist is 404."""
+    if not TrainingRun.objects.filter(pk=kwargs.get("training_id")).exists():
+        raise Http404("No such training.")
     return trainings_visible_to(TrainingRun.objects.filter(pk=kwargs.get("training_id")), user=user).exists()
 
 
