@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -58,17 +59,24 @@ def _participant(user) -> ExternalParticipant | None:
     return ExternalParticipant.objects.filter(user=user).select_related("link").first()
 
 
-def _heard(request: HttpRequest, key: str, item: str, part) -> None:
-    """Note in the session that this sound was fetched: answers count only for sounds the browser played."""
-    heard = request.session.get(key, {})
-    parts = set(heard.get(item, []))
-    if part not in parts:
-        heard[item] = sorted(parts | {part})
-        request.session[key] = heard
+# How long a fetched sound counts as played for its answer: longer than any screen or practice pair takes.
+HEARD_SECONDS = 6 * 3600
 
 
-def _unheard(request: HttpRequest, key: str, item: str, parts) -> list:
-    return [p for p in parts if p not in set(request.session.get(key, {}).get(item, []))]
+def _heard_key(request: HttpRequest, kind: str, item: str, part) -> str:
+    return f"crowd-heard:{kind}:{request.user.pk}:{item}:{part}"
+
+
+def _heard(request: HttpRequest, kind: str, item: str, part) -> None:
+    """Note that this sound was fetched: answers count only for sounds the browser played.
+    One cache key per sound, so the players' parallel requests never overwrite each other's note."""
+    cache.set(_heard_key(request, kind, item, part), 1, HEARD_SECONDS)
+
+
+def _unheard(request: HttpRequest, kind: str, item: str, parts) -> list:
+    parts = list(parts)
+    found = cache.get_many([_heard_key(request, kind, item, p) for p in parts])
+    return [p for p in parts if _heard_key(request, kind, item, p) not in found]
 
 
 def _code_url(participant: ExternalParticipant, code: str) -> str:
@@ -121,7 +129,7 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
     current = ScreeningAttempt.objects.filter(token=token, annotator=request.user, study=study).first()
     if current is None:
         return _page(request, "annotation/forbidden.html", {"message": "No such screening attempt for you."}, status=404)
-    if current.passed is None and (missing := _unheard(request, "screening_heard", token, range(current.trials))):
+    if current.passed is None and (missing := _unheard(request, "screen", token, range(current.trials))):
         message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
         return _screening_render(request, study, current, message=message, status=400)
     raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
@@ -153,7 +161,7 @@ def screening_trial(request: HttpRequest, token: str, index: int) -> HttpRespons
     attempt = ScreeningAttempt.objects.filter(token=token, annotator=request.user).first()
     if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
         raise Http404("No such sound.")
-    _heard(request, "screening_heard", token, index)
+    _heard(request, "screen", token, index)
     response = HttpResponse(screening.trial_wav(attempt.seed, index), content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
     return response
@@ -178,7 +186,7 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("screening", name=study.name)
     total = services.practice_servable(study=study).count()
     if request.method == "POST":
-        if _unheard(request, "practice_heard", str(request.POST.get("item", ""))[:20], ("a", "b")):
+        if _unheard(request, "practice", str(request.POST.get("item", ""))[:20], ("a", "b")):
             return _page(request, "annotation/forbidden.html", {"message": "Play both clips before answering: the practice counts only what was heard."}, status=400)
         try:
             answer = services.practice_answer(
@@ -225,7 +233,7 @@ def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpRespon
     if item is None or which not in ("a", "b") or not selectors.is_active_member(study=item.study, user=request.user):
         raise Http404("No such audio.")
     clip = item.clip_a if which == "a" else item.clip_b
-    _heard(request, "practice_heard", str(item.pk), which)
+    _heard(request, "practice", str(item.pk), which)
     return ranged_file_response(request, clip.file.path, etag=clip.sha256)
 
 
