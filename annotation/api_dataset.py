@@ -14,10 +14,11 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.views import APIView
 
 from auditorium.errors import ServiceError
-from auditorium.roles import IsResearcher
+from .access import StudyAccess
 
 from .dataset import dataset_export_archive
 from .models import Study
+from .services.exports import study_export_record
 
 
 class ZipRenderer(BaseRenderer):
@@ -43,7 +44,7 @@ def _flag(value: str | None) -> bool:
 class StudyExportApi(APIView):
     """The study's votes as CMI-RewardBench JSONL (train.jsonl, test.jsonl), the audio and a datasheet, zipped."""
 
-    permission_classes = [IsAuthenticated, IsResearcher]
+    permission_classes = [IsAuthenticated, StudyAccess]
     renderer_classes = [JSONRenderer, ZipRenderer]
 
     @extend_schema(
@@ -59,7 +60,8 @@ class StudyExportApi(APIView):
     )
     def get(self, request, name: str):
         study = get_object_or_404(Study, name=name)
-        archive = dataset_export_archive(
-            studies=[study], include_unvoted=_flag(request.query_params.get("include_unvoted")), include_seeded=_flag(request.query_params.get("include_seeded"))
-        )
+        options = {"include_unvoted": _flag(request.query_params.get("include_unvoted")), "include_seeded": _flag(request.query_params.get("include_seeded"))}
+        # Who asked is recorded before the archive is built, so a failed or abandoned download is on record too.
+        study_export_record(study=study, user=request.user, options=options)
+        archive = dataset_export_archive(studies=[study], **options)
         return FileResponse(archive, as_attachment=True, filename=f"{study.name}-dataset.zip", content_type="application/zip")

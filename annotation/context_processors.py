@@ -37,6 +37,23 @@ def _benchmark_teams(user):
     return teams
 
 
+def _participant_study(user):
+    """The study of a participant who came from a recruitment link (their top bar shows only it), looked up once when asked."""
+    found: list = []
+
+    def study():
+        if not found:
+            participant = None
+            if user is not None and user.is_authenticated:
+                from .crowd_models import ExternalParticipant
+
+                participant = ExternalParticipant.objects.filter(user=user).select_related("study").first()
+            found.append(participant.study if participant is not None else None)
+        return found[0]
+
+    return study
+
+
 def roles(request):
     user = getattr(request, "user", None)
     profile = getattr(user, "annotator_profile", None) if user is not None and user.is_authenticated else None
@@ -47,4 +64,6 @@ def roles(request):
         # Withdrawing means something only once consent was given (and not already withdrawn).
         "can_withdraw_consent": bool(profile is not None and profile.has_consented),
         "nav_section": _section(request),
+        # A recruited participant's top bar: the study and withdrawal, nothing that leads away from the task.
+        "participant_study": _participant_study(user),
     }

@@ -18,7 +18,8 @@ from . import services
 from .crowd_forms import PracticeItemForm, RecruitmentLinkForm
 from .crowd_selectors import practice_candidates
 from .models import Study
-from .views import _form_error, _not_writable, _study_manage_render, researcher_required
+from .access import study_required
+from .views import _form_error, _not_writable, _study_manage_render
 
 
 def _writable_study(request: HttpRequest, name: str) -> tuple[Study, HttpResponse | None]:
@@ -30,7 +31,7 @@ def _back(study: Study, anchor: str) -> HttpResponse:
     return redirect(f"{reverse('study-manage', kwargs={'name': study.name})}#{anchor}")
 
 
-@researcher_required
+@study_required
 @require_POST
 def practice_add(request: HttpRequest, name: str) -> HttpResponse:
     study, refused = _writable_study(request, name)
@@ -48,7 +49,7 @@ def practice_add(request: HttpRequest, name: str) -> HttpResponse:
     return _study_manage_render(request, study, None, status=400, crowd_forms={"practice_form": form})
 
 
-@researcher_required
+@study_required
 @require_POST
 def practice_remove(request: HttpRequest, name: str, item_id: int) -> HttpResponse:
     study, refused = _writable_study(request, name)
@@ -63,7 +64,7 @@ def practice_remove(request: HttpRequest, name: str, item_id: int) -> HttpRespon
     return _back(study, "practice")
 
 
-@researcher_required
+@study_required
 @require_POST
 def recruitment_link_add(request: HttpRequest, name: str) -> HttpResponse:
     study, refused = _writable_study(request, name)
@@ -81,7 +82,7 @@ def recruitment_link_add(request: HttpRequest, name: str) -> HttpResponse:
     return _study_manage_render(request, study, None, status=400, crowd_forms={"link_form": form})
 
 
-@researcher_required
+@study_required
 @require_POST
 def recruitment_link_close(request: HttpRequest, name: str, link_id: int) -> HttpResponse:
     study, refused = _writable_study(request, name)

@@ -102,6 +102,7 @@ class ExternalParticipant(models.Model):
     link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="participants")
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="+")
     participant_hash = models.CharField(max_length=64)
+    resume_hash = models.CharField(max_length=64, blank=True, help_text="Keyed hash of the resume code shown at the first visit; resuming needs the code.")
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_participant")
     platform_study_id = models.CharField(max_length=100, blank=True)
     platform_session_id = models.CharField(max_length=100, blank=True)

@@ -48,13 +48,12 @@ def practice_manage_rows(*, study: Study) -> list[dict]:
 
 
 def practice_candidates(*, study: Study, limit: int = 500) -> list[tuple[int, str]]:
-    """(pair id, label) of the gold and catch pairs with an expected answer that are not practice pairs yet."""
-    used = PracticeItem.objects.filter(study=study, from_pair__isnull=False).values("from_pair")
+    """(pair id, label) of the gold and catch pairs with an expected answer that no one was served yet (they can move to practice)."""
     pairs = (
         Pair.objects.filter(study=study)
         .exclude(kind=Pair.Kind.REGULAR)
         .filter(Q(expected_alignment__isnull=False) | Q(expected_musicality__isnull=False))
-        .exclude(pk__in=used)
+        .filter(judgments__isnull=True, assignments__isnull=True)
         .select_related("condition")
         .order_by("id")[:limit]
     )

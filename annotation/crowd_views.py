@@ -9,11 +9,14 @@ from __future__ import annotations
 import random
 from urllib.parse import urlencode
 
-from django.contrib.auth import login
+from django.contrib import messages
+from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -56,6 +59,26 @@ def _participant(user) -> ExternalParticipant | None:
     return ExternalParticipant.objects.filter(user=user).select_related("link").first()
 
 
+# How long a fetched sound counts as played for its answer: longer than any screen or practice pair takes.
+HEARD_SECONDS = 6 * 3600
+
+
+def _heard_key(request: HttpRequest, kind: str, item: str, part) -> str:
+    return f"crowd-heard:{kind}:{request.user.pk}:{item}:{part}"
+
+
+def _heard(request: HttpRequest, kind: str, item: str, part) -> None:
+    """Note that this sound was fetched: answers count only for sounds the browser played.
+    One cache key per sound, so the players' parallel requests never overwrite each other's note."""
+    cache.set(_heard_key(request, kind, item, part), 1, HEARD_SECONDS)
+
+
+def _unheard(request: HttpRequest, kind: str, item: str, parts) -> list:
+    parts = list(parts)
+    found = cache.get_many([_heard_key(request, kind, item, p) for p in parts])
+    return [p for p in parts if _heard_key(request, kind, item, p) not in found]
+
+
 def _code_url(participant: ExternalParticipant, code: str) -> str:
     return f"{participant.link.completion_url}?{urlencode({'cc': code})}"
 
@@ -76,7 +99,11 @@ def _screened_out(request, study) -> HttpResponse:
     if participant is not None and participant.link.screenout_code:
         code = services.recruitment_finish(participant=participant, screened_out=True)
         url = _code_url(participant, code)
-    return _page(request, "annotation/screening_failed.html", {"study": study, "code": code, "code_url": url})
+    response = _page(request, "annotation/screening_failed.html", {"study": study, "code": code, "code_url": url, "participant_study": study if participant else None})
+    if participant is not None:
+        # A screened-out participant's session ends here: the account has nothing more to do (its screen stays failed if it comes back).
+        logout(request)
+    return response
 
 
 @login_required
@@ -98,10 +125,16 @@ def screening_page(request: HttpRequest, name: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def screening_submit(request: HttpRequest, name: str, token: str) -> HttpResponse:
     study = _member_study(request, name)
-    raw = [request.POST.get(f"trial-{i}", "") for i in range(int(request.POST.get("trials", "0") or 0))]
-    try:
-        answers = [int(a) for a in raw]
-    except ValueError:
+    # How many answers to read comes from the attempt the server made, never from the form.
+    current = ScreeningAttempt.objects.filter(token=token, annotator=request.user, study=study).first()
+    if current is None:
+        return _page(request, "annotation/forbidden.html", {"message": "No such screening attempt for you."}, status=404)
+    if current.passed is None and (missing := _unheard(request, "screen", token, range(current.trials))):
+        message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
+        return _screening_render(request, study, current, message=message, status=400)
+    raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
+    answers = [int(a) if a in ("1", "2", "3") else None for a in raw]
+    if None in answers:
         answers = None
     try:
         attempt = services.screening_answer(token=token, annotator=request.user, answers=answers)
@@ -112,6 +145,7 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
                 return _screening_render(request, study, current, message=exc.message, status=400)
         return _page(request, "annotation/forbidden.html", {"message": exc.message}, status=exc.status)
     if attempt.passed:
+        messages.success(request, f"Headphone check passed: {attempt.correct} of {attempt.trials} right. Thank you.")
         return redirect("annotate", name=study.name)
     state = services.screening_status(study=study, annotator=request.user)
     if state["state"] == "failed":
@@ -127,6 +161,7 @@ def screening_trial(request: HttpRequest, token: str, index: int) -> HttpRespons
     attempt = ScreeningAttempt.objects.filter(token=token, annotator=request.user).first()
     if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
         raise Http404("No such sound.")
+    _heard(request, "screen", token, index)
     response = HttpResponse(screening.trial_wav(attempt.seed, index), content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
     return response
@@ -149,8 +184,10 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
         return redirect(f"{reverse('consent')}?next={request.path}")
     if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
         return redirect("screening", name=study.name)
-    total = PracticeItem.objects.filter(study=study).count()
+    total = services.practice_servable(study=study).count()
     if request.method == "POST":
+        if _unheard(request, "practice", str(request.POST.get("item", ""))[:20], ("a", "b")):
+            return _page(request, "annotation/forbidden.html", {"message": "Play both clips before answering: the practice counts only what was heard."}, status=400)
         try:
             answer = services.practice_answer(
                 item_id=int(request.POST.get("item") or 0),
@@ -172,13 +209,13 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
             "musicality": {"expected": side(item.expected_musicality_id), "right": answer.musicality_right},
             "explanation": item.explanation,
         }
-        done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+        done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
         return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a)})
     item = services.practice_next(study=study, annotator=request.user)
     if item is None:
         return redirect("annotate", name=study.name)
     shown_a = random.choice("ab")
-    done = total - PracticeItem.objects.filter(study=study).exclude(answers__annotator=request.user).count()
+    done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
     return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a)})
 
 
@@ -191,27 +228,91 @@ def _clips(item: PracticeItem, shown_a: str) -> dict:
 @require_safe
 def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpResponse:
     item = PracticeItem.objects.filter(pk=item_id).select_related("study", "clip_a", "clip_b").first()
+    if item is not None and not services.practice_servable(study=item.study).filter(pk=item.pk).exists():
+        item = None
     if item is None or which not in ("a", "b") or not selectors.is_active_member(study=item.study, user=request.user):
         raise Http404("No such audio.")
     clip = item.clip_a if which == "a" else item.clip_b
+    _heard(request, "practice", str(item.pk), which)
     return ranged_file_response(request, clip.file.path, etag=clip.sha256)
 
 
 # --- Recruitment links ---------------------------------------------------------------------
 
 
-@never_cache
-@require_safe
-def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
-    try:
-        participant = services.recruitment_enter(token=token, params=request.GET)
-    except ServiceError as exc:
-        return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
-    login(request, participant.user, backend=LINK_BACKEND)
+RESUME_COOKIE_SALT = "auditorium.recruitment.resume"
+
+
+def _resume_cookie(study_id: int) -> str:
+    return f"auditorium_resume_{study_id}"
+
+
+def _next_step(participant: ExternalParticipant) -> str:
     annotate_url = reverse("annotate", kwargs={"name": participant.study.name})
     if not selectors.has_consented(user=participant.user):
-        return redirect(f"{reverse('consent')}?{urlencode({'next': annotate_url})}")
-    return redirect(annotate_url)
+        return f"{reverse('consent')}?{urlencode({'next': annotate_url})}"
+    return annotate_url
+
+
+def _start_page(request, link, cleaned, known, *, message: str = "", status: int = 200, asked_to_switch: bool = False) -> HttpResponse:
+    stored = request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
+    other = request.user if request.user.is_authenticated and (known is None or known.user_id != request.user.pk) else None
+    context = {
+        "study": link.study,
+        "known": known is not None,
+        # The code is never put back into the page: the cookie travels with the POST by itself.
+        "has_stored_code": bool(stored),
+        "signed_in_as": other.get_username() if other is not None else "",
+        "asked_to_switch": asked_to_switch,
+        "message": message,
+        "participant_study": link.study,
+    }
+    return _page(request, "annotation/recruitment_start.html", context, status=status)
+
+
+@never_cache
+@require_http_methods(["GET", "HEAD", "POST"])
+def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
+    """The study link. GET only shows the start page (it never signs anyone in or out); joining or
+    resuming is a POST from that page, with its CSRF token, so no image tag or link on another site
+    can plant an account in a browser, or take one over.
+
+    Resuming a known participant id needs the resume code from the first visit (the signed cookie
+    this browser stored then, or the code typed in). A browser signed in as someone else is asked
+    first, and switched only when the person confirms.
+    """
+    try:
+        link, cleaned = services.recruitment_link_for(token=token, params=request.GET)
+    except ServiceError as exc:
+        return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+    known = services.recruitment_participant_known(link=link, participant_id=cleaned["participant"])
+    if known is not None and request.user.is_authenticated and known.user_id == request.user.pk:
+        # Already this participant in this browser: carry on (nothing about the session changes).
+        return redirect(_next_step(known))
+    if request.method != "POST":
+        return _start_page(request, link, cleaned, known)
+    if request.user.is_authenticated and request.POST.get("switch_account") != "1":
+        return _start_page(request, link, cleaned, known, status=409, asked_to_switch=True,
+                           message=f"This browser is signed in as {request.user.get_username()}. Confirm below to sign out of that account and take part as a participant.")  # fmt: skip
+    code = request.POST.get("resume_code", "") or request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
+    try:
+        participant, fresh_code = services.recruitment_enter(token=token, params=request.GET, resume_code=code)
+    except ServiceError as exc:
+        if exc.code in ("not_found", "expired", "over_cap", "bad_parameter", "no_participant"):
+            return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+        return _start_page(request, link, cleaned, known, message=exc.message, status=exc.status)
+    if request.user.is_authenticated:
+        logout(request)
+    login(request, participant.user, backend=LINK_BACKEND)
+    if not fresh_code:
+        return redirect(_next_step(participant))
+    context = {"study": link.study, "resume_code": services.resume_code_display(fresh_code), "next_url": _next_step(participant), "participant_study": link.study}
+    response = _page(request, "annotation/recruitment_code.html", context)
+    max_age = max(60, int((link.expires_at - timezone.now()).total_seconds()) + 30 * 86400)
+    response.set_signed_cookie(
+        _resume_cookie(link.study_id), fresh_code, salt=RESUME_COOKIE_SALT, max_age=max_age, httponly=True, samesite="Lax", secure=request.is_secure()
+    )
+    return response
 
 
 @login_required
@@ -223,9 +324,12 @@ def recruitment_done(request: HttpRequest, name: str) -> HttpResponse:
     if participant is None or participant.study_id != study.pk:
         raise Http404("This page is for participants who came from a recruitment link.")
     progress = selectors.annotator_progress(study=study, annotator=request.user)
-    if progress["state"] == "open":
-        return render(
-            request, "annotation/forbidden.html", {"message": f"You have judged {progress['done']} of {progress['target']} pairs; the completion code comes after the last one."}, status=409
-        )
+    if participant.completed_at is None:
+        if progress["state"] == "open":
+            return render(
+                request, "annotation/forbidden.html", {"message": f"You have judged {progress['done']} of {progress['target']} pairs; the completion code comes after the last one."}, status=409
+            )
+        if not services.recruitment_work_complete(study=study, progress=progress):
+            return _page(request, "annotation/recruitment_nothing.html", {"study": study, "progress": progress, "participant_study": study})
     code = services.recruitment_finish(participant=participant)
     return _page(request, "annotation/recruitment_done.html", {"study": study, "code": code, "code_url": _code_url(participant, code)})

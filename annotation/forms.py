@@ -58,6 +58,7 @@ class StudyForm(forms.ModelForm):
             "screening_trials": "Headphone check: sounds per attempt",
             "screening_pass": "Headphone check: right answers to pass",
             "screening_retries": "Headphone check: retries after a fail",
+            "screening_existing_members": "Headphone check also for members who judged before it was turned on",
         }
         error_messages = {
             "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
@@ -100,7 +101,7 @@ class StudyForm(forms.ModelForm):
         return cleaned
 
 
-SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries")
+SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries", "screening_existing_members")
 _USERNAME_SPLIT = re.compile(r"[\s,;]+")
 
 

@@ -201,6 +201,12 @@ class Study(TriggerCounted):
     screening_trials = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1), MaxValueValidator(30)])
     screening_pass = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(30)], help_text="Correct answers needed to pass.")
     screening_retries = models.PositiveSmallIntegerField(default=1, validators=[MaxValueValidator(10)], help_text="Further attempts after a failed screen.")
+    # When the screen was last turned on: members who judged pairs before then are asked to take it
+    # only when the study says so (screening_existing_members).
+    screening_since = models.DateTimeField(null=True, blank=True, editable=False)
+    screening_existing_members = models.BooleanField(
+        default=False, help_text="Also screen members who judged pairs here before the check was turned on (otherwise only new members take it)."
+    )
     # Kept by database triggers on the pairs (migration 0012): the next-pair lookup reads them
     # instead of counting the study's pairs on every request.
     n_pairs = models.IntegerField(default=0, editable=False)

@@ -14,11 +14,16 @@ from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, S
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
-    """Researchers hear everything; an annotator only the clips (and references) of pairs assigned to them."""
+    """Admins hear everything; researchers the clips of the studies they may reach; an annotator only the clips (and references) of pairs assigned to them."""
     if not getattr(user, "is_authenticated", False):
         return False
-    if is_researcher(user):
+    if is_admin(user):
         return True
+    if is_researcher(user):
+        # The study rule (annotation/access.py): a researcher hears the clips of the studies they may reach.
+        mine = Q(study__owner=user) | Q(study__collaborators=user)
+        if Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip) | Q(condition__reference=clip)).filter(mine).exists():
+            return True
     return Assignment.objects.filter(
         Q(pair__clip_a=clip) | Q(pair__clip_b=clip) | Q(pair__condition__reference=clip), annotator=user
     ).exists()
@@ -256,7 +261,7 @@ def study_exportable_by(*, study: Study, user) -> bool:
 
 
 def study_export_latest(*, study: Study, user) -> StudyExport | None:
-    return StudyExport.objects.filter(study=study, requested_by=user).first()
+    return StudyExport.objects.filter(study=study, requested_by=user).exclude(options__has_key="via").first()
 
 
 def _export_summary(options: dict) -> str:

@@ -23,6 +23,7 @@ from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
+from .access import studies_visible_to, study_required
 from . import selectors, services
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
@@ -228,7 +229,7 @@ def _import_url(study: Study) -> str:
 @researcher_required
 @require_safe
 def study_manage_list(request: HttpRequest) -> HttpResponse:
-    return _render(request, "annotation/manage/study_list.html", {"studies": selectors.studies_with_counts()})
+    return _render(request, "annotation/manage/study_list.html", {"studies": selectors.studies_with_counts().filter(pk__in=studies_visible_to(user=request.user).values("pk"))})
 
 
 @researcher_required
@@ -255,7 +256,7 @@ def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
     return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
 
 
-@researcher_required
+@study_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
@@ -277,7 +278,7 @@ def study_edit(request: HttpRequest, name: str) -> HttpResponse:
     return _render(request, "annotation/manage/study_form.html", {"form": form, "study": study, "creating": False})
 
 
-@researcher_required
+@study_required
 @require_safe
 def study_manage(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
@@ -311,7 +312,7 @@ def _study_manage_render(
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 
 
-@researcher_required
+@study_required
 @require_POST
 def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
@@ -326,7 +327,7 @@ def study_annotators_add(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("study-manage", name=study.name)
 
 
-@researcher_required
+@study_required
 @require_POST
 def study_collaborators_set(request: HttpRequest, name: str) -> HttpResponse:
     """The owner (or an admin) names the researchers who may change the study with them."""
@@ -375,6 +376,7 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
                         "study": data["study"].name,
                         "summary": report.summary().splitlines(),
                         "errors": [str(e) for e in report.errors],
+                        "error_count": report.error_count,
                         "warnings": list(report.warnings),
                     }
                     return redirect("pairs-import-done")

@@ -17,6 +17,7 @@ from . import selectors
 from .forms import StudyExportForm
 from .models import Study, StudyExport
 from .services.exports import export_path, study_export_request
+from .access import study_required
 from .views import _forbidden, _form_error, _study_manage_render, researcher_required
 
 
@@ -40,7 +41,7 @@ def _export_of(request: HttpRequest, name: str, public_id) -> StudyExport:
     return export
 
 
-@researcher_required
+@study_required
 @require_POST
 def study_export(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)

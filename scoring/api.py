@@ -11,6 +11,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import StudyAccess
 from annotation.models import AnnotatorProfile, Study
 from auditorium.api_fields import id_list_field
 from auditorium.errors import ServiceError
@@ -84,7 +85,7 @@ class RunListApi(APIView):
         study = None
         if request.query_params.get("study"):
             study = get_object_or_404(Study, name=request.query_params["study"])
-        return Response(RunSerializer(selectors.run_list(study=study), many=True).data)
+        return Response(RunSerializer(selectors.run_list(study=study, user=request.user), many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: RunSerializer(many=True)})
     def post(self, request):
@@ -115,7 +116,8 @@ class RunListApi(APIView):
 
 
 class RunDetailApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
+    study_allowed = staticmethod(selectors.run_allowed)
 
     @extend_schema(responses=RunSerializer)
     def get(self, request, run_id: int):
@@ -138,7 +140,8 @@ class VerdictSerializer(serializers.Serializer):
 
 
 class RunVerdictsApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
+    study_allowed = staticmethod(selectors.run_allowed)
 
     @extend_schema(responses=VerdictSerializer(many=True))
     def get(self, request, run_id: int):
@@ -181,7 +184,7 @@ OPTION_PARAMETERS = [
 class StudyReportApi(APIView):
     """The whole report as JSON (the same dict `manage.py report --json` prints)."""
 
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
 
     @extend_schema(parameters=OPTION_PARAMETERS, responses=inline_serializer("StudyReport", {"study": serializers.DictField(), "agreement": serializers.DictField()}))
     def get(self, request, name: str):
@@ -193,7 +196,7 @@ class StudyReportApi(APIView):
 class StudyReportTableApi(APIView):
     """One table of the report as CSV."""
 
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
 
     @extend_schema(parameters=OPTION_PARAMETERS, responses={(200, "text/csv"): str})
     def get(self, request, name: str, table: str):
@@ -210,7 +213,7 @@ class StudyReportTableApi(APIView):
 class AnnotatorExclusionApi(APIView):
     """Exclude an annotator from analysis and export, or include them again; every change is logged."""
 
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
 
     @extend_schema_serializer(component_name="AnnotatorExclusionInput")
     class InputSerializer(serializers.Serializer):

@@ -9,12 +9,13 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from annotation.access import study_allowed
 from annotation.models import Study
 from auditorium.roles import is_researcher
 
 from .broadcast import report_group, run_group, training_group
 from .models import ScoringRun, TrainingRun
-from .selectors import run_progress, training_progress
+from .selectors import run_allowed, run_progress, training_allowed, training_progress
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -24,25 +25,26 @@ CLOSE_NOT_FOUND = 4404
 def _progress_for(user, run_id: int):
     if not is_researcher(user):
         return "forbidden"
-    run = ScoringRun.objects.filter(pk=run_id).first()
-    if run is None:
+    if not ScoringRun.objects.filter(pk=run_id).exists() or not run_allowed({"run_id": run_id}, user):
         return None
-    return run_progress(run)
+    return run_progress(ScoringRun.objects.get(pk=run_id))
 
 
 @database_sync_to_async
 def _training_progress_for(user, training_id: int):
     if not is_researcher(user):
         return "forbidden"
-    run = TrainingRun.objects.select_related("judge").filter(pk=training_id).first()
-    return None if run is None else training_progress(run)
+    if not TrainingRun.objects.filter(pk=training_id).exists() or not training_allowed({"training_id": training_id}, user):
+        return None
+    return training_progress(TrainingRun.objects.select_related("judge").get(pk=training_id))
 
 
 @database_sync_to_async
 def _study_id_for(user, name: str) -> int | str | None:
     if not is_researcher(user):
         return "forbidden"
-    return Study.objects.filter(name=name).values_list("id", flat=True).first()
+    study = Study.objects.filter(name=name).first()
+    return study.pk if study_allowed(study=study, user=user) else None
 
 
 class _GroupConsumer(AsyncJsonWebsocketConsumer):

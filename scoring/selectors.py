@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.http import Http404
 
+from annotation.access import runs_visible_to, studies_visible_to, trainings_visible_to
 from annotation.models import Judgment, Study
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
@@ -55,11 +57,28 @@ def judge_list() -> list[dict]:
     return out
 
 
-def run_list(*, study=None, limit: int = 100):
+def run_list(*, study=None, user=None, limit: int = 100):
+    """The latest runs; with `user`, only those of studies the user may reach (annotation.access)."""
     query = ScoringRun.objects.select_related("judge", "study")
     if study is not None:
         query = query.filter(study=study)
+    if user is not None:
+        query = runs_visible_to(query, user=user)
     return query[:limit]
+
+
+def run_allowed(kwargs: dict, user) -> bool:
+    """The study rule for a URL naming a run (`run_id`); a run that does not exist is 404."""
+    if not ScoringRun.objects.filter(pk=kwargs.get("run_id")).exists():
+        raise Http404("No such run.")
+    return runs_visible_to(ScoringRun.objects.filter(pk=kwargs.get("run_id")), user=user).exists()
+
+
+def training_allowed(kwargs: dict, user) -> bool:
+    """The study rule for a URL naming a training (`training_id`); a training that does not exist is 404."""
+    if not TrainingRun.objects.filter(pk=kwargs.get("training_id")).exists():
+        raise Http404("No such training.")
+    return trainings_visible_to(TrainingRun.objects.filter(pk=kwargs.get("training_id")), user=user).exists()
 
 
 def run_progress(run: ScoringRun) -> dict:
@@ -75,8 +94,11 @@ def run_progress(run: ScoringRun) -> dict:
     }
 
 
-def training_list(*, limit: int = 20):
-    return TrainingRun.objects.select_related("study", "feature_judge", "judge")[:limit]
+def training_list(*, user=None, limit: int = 20):
+    query = TrainingRun.objects.select_related("study", "feature_judge", "judge")
+    if user is not None:
+        query = trainings_visible_to(query, user=user)
+    return query[:limit]
 
 
 def training_progress(run: TrainingRun) -> dict:
@@ -189,9 +211,10 @@ def _count_per_study(queryset, field: str = "study"):
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def studies_for_reports():
-    """Every study with what its report rests on: pairs (the study's own counter), human votes and scoring runs."""
-    return Study.objects.annotate(
+def studies_for_reports(*, user=None):
+    """Every study (with `user`: every study the user may reach) with what its report rests on: pairs (the study's own counter), human votes and scoring runs."""
+    studies = Study.objects.all() if user is None else studies_visible_to(user=user)
+    return studies.annotate(
         n_judgments=_count_per_study(Judgment.objects.all(), "pair__study"),
         n_runs=_count_per_study(ScoringRun.objects.all()),
     ).order_by("name")

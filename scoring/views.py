@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from annotation.access import studies_visible_to, study_required
 from annotation.models import AnnotatorProfile, Study
 from auditorium.errors import ServiceError
 from auditorium.roles import is_researcher
@@ -45,8 +46,8 @@ def _judges_page(request: HttpRequest, form: dict, *, status: int = 200) -> Http
     context = {
         "judges": judges,
         "feature_judges": [j for j in judges if j["available"] and j["kind"] in FEATURE_KINDS],
-        "studies": Study.objects.order_by("name"),
-        "trainings": selectors.training_list(),
+        "studies": studies_visible_to(user=request.user).order_by("name"),
+        "trainings": selectors.training_list(user=request.user),
         "form": form,
     }
     return render(request, "scoring/judges.html", context, status=status)
@@ -84,7 +85,7 @@ def reward_train(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-@researcher_required
+@study_required(allowed=selectors.training_allowed)
 def training_detail(request: HttpRequest, training_id: int) -> HttpResponse:
     run = get_object_or_404(TrainingRun.objects.select_related("study", "feature_judge", "judge"), pk=training_id)
     metrics = run.metrics or {}
@@ -154,7 +155,7 @@ def _baseline_rows(metrics: dict) -> list[dict]:
 @researcher_required
 def run_list(request: HttpRequest) -> HttpResponse:
     judges = [j for j in selectors.judge_list() if j["available"]]
-    studies = Study.objects.order_by("name")
+    studies = studies_visible_to(user=request.user).order_by("name")
     form = {"judge": "", "study": "", "template": "", "label": ""}
     status = 200
     if request.method == "POST":
@@ -175,13 +176,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "scoring/runs.html",
-        {"runs": selectors.run_list(), "judges": judges, "studies": studies, "form": form},
+        {"runs": selectors.run_list(user=request.user), "judges": judges, "studies": studies, "form": form},
         status=status,
     )
 
 
 @require_safe
-@researcher_required
+@study_required(allowed=selectors.run_allowed)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(ScoringRun.objects.select_related("judge", "study"), pk=run_id)
     verdicts = list(selectors.run_verdicts(run=run, limit=300))
@@ -388,21 +389,15 @@ def _triage_groups(items: list[dict]) -> list[dict]:
     return [{"source": source, "items": rows} for source, rows in groups.items()]
 
 
-def _forbidden(request: HttpRequest) -> HttpResponse:
-    return render(request, "scoring/report_forbidden.html", {}, status=403)
-
-
 @require_safe
 @researcher_required
 def report_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "scoring/reports.html", {"studies": selectors.studies_for_reports()})
+    return render(request, "scoring/reports.html", {"studies": selectors.studies_for_reports(user=request.user)})
 
 
-@login_required
+@study_required
 @require_safe
 def study_report(request: HttpRequest, name: str) -> HttpResponse:
-    if not is_researcher(request.user):
-        return _forbidden(request)
     study = get_object_or_404(Study, name=name)
     query = request.GET.urlencode()
     try:
@@ -425,11 +420,9 @@ def study_report(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, template, context)
 
 
-@login_required
+@study_required
 @require_POST
 def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> HttpResponse:
-    if not is_researcher(request.user):
-        return _forbidden(request)
     study = get_object_or_404(Study, name=name)
     profile = get_object_or_404(AnnotatorProfile, pseudonym=pseudonym)
     action = request.POST.get("action")

@@ -31,20 +31,45 @@ class RowError:
         return f"{self.source} line {self.line}: {self.message}"
 
 
+# A file with millions of bad lines must not cost millions of messages: the first ones and a count say enough.
+MAX_REPORTED_ERRORS = 100
+
+
+class BoundedErrors(list):
+    """The first MAX_REPORTED_ERRORS errors, and `total`, how many there were."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.total = len(self)
+
+    def append(self, item) -> None:
+        self.total += 1
+        if len(self) < MAX_REPORTED_ERRORS:
+            super().append(item)
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+
 @dataclass
 class ImportReport:
     rows: int = 0
     valid_rows: int = 0
-    errors: list[RowError] = field(default_factory=list)
+    errors: BoundedErrors = field(default_factory=BoundedErrors)
     warnings: list[str] = field(default_factory=list)
     imported: bool = False
     created: Counter = field(default_factory=Counter)
     existing: Counter = field(default_factory=Counter)
 
+    @property
+    def error_count(self) -> int:
+        return getattr(self.errors, "total", len(self.errors))
+
     def summary(self) -> str:
         c, e = self.created, self.existing
         lines = [
-            f"rows: {self.rows} read, {self.valid_rows} valid, {len(self.errors)} invalid",
+            f"rows: {self.rows} read, {self.valid_rows} valid, {self.error_count} invalid"
+            + (f" (the first {len(self.errors)} listed)" if self.error_count > len(self.errors) else ""),
             f"created: {c['systems']} systems, {c['clips']} clips, {c['conditions']} conditions, {c['pairs']} pairs, "
             f"{c['annotators']} annotators, {c['judgments']} judgments",
             f"skipped (already present): {e['clips']} clips, {e['conditions']} conditions, {e['pairs']} pairs, {e['judgments']} judgments",

@@ -20,9 +20,18 @@ from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listenin
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
-from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove
+from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
-from .recruitment import recruitment_enter, recruitment_finish, recruitment_link_close, recruitment_link_create
+from .recruitment import (
+    recruitment_enter,
+    recruitment_finish,
+    recruitment_link_close,
+    recruitment_link_create,
+    recruitment_link_for,
+    recruitment_participant_known,
+    recruitment_work_complete,
+    resume_code_display,
+)
 from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
 from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
@@ -32,10 +41,15 @@ __all__ = [
     "practice_from_gold",
     "practice_next",
     "practice_remove",
+    "practice_servable",
     "recruitment_enter",
     "recruitment_finish",
     "recruitment_link_close",
     "recruitment_link_create",
+    "recruitment_link_for",
+    "recruitment_participant_known",
+    "recruitment_work_complete",
+    "resume_code_display",
     "screening_answer",
     "screening_attempt_for",
     "screening_attempt_open",

@@ -34,6 +34,16 @@ def export_path(export: StudyExport) -> Path:
     return Path(settings.MEDIA_ROOT) / "exports" / f"{export.public_id}.zip"
 
 
+def study_export_record(*, study: Study, user, options: dict) -> StudyExport:
+    """Record who took the study's data out through the API, and with which options (the archive streams back to them; none is kept)."""
+    if not study_exportable_by(study=study, user=user):
+        raise ServiceError(f"Only the owner of “{study.name}” or an administrator can export it.", code="forbidden", status=403)
+    now = timezone.now()
+    return StudyExport.objects.create(
+        study=study, requested_by=user, options={**options, "via": "api"}, state=StudyExport.State.DONE, step="streamed", message="Downloaded through the API.", finished_at=now
+    )
+
+
 def study_export_request(
     *, study: Study, user, include_unvoted: bool = False, include_seeded: bool = False, balanced_test: int | None = None, seed: int | None = None
 ) -> StudyExport:
@@ -51,7 +61,7 @@ def study_export_request(
         raise ServiceError("The balanced test split needs a positive number of pairs.", code="bad_balance", extra={"errors": {"balanced_test": ["Give a positive number."]}})
     options = {"include_unvoted": bool(include_unvoted), "include_seeded": bool(include_seeded), "balanced_test": balanced_test, "seed": seed}
     with transaction.atomic():
-        earlier = list(StudyExport.objects.filter(study=study, requested_by=user, state__in=[StudyExport.State.DONE, StudyExport.State.FAILED]))
+        earlier = list(StudyExport.objects.filter(study=study, requested_by=user, state__in=[StudyExport.State.DONE, StudyExport.State.FAILED]).exclude(options__has_key="via"))
         export = StudyExport.objects.create(study=study, requested_by=user, options=options)
         for old in earlier:
             path = export_path(old)

@@ -1,8 +1,15 @@
-"""The practice round: practice items made from gold pairs, answered with feedback, never stored as judgments."""
+"""The practice round: practice items answered with feedback, never stored as judgments.
+
+Practice comes from its own pool. A gold pair named as practice leaves the study's pairs (it is
+moved, not copied), and only a pair no one was ever served can be moved; an item whose clips
+are also in a pair the study serves is never shown (`practice_servable`). So the feedback of a
+practice answer cannot teach the expected answer of a gold check that comes later.
+"""
 
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from auditorium.errors import ServiceError
 
@@ -10,13 +17,29 @@ from ..crowd_models import PracticeAnswer, PracticeItem
 from ..models import Pair
 
 
+def practice_servable(*, study):
+    """The study's practice items that share no clip with any pair the study serves (the one rule for what practice may show)."""
+    served = Pair.objects.filter(study=study)
+    used = Q(clip_a__in=served.values("clip_a")) | Q(clip_a__in=served.values("clip_b")) | Q(clip_b__in=served.values("clip_a")) | Q(clip_b__in=served.values("clip_b"))
+    return PracticeItem.objects.filter(study=study).exclude(used)
+
+
+@transaction.atomic
 def practice_from_gold(*, pair: Pair, explanation: str, position: int = 0) -> PracticeItem:
-    """A practice item copying a gold (or catch) pair's content and expected answers."""
+    """Move a gold (or catch) pair into the practice pool: a practice item with its content and expected answers,
+    and the pair leaves the study's pairs, so it is never served for real."""
     if pair.kind == Pair.Kind.REGULAR or (pair.expected_alignment_id is None and pair.expected_musicality_id is None):
         raise ServiceError("Practice items come from gold or catch pairs with an expected answer.", code="not_gold")
     if not (explanation or "").strip():
         raise ServiceError("Write the explanation shown after the answer.", code="no_explanation")
-    return PracticeItem.objects.create(
+    if pair.judgments.exists() or pair.assignments.exists():
+        message = f"Pair {pair.pk} was already served to annotators; only a gold pair no one has seen can become a practice pair."
+        raise ServiceError(message, code="served", extra={"errors": {"pair_id": [message]}})
+    others = Pair.objects.filter(study=pair.study).exclude(pk=pair.pk)
+    if others.filter(Q(clip_a__in=(pair.clip_a_id, pair.clip_b_id)) | Q(clip_b__in=(pair.clip_a_id, pair.clip_b_id))).exists():
+        message = f"Pair {pair.pk} shares a clip with another pair of this study, so its practice answer would give that pair's answer away."
+        raise ServiceError(message, code="shared_clip", extra={"errors": {"pair_id": [message]}})
+    item = PracticeItem.objects.create(
         study=pair.study,
         position=position,
         condition=pair.condition,
@@ -25,18 +48,20 @@ def practice_from_gold(*, pair: Pair, explanation: str, position: int = 0) -> Pr
         expected_alignment=pair.expected_alignment,
         expected_musicality=pair.expected_musicality,
         explanation=explanation.strip(),
-        from_pair=pair,
+        from_pair=None,
     )
+    pair.delete()
+    return item
 
 
 def practice_next(*, study, annotator) -> PracticeItem | None:
     """The first practice item the annotator has not answered yet, or None when the round is done."""
-    return PracticeItem.objects.filter(study=study).exclude(answers__annotator=annotator).select_related("condition").order_by("position", "id").first()
+    return practice_servable(study=study).exclude(answers__annotator=annotator).select_related("condition").order_by("position", "id").first()
 
 
 def practice_answer(*, item_id: int, study, annotator, shown_a: str, alignment: str, musicality: str) -> PracticeAnswer:
     """Store one practice answer (A / B as shown; `shown_a` is which stored clip was A) and return it with its correctness."""
-    item = PracticeItem.objects.filter(pk=item_id, study=study).first()
+    item = practice_servable(study=study).filter(pk=item_id).first()
     if item is None:
         raise ServiceError("No such practice pair in this study.", code="not_found", status=404)
     if shown_a not in ("a", "b"):
@@ -66,8 +91,6 @@ def practice_add(*, study, pair_id: int, explanation: str) -> PracticeItem:
     pair = Pair.objects.filter(pk=pair_id, study=study).select_related("study").first()
     if pair is None:
         raise ServiceError(f"Pair {pair_id} is not a pair of this study; choose one of its gold pairs.", code="not_found", extra={"errors": {"pair_id": ["Choose one of this study's gold pairs."]}})
-    if PracticeItem.objects.filter(study=study, from_pair=pair).exists():
-        raise ServiceError(f"Pair {pair.pk} is already a practice pair.", code="duplicate", extra={"errors": {"pair_id": [f"Pair {pair.pk} is already a practice pair."]}})
     last = PracticeItem.objects.filter(study=study).order_by("-position").values_list("position", flat=True).first()
     return practice_from_gold(pair=pair, explanation=explanation, position=0 if last is None else last + 1)
 

@@ -11,12 +11,22 @@ from auditorium.errors import ServiceError
 
 from .. import screening
 from ..crowd_models import ScreeningAttempt
-from ..models import ScreeningKind
+from ..models import Judgment, ScreeningKind
+
+
+def screening_exempt(*, study, annotator) -> bool:
+    """A member who judged pairs here before the screen was turned on, in a study that screens only new members."""
+    if study.screening_existing_members or study.screening_since is None:
+        return False
+    return Judgment.objects.filter(pair__study=study, annotator=annotator, created_at__lt=study.screening_since).exists()
 
 
 def screening_status(*, study, annotator) -> dict:
-    """"off", "passed", "open" (an attempt to take), or "failed" (no attempts left), with the attempts used."""
-    if study.screening == ScreeningKind.OFF:
+    """"off", "passed", "open" (an attempt to take), or "failed" (no attempts left), with the attempts used.
+
+    "off" too for a member the study does not screen (see `screening_exempt`).
+    """
+    if study.screening == ScreeningKind.OFF or screening_exempt(study=study, annotator=annotator):
         return {"state": "off", "attempts": 0, "allowed": 0}
     attempts = list(ScreeningAttempt.objects.filter(study=study, annotator=annotator).order_by("id"))
     allowed = 1 + study.screening_retries

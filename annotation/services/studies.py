@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from auditorium.errors import ServiceError
 
-from ..models import Study
+from ..models import ScreeningKind, Study
 
 # What a researcher may set; everything else on a study is the platform's.
 STUDY_PARAMETERS = (
@@ -33,6 +34,7 @@ STUDY_PARAMETERS = (
     "screening_trials",
     "screening_pass",
     "screening_retries",
+    "screening_existing_members",
 )
 
 
@@ -69,6 +71,8 @@ def study_create(*, name: str, owner=None, **parameters) -> Study:
     name = (name or "").strip().lower()
     study = Study(name=name, owner=owner)
     _apply(study, parameters)
+    if study.screening != ScreeningKind.OFF:
+        study.screening_since = timezone.now()
     _validate(study)
     if Study.objects.filter(name=name).exists():
         raise _duplicate(name)
@@ -88,9 +92,15 @@ def study_update(*, study: Study, **parameters) -> Study:
         message = "A study's name is fixed once it exists: URLs and exports use it."
         raise ServiceError(message, code="name_fixed", extra={"errors": {"name": [message]}})
     locked = Study.objects.select_for_update().get(pk=study.pk)
+    was_off = locked.screening == ScreeningKind.OFF
     _apply(locked, parameters)
     _validate(locked)
-    locked.save(update_fields=sorted(parameters))
+    fields = set(parameters)
+    if was_off and locked.screening != ScreeningKind.OFF:
+        # The screen applies from now on: who had already judged before this moment is decided by screening_existing_members.
+        locked.screening_since = timezone.now()
+        fields.add("screening_since")
+    locked.save(update_fields=sorted(fields))
     return locked
 
 

@@ -18,7 +18,7 @@ def body(response) -> bytes:
 class RangeServingTests(TestCase):
     @classmethod
     def setUpTestData(cls):
-        cls.researcher = UserFactory(username="range-researcher", roles=["researcher"])
+        cls.researcher = UserFactory(username="range-researcher", roles=["admin"])  # admins hear every clip
         cls.clip = ClipFactory(duration=0.5)
 
     def setUp(self):
@@ -142,10 +142,16 @@ class AudioAccessTests(TestCase):
         self.client.force_login(self.annotator)
         self.assertEqual(self.client.get(self.url(self.unrelated)).status_code, 404)
 
-    def test_researcher_hears_any_clip(self):
+    def test_researchers_hear_the_clips_of_their_studies_and_admins_any_clip(self):
         self.client.force_login(self.researcher)
-        self.assertEqual(self.client.get(self.url(self.unrelated)).status_code, 200)
+        for clip in (self.pair.clip_a, self.reference, self.unrelated):
+            self.assertEqual(self.client.get(self.url(clip)).status_code, 404)  # another researcher's study
+        self.pair.study.collaborators.add(self.researcher)
         self.assertEqual(self.client.get(self.url(self.pair.clip_a), HTTP_RANGE="bytes=0-3").status_code, 206)
+        self.assertEqual(self.client.get(self.url(self.reference)).status_code, 200)
+        self.assertEqual(self.client.get(self.url(self.unrelated)).status_code, 404)
+        self.client.force_login(UserFactory(username="audio-admin", roles=["admin"]))
+        self.assertEqual(self.client.get(self.url(self.unrelated)).status_code, 200)
 
     def test_unknown_id_is_404_like_a_forbidden_one(self):
         self.client.force_login(self.researcher)

@@ -10,7 +10,7 @@ import pytest
 from annotation import screening, services
 from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
-from tests.factories import UserFactory
+from tests.factories import ClipFactory, UserFactory
 
 pytestmark = pytest.mark.browser
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
@@ -31,14 +31,20 @@ def overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
+LOAD_ALL = """() => Promise.all([...document.querySelectorAll('audio')].map((a) => new Promise((ok) => {
+    a.preload = 'auto'; a.addEventListener('loadeddata', () => ok(), {once: true}); a.addEventListener('error', () => ok(), {once: true}); a.load(); })))"""
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, browser, listening_study, device, tmp_path):  # noqa: F811
     study, pair = listening_study
     study.screening, study.screening_trials, study.screening_pass = "huggins", 3, 3
     study.save()
+    # Practice has its own clips: an item sharing a clip with a served pair is never shown.
+    clip_a, clip_b = ClipFactory(duration=1.0), ClipFactory(duration=1.0)
     PracticeItem.objects.create(
-        study=study, condition=pair.condition, clip_a=pair.clip_a, clip_b=pair.clip_b, expected_alignment=pair.clip_a, expected_musicality=pair.clip_a,
+        study=study, condition=pair.condition, clip_a=clip_a, clip_b=clip_b, expected_alignment=clip_a, expected_musicality=clip_a,
         explanation="Clip with the rising melody keeps the bright, upbeat feel the instruction asks for; the other is muddy and flat.",
     )
     user = UserFactory(username=f"ears-{device}", roles=["annotator"])
@@ -59,6 +65,8 @@ def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, bro
         duration = page.evaluate("""() => new Promise((ok) => { const a = document.querySelector('audio'); a.preload = 'auto';
             a.addEventListener('loadedmetadata', () => ok(a.duration)); a.load(); })""")
         assert abs(duration - (3 * screening.BURST_SECONDS + 2 * screening.GAP_SECONDS)) < 0.05
+        # Answers count only for sounds played: every player loads its sound.
+        page.evaluate(LOAD_ALL)
         # Answer as a listener on headphones would (the page itself never holds the answers).
         attempt = ScreeningAttempt.objects.get(annotator=user)
         for index, target in enumerate(screening.answers_for(attempt.seed, attempt.trials)):
@@ -70,6 +78,7 @@ def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, bro
         assert "Practice pair 1 of 1" in page.inner_text("#practice-title") and overflow(page) == 0
         shown_a = page.locator("input[name=shown_a]").input_value()
         wrong = "B" if shown_a == "a" else "A"  # the clip that was not expected
+        page.evaluate(LOAD_ALL)
         page.check(f"input[name=alignment][value={wrong}]")
         page.check(f"input[name=musicality][value={wrong}]")
         page.click("text=Answer and see the expected answer")

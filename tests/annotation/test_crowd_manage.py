@@ -40,13 +40,15 @@ def test_a_researcher_names_sees_and_removes_practice_pairs(client, study):
     response = client.post(add, {"pair_id": gold.pk, "explanation": "A has the cello the prompt asks for."})
     assert response.status_code == 302 and response["Location"].endswith("#practice")
     item = PracticeItem.objects.get(study=study)
-    assert item.from_pair == gold and item.expected_alignment == gold.clip_a and item.explanation == "A has the cello the prompt asks for."
+    # Moved, not copied: the gold pair leaves the study's pairs and is never served for real.
+    assert not Pair.objects.filter(pk=gold.pk).exists()
+    assert item.expected_alignment == gold.clip_a and item.explanation == "A has the cello the prompt asks for."
     page = _page(client, study).content.decode()
     assert "A has the cello the prompt asks for." in page and 'id="practice-items"' in page
     # The used gold pair is no longer offered; naming it again is refused.
     assert f'<option value="{gold.pk}"' not in page
     again = client.post(add, {"pair_id": gold.pk, "explanation": "again"})
-    assert again.status_code == 400 and "already a practice pair" in again.content.decode()
+    assert again.status_code == 400 and PracticeItem.objects.filter(study=study).count() == 1
     # Removing takes the practice answers given to it along.
     member = StudyAnnotatorFactory(study=study).annotator
     PracticeAnswer.objects.create(item=item, annotator=member, alignment_choice=gold.clip_a, musicality_choice=gold.clip_b, alignment_right=True, musicality_right=True)
@@ -96,7 +98,7 @@ def test_a_researcher_opens_a_link_sees_its_use_and_closes_it(client, study):
     # Two participants fill it: its use count and state follow.
     for pid in ("p1", "p2"):
         client.logout()
-        assert client.get(reverse("recruitment-enter", kwargs={"token": link.token}), {"PROLIFIC_PID": pid}).status_code == 302
+        assert client.post(f"{reverse('recruitment-enter', kwargs={'token': link.token})}?PROLIFIC_PID={pid}", {}).status_code == 200
     client.force_login(owner)
     page = _page(client, study).content.decode()
     assert "2 / 2" in page and ">full<" in page

@@ -55,7 +55,8 @@ def test_practice_pairs_and_recruitment_links_from_the_study_page(live_server, b
         section_shot(page, "#practice", f"study-practice-form{suffix}", tmp_path)
         page.click("text=Add practice pair")
         page.wait_for_selector("#practice-items")
-        assert PracticeItem.objects.filter(study=study, from_pair=gold).exists()
+        # Moved into the practice pool: the gold pair is no longer one of the study's pairs.
+        assert PracticeItem.objects.filter(study=study, clip_a=gold.clip_a, clip_b=gold.clip_b).exists() and not Pair.objects.filter(pk=gold.pk).exists()
         assert "muddy pad" in page.inner_text("#practice-items")
         assert overflow(page) == 0
         section_shot(page, "#practice", f"study-practice{suffix}", tmp_path)

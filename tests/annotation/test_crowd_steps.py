@@ -8,6 +8,9 @@ from datetime import timedelta
 import numpy as np
 import pytest
 import soundfile as sf
+from urllib.parse import urlencode
+
+from django.conf import settings
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
@@ -16,7 +19,8 @@ from annotation import screening, services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
 from auditorium.errors import ServiceError
-from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
+from tests.crowd import play_practice, play_screen
+from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -130,6 +134,9 @@ def test_the_pairs_wait_for_the_screen_and_a_failed_screen_ends_kindly(client, s
     for _ in range(2):  # the attempt and its one retry, both failed
         attempt = ScreeningAttempt.objects.filter(annotator=user, passed__isnull=True).get()
         wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, attempt.trials))}
+        unplayed = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), wrong)
+        assert unplayed.status_code == 400 and b"Play every sound" in unplayed.content  # answers count only for sounds played
+        play_screen(client, attempt)
         response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "4", **wrong})
     assert response.status_code == 200 and b"Thank you for your time" in response.content
     assert client.get(annotate)["Location"] == reverse("screening", kwargs={"name": study.name})
@@ -164,6 +171,9 @@ def test_practice_comes_first_with_feedback_and_never_becomes_data(client, pract
     # Answer as shown: the expected alignment clip (clip_a) and the other one for musicality.
     a_side = "A" if shown_a == "a" else "B"
     b_side = "B" if a_side == "A" else "A"
+    unplayed = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
+    assert unplayed.status_code == 400 and b"Play both clips" in unplayed.content
+    play_practice(client, item)
     feedback = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
     assert feedback.status_code == 200
     assert feedback.context["feedback"]["alignment"] == {"expected": a_side, "right": True}
@@ -196,7 +206,10 @@ def test_practice_items_come_only_from_gold_pairs_with_an_explanation(practising
     with pytest.raises(ServiceError):
         services.practice_from_gold(pair=regular, explanation="x")
     with pytest.raises(ServiceError):
-        services.practice_from_gold(pair=item.from_pair, explanation="  ")
+        other = PairFactory(study=study, kind=Pair.Kind.GOLD)
+        other.expected_alignment = other.clip_a
+        other.save()
+        services.practice_from_gold(pair=other, explanation="  ")
     assert PracticeItem.objects.count() == 1
 
 
@@ -211,16 +224,21 @@ def link():
 
 
 def _enter(client, link, pid="5f0c0ffee", session="s1"):
-    return client.get(reverse("recruitment-enter", kwargs={"token": link.token}), {"PROLIFIC_PID": pid, "STUDY_ID": "st1", "SESSION_ID": session})
+    """The participant opens the link (a page) and presses Start (the POST that signs them in)."""
+    url = f"{reverse('recruitment-enter', kwargs={'token': link.token})}?{urlencode({'PROLIFIC_PID': pid, 'STUDY_ID': 'st1', 'SESSION_ID': session})}"
+    page = client.get(url)
+    if page.status_code != 200:
+        return page
+    return client.post(url, {})
 
 
 def test_a_participant_id_makes_one_account_that_resumes_and_is_never_exported(client, link):
     first = _enter(client, link)
-    assert first.status_code == 302 and first["Location"].startswith(reverse("consent"))
+    assert first.status_code == 200 and first.context["next_url"].startswith(reverse("consent"))
     participant = ExternalParticipant.objects.get()
     assert participant.participant_hash != "5f0c0ffee" and "5f0c0ffee" not in participant.user.username
     assert StudyAnnotator.objects.filter(study=link.study, annotator=participant.user).exists()
-    client.logout()
+    del client.cookies[settings.SESSION_COOKIE_NAME]  # the session ends; the signed resume cookie stays in this browser
     again = _enter(client, link, session="s2")
     assert again.status_code == 302 and ExternalParticipant.objects.count() == 1
     participant.refresh_from_db()
@@ -233,17 +251,36 @@ def test_a_participant_id_makes_one_account_that_resumes_and_is_never_exported(c
 
 def test_the_end_shows_the_completion_code_and_redirects(client, link):
     _enter(client, link)
-    user = ExternalParticipant.objects.get().user
-    services.consent_give(user=user)
+    participant = ExternalParticipant.objects.get()
+    services.consent_give(user=participant.user)
     done = reverse("recruitment-done", kwargs={"name": link.study.name})
     assert client.get(done).status_code == 409  # a pair is still open
     page = client.get(reverse("annotate", kwargs={"name": link.study.name}))
     assert page.context["finish_url"] == done
-    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)  # the study closes: nothing left
+    JudgmentFactory(pair=link.study.pairs.get(), annotator=participant.user)  # the only pair judged: all assigned done
     response = client.get(done)
     assert response.status_code == 200 and b"C0MPL3TE" in response.content
     assert b"https://app.prolific.com/submissions/complete?cc=C0MPL3TE" in response.content
     assert ExternalParticipant.objects.get().completed_at is not None
+    # Earned once, it stays earned after the study closes.
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)
+    assert b"C0MPL3TE" in client.get(done).content
+
+
+def test_no_completion_code_for_no_work_in_a_closed_or_empty_study(client, link):
+    _enter(client, link)
+    participant = ExternalParticipant.objects.get()
+    services.consent_give(user=participant.user)
+    done = reverse("recruitment-done", kwargs={"name": link.study.name})
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=False)  # closed with nothing judged
+    closed = client.get(done)
+    assert closed.status_code == 200 and b"C0MPL3TE" not in closed.content and b"nothing left to do" in closed.content
+    type(link.study).objects.filter(pk=link.study.pk).update(is_active=True)
+    link.study.pairs.update(overlap=1)
+    JudgmentFactory(pair=link.study.pairs.get())  # empty for this participant: every pair has its votes from others
+    empty = client.get(done)
+    assert empty.status_code == 200 and b"C0MPL3TE" not in empty.content and b"no completion code" in empty.content
+    assert ExternalParticipant.objects.get().completed_at is None
 
 
 def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
@@ -255,18 +292,22 @@ def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
     client.get(reverse("screening", kwargs={"name": study.name}))
     attempt = ScreeningAttempt.objects.get()
     wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, 3))}
+    play_screen(client, attempt)
     response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "3", **wrong})
     assert b"SCR33N" in response.content and b"cc=SCR33N" in response.content
     assert ExternalParticipant.objects.get().screened_out_at is not None
 
 
 def test_an_expired_or_full_link_or_a_missing_id_is_refused_and_stores_nothing(client, link):
-    _enter(client, link, pid="p1")
-    _enter(client, link, pid="p2")
+    from django.test import Client
+
+    first = Client()
+    _enter(first, link, pid="p1")
+    _enter(Client(), link, pid="p2")
     users = ExternalParticipant.objects.count()
-    full = _enter(client, link, pid="p3")
+    full = _enter(Client(), link, pid="p3")
     assert full.status_code == 410 and b"full" in full.content
-    assert _enter(client, link, pid="p1").status_code == 302  # a known participant still resumes
+    assert _enter(first, link, pid="p1").status_code == 302  # a known participant still resumes in their browser
     missing = client.get(reverse("recruitment-enter", kwargs={"token": link.token}))
     assert missing.status_code == 400 and b"participant id" in missing.content
     assert _enter(client, link, pid="bad id!").status_code == 400
@@ -283,6 +324,38 @@ def test_the_annotator_table_shows_screen_and_practice_results(client, screened)
     study, user = screened
     attempt = services.screening_attempt_open(study=study, annotator=user)
     services.screening_answer(token=attempt.token, annotator=user, answers=screening.answers_for(attempt.seed, attempt.trials))
-    client.force_login(UserFactory(username="boss", is_staff=True))
+    client.force_login(UserFactory(username="boss", roles=["admin"]))
     page = client.get(reverse("study-manage", kwargs={"name": study.name}))
     assert b"Headphone check" in page.content and b"passed 4/4, attempt 1" in page.content
+
+
+def test_a_practice_answer_never_reveals_a_served_pairs_expected_answer(client, practising):
+    """Practice comes from its own pool: whatever practice serves, no pair the study serves shares a clip with it,
+    even for a practice item made the old way (a copy of a gold pair that stayed in the study)."""
+    study, item, regular, user = practising
+    kept = PairFactory(study=study, kind=Pair.Kind.GOLD)
+    kept.expected_alignment = kept.clip_a
+    kept.save()
+    legacy = PracticeItem.objects.create(study=study, position=5, condition=kept.condition, clip_a=kept.clip_a, clip_b=kept.clip_b,
+                                         expected_alignment=kept.clip_a, explanation="a copy")  # fmt: skip
+    # Served pairs cannot be moved into practice, nor pairs that share a clip with a served one.
+    shared = PairFactory(study=study, kind=Pair.Kind.GOLD, clip_a=regular.clip_a)
+    shared.expected_alignment = shared.clip_a
+    shared.save()
+    with pytest.raises(ServiceError):
+        services.practice_from_gold(pair=shared, explanation="x")
+    services.consent_give(user=user)
+    client.force_login(user)
+    served_clips = set(Pair.objects.filter(study=study).values_list("clip_a", flat=True)) | set(Pair.objects.filter(study=study).values_list("clip_b", flat=True))
+    shown = []
+    while (nxt := services.practice_next(study=study, annotator=user)) is not None:
+        assert {nxt.clip_a_id, nxt.clip_b_id}.isdisjoint(served_clips)
+        play_practice(client, nxt)
+        response = client.post(reverse("practice", kwargs={"name": study.name}), {"item": nxt.pk, "shown_a": "a", "alignment": "A", "musicality": "A"})
+        assert response.status_code == 200
+        shown.append(nxt.pk)
+    assert shown == [item.pk] and legacy.pk not in shown
+    # The legacy copy can be neither played nor answered directly.
+    assert client.get(reverse("practice-audio", kwargs={"item_id": legacy.pk, "which": "a"})).status_code == 404
+    assert client.post(reverse("practice", kwargs={"name": study.name}), {"item": legacy.pk, "shown_a": "a", "alignment": "A", "musicality": "A"}).status_code in (400, 404)
+    assert not PracticeAnswer.objects.filter(item=legacy).exists()

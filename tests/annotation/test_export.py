@@ -246,10 +246,13 @@ def test_export_endpoint_returns_a_zip_to_researchers_only(study):
     assert client.get(url).status_code in (401, 403)
     client.force_authenticate(AnnotatorFactory())
     denied = client.get(url)
-    assert denied.status_code == 403 and "researchers and admins only" in denied.json()["detail"]
+    assert denied.status_code == 403 and "the collaborators the owner names, and admins" in denied.json()["detail"]
 
-    client.force_authenticate(UserFactory(roles=["researcher"]))
+    stranger = UserFactory(roles=["researcher"])
+    client.force_authenticate(stranger)
+    assert client.get(url).status_code == 403  # neither owner nor collaborator
     assert client.get("/api/studies/no-such-study/export/").status_code == 404
+    study.collaborators.add(stranger)
     response = client.get(url, HTTP_ACCEPT="application/zip")
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     assert f'filename="{study.name}-dataset.zip"' in response["Content-Disposition"]

@@ -145,7 +145,9 @@ def test_export_endpoint_takes_include_unvoted(origin):
     from rest_framework.test import APIClient
 
     client = APIClient()
-    client.force_authenticate(UserFactory(roles=["researcher"]))
+    researcher = UserFactory(roles=["researcher"])
+    origin.collaborators.add(researcher)  # the export follows the study rule
+    client.force_authenticate(researcher)
     url = "/api/studies/origin/export/"
     bad = client.get(url + "?include_unvoted=maybe")
     assert bad.status_code == 400 and "include_unvoted" in bad.json()["detail"]

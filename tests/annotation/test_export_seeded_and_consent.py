@@ -35,6 +35,8 @@ def world():
     imported = JudgmentFactory(pair=PairFactory(study=study), annotator=AnnotatorFactory(username="imported-604"), source=Judgment.Source.IMPORT)
     AnnotatorProfile.objects.filter(user=imported.annotator).update(consented_at=None, is_imported=True)
     researcher = UserFactory(username="exporting-researcher", roles=["researcher"])
+    study.owner = researcher  # the export follows the study rule: its owner, collaborators and admins
+    study.save(update_fields=["owner"])
     return {"study": study, "real": real, "seeded": seeded, "imported": imported, "researcher": researcher}
 
 

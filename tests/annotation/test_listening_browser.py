@@ -122,6 +122,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     membership.seed = seed_showing_b_first(pair.pk)
     membership.save(update_fields=["seed"])
     researcher = UserFactory(username="lead", roles=["researcher"])
+    study.collaborators.add(researcher)  # the study rule: owner, collaborators, admins
 
     console_errors: list[str] = []
     page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)

@@ -31,6 +31,7 @@ PARAMETERS = {
     "screening_trials": 8,
     "screening_pass": 7,
     "screening_retries": 2,
+    "screening_existing_members": True,
 }
 
 

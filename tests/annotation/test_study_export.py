@@ -87,9 +87,9 @@ class StudyExportTests(TestCase):
             self.assertIn(self.client.get(status["status_url"]).status_code, (403, 404))
             self.assertIn(self.client.get(reverse("study-export-download", args=[self.study.name, status["id"]])).status_code, (403, 404))
         self.assertEqual(StudyExport.objects.count(), 1)
-        # The colleague sees no export form on the study page either.
+        # The colleague does not get the study page at all (the study rule: owner, collaborators, admins).
         self.client.force_login(self.colleague)
-        self.assertNotContains(self.client.get(reverse("study-manage", args=[self.study.name])), 'id="export-form"')
+        self.assertEqual(self.client.get(reverse("study-manage", args=[self.study.name])).status_code, 403)
 
     def test_a_balanced_split_without_its_seed_is_refused_and_nothing_is_queued(self):
         response = self.export(self.owner, split="balanced", balanced_test="4")

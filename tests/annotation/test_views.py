@@ -405,6 +405,8 @@ class StudyProgressTests(TestCase):
         )  # a lapsed lock is not live
 
     def setUp(self):
+        # A collaborator: the study page follows the study rule (owner, collaborators, admins).
+        self.study.collaborators.add(self.researcher)
         self.client.force_login(self.researcher)
 
     def test_per_annotator_progress(self):
@@ -429,7 +431,9 @@ class StudyProgressTests(TestCase):
     def test_import_link_points_to_the_researchers_import_page_for_the_owner_only(self):
         url = f"{reverse('pairs-import')}?study={self.study.name}"
         response = self.client.get(reverse("study-manage", args=[self.study.name]))
-        self.assertNotContains(response, url)  # not the owner
+        self.assertContains(response, url)  # collaborators import too
+        self.study.collaborators.remove(self.researcher)
+        self.assertEqual(self.client.get(reverse("study-manage", args=[self.study.name])).status_code, 403)  # neither owner nor collaborator
         self.study.owner = self.researcher
         self.study.save(update_fields=["owner"])
         response = self.client.get(reverse("study-manage", args=[self.study.name]))

@@ -17,7 +17,7 @@ PUBLIC = {
     "api-battle-events", "api-battle-vote", "api-leaderboard",
     # A judge benchmark's audio behind an expiring signed link (outside judges fetch it without an account).
     "benchmark-audio",
-    # A recruitment link signs its participant in (tests/annotation/test_crowd_steps.py covers caps and expiry).
+    # A recruitment link: its GET shows a start page; joining is a CSRF-checked POST (tests/annotation/test_recruitment_signin.py).
     "recruitment-enter",
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
@@ -178,3 +178,93 @@ def test_oversized_text_fields_are_refused_with_a_message(client):
     assert r.status_code == 400 and "rationale" in r.json()["detail"]
     r = client.post(reverse("api-assignment-skip", kwargs={"assignment_id": assignment["id"]}), {"reason": "y" * 5000}, content_type="application/json")
     assert r.status_code == 400 and "reason" in r.json()["detail"]
+
+
+# --- The study rule on every route -----------------------------------------------------------------
+
+# URL arguments that point at one study's data: a stranger must get 403 or 404 on any route that has one.
+STUDY_OBJECT_ARGS = {"name", "run_id", "training_id", "public_id", "pseudonym", "item_id", "link_id", "table"}
+# Benchmark routes whose study rule (who may run a team on a study's pairs, who may close a benchmark)
+# is being fixed in scoring/benchmarks/: until then they are walked but not asserted. Temporary: remove at merge.
+TEMPORARY_BENCHMARK_SIDE_ROUTES: set[str] = {"benchmark-close"}
+
+
+def _study_fingerprint(study) -> tuple:
+    """Everything that hangs off the study (rows with study=, rows of its pairs, the study's own row), as counts and values."""
+    from django.apps import apps
+    from django.forms.models import model_to_dict
+
+    from annotation.models import Study
+
+    counts = []
+    for model in apps.get_models():
+        names = {f.name for f in model._meta.get_fields()}
+        if "study" in names and model._meta.get_field("study").related_model is Study:
+            counts.append((model._meta.label, sorted(map(str, model.objects.filter(study=study).values_list()))))
+        elif "pair" in names and getattr(model._meta.get_field("pair"), "related_model", None) is not None and model._meta.get_field("pair").related_model._meta.label == "annotation.Pair":
+            counts.append((model._meta.label, model.objects.filter(pair__study=study).count()))
+    study = Study.objects.get(pk=study.pk)
+    from annotation.models import StudyAnnotator
+
+    members = StudyAnnotator.objects.filter(study=study).values("annotator")
+    excluded = sorted(AnnotatorProfile.objects.filter(user__in=members).values_list("pseudonym", "excluded_at"), key=str)
+    return tuple(counts), sorted(model_to_dict(study, exclude=["collaborators"]).items(), key=str), sorted(study.collaborators.values_list("pk", flat=True)), excluded
+
+
+@pytest.fixture
+def secret_world(world):
+    """The `world` study made recognisable (a marker in its name's place in every page) with an export, a link, a practice pair and a clip to ask for."""
+    from annotation import services
+    from annotation.crowd_models import PracticeItem
+    from annotation.models import StudyExport
+
+    study = world["study"]
+    study.title = "Zq7 secret study title"
+    study.owner = UserFactory(username="the-owner", roles=["researcher"])
+    study.save()
+    Benchmark.objects.filter(name=study.name).update(study=study)
+    pair = world["judgment"].pair
+    export = StudyExport.objects.create(study=study, requested_by=study.owner, state=StudyExport.State.DONE)
+    link = services.recruitment_link_create(study=study, completion_code="C0DE")
+    item = PracticeItem.objects.create(study=study, condition=pair.condition, clip_a=pair.clip_a, clip_b=pair.clip_b, explanation="x")
+    kwargs = dict(world["kwargs"], link_id=link.pk, item_id=item.pk, public_id=str(export.public_id))
+    per_route = {"clip-audio": {"public_id": str(pair.clip_a.public_id)}}
+    judge = Judge.objects.get(key="signal-acl")
+    body = {
+        "study": study.name, "name": study.name, "judge": judge.key, "features": judge.key, "action": "exclude", "reason": "x", "usernames": "the-owner",
+        "pair_id": pair.pk, "explanation": "x", "completion_code": "C0DE", "cap": "5", "days": "1", "completion_url": "https://example.org/c", "label": "x",
+        "title": "taken", "licence": "x", "include_seeded": "1", "include_unvoted": "1",
+    }
+    return {**world, "kwargs": kwargs, "per_route": per_route, "body": body, "markers": (study.title,)}
+
+
+def test_a_stranger_researcher_reaches_no_study_data_on_any_route(client, secret_world):
+    """Every route in the URL conf, as a researcher who neither owns nor collaborates on the study: a route
+    that names the study or one of its objects answers 403 or 404; any other answers without mentioning
+    the study; and no route changes anything that hangs off the study."""
+    study = secret_world["study"]
+    client.force_login(UserFactory(username="stranger", roles=["researcher"]))
+    before = _study_fingerprint(study)
+    leaks = []
+    for full_name, converters in all_routes().items():
+        short = full_name.split(":")[-1]
+        if short in PUBLIC and short not in ("recruitment-enter",):
+            continue
+        kwargs = {**secret_world["kwargs"], **secret_world["per_route"].get(short, {})}
+        url = reverse(full_name, kwargs={key: kwargs[key] for key in converters})
+        for method in ("GET", "POST"):
+            response = client.get(url) if method == "GET" else client.post(url, secret_world["body"])
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            problem = None
+            # A benchmark's routes take the benchmark's name: benchmarks are shared with researchers by design; what they do to the study is checked below.
+            named = converters - {"name"} if short.startswith(("benchmark", "api-benchmark")) else converters
+            if named & STUDY_OBJECT_ARGS and response.status_code not in (403, 404, 405) and short != "recruitment-enter":
+                problem = f"answered {response.status_code}"
+            elif response.status_code < 400 and any(marker.encode() in body for marker in secret_world["markers"]):
+                problem = "shows the study"
+            elif _study_fingerprint(study) != before:
+                problem = "changed the study's data"
+                before = _study_fingerprint(study)
+            if problem and short not in TEMPORARY_BENCHMARK_SIDE_ROUTES:
+                leaks.append(f"{method} {full_name} {url}: {problem}")
+    assert not leaks, "a stranger researcher reached the study:\n" + "\n".join(leaks)

@@ -127,6 +127,7 @@ class CrowdReportPageTests(TestCase):
         assert {r["dimension"] for r in tables["annotator_reliability"]} == {"alignment", "musicality"}
         assert any(r["confidence_level"] == 4 and r["votes"] == 4 for r in tables["confidence_calibration"])
         researcher = UserFactory(username="res", is_staff=True)
+        study.collaborators.add(researcher)  # the study rule: owner, collaborators, admins
         self.client.force_login(researcher)
         page = self.client.get(reverse("scoring:study-report", kwargs={"name": study.name}))
         assert page.status_code == 200

@@ -29,7 +29,7 @@ def test_aggregation_section_shows_reliability_and_calibration(live_server, brow
             clip = pair.clip_a if truth_a == right else pair.clip_b
             conf = Decimal(str(int(rng.integers(3, 6)) if acc > 0.7 else int(rng.integers(1, 6))))
             JudgmentFactory(pair=pair, annotator=person, a_clip=pair.clip_a, alignment_choice=clip, musicality_choice=clip, alignment_confidence=conf, musicality_confidence=conf)
-    UserFactory(username="lead", roles=["researcher"])
+    study.collaborators.add(UserFactory(username="lead", roles=["researcher"]))  # the study rule: owner, collaborators, admins
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     try:

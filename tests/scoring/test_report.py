@@ -295,7 +295,7 @@ class ReportAccessTests(TestCase):
         self.client.force_login(self.annotators[0])
         forbidden = self.client.get(url)
         self.assertEqual(forbidden.status_code, 403)
-        self.assertContains(forbidden, "Reports are for researchers", status_code=403)
+        self.assertContains(forbidden, "This page is for researchers", status_code=403)
         self.client.force_login(self.researcher)
         response = self.client.get(url, {"bootstrap": 50})
         self.assertEqual(response.status_code, 200)

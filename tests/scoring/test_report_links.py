@@ -13,10 +13,12 @@ class ReportLinkTests(TestCase):
     @classmethod
     def setUpTestData(cls):
         cls.researcher = UserFactory(username="linker", roles=["researcher"])
-        cls.study = StudyFactory(name="linked", title="Linked study")
+        # The study rule: reports, runs and study pages are for the owner, collaborators and admins.
+        cls.study = StudyFactory(name="linked", title="Linked study", owner=cls.researcher)
         cls.pairs = [PairFactory(study=cls.study) for _ in range(2)]
         JudgmentFactory(pair=cls.pairs[0])
-        StudyFactory(name="empty-one")
+        StudyFactory(name="empty-one", owner=cls.researcher)
+        StudyFactory(name="someone-elses")  # never listed to this researcher
         judge = Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
         cls.scoring_run = ScoringRun.objects.create(judge=judge, study=cls.study, state=ScoringRun.State.DONE, total=2, done=2)
         cls.report = reverse("scoring:study-report", args=["linked"])

@@ -93,7 +93,7 @@ def test_only_those_who_may_change_the_study_exclude_its_annotators(world):
     other = as_user(world["other"])
     refused = other.post(api, {"action": "exclude", "reason": "random clicks"}, content_type="application/json")
     assert refused.status_code == 403
-    assert "You may not exclude or include annotators of study rule-study" in refused.json()["detail"]
+    assert "Only the owner of study rule-study (rule-owner)" in refused.json()["detail"]
     refused_page = other.post(page, {"action": "exclude", "reason": "random clicks"})
     assert refused_page.status_code == 403
     assert "rule-owner" in refused_page.content.decode()

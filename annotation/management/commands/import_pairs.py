@@ -29,5 +29,5 @@ class Command(BaseCommand):
         self.stdout.write(report.summary())
         if report.errors:
             if report.imported:
-                raise CommandError(f"{len(report.errors)} invalid rows were skipped; the {report.valid_rows} valid rows were imported.")
-            raise CommandError(f"{len(report.errors)} invalid rows; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows.")
+                raise CommandError(f"{report.error_count} invalid rows were skipped; the {report.valid_rows} valid rows were imported.")
+            raise CommandError(f"{report.error_count} invalid rows; nothing was imported. Fix them, or pass --skip-invalid to import the valid rows.")

@@ -1,0 +1,114 @@
+"""The study rule, applied in one place: a study's data is read and changed only by its owner, the
+collaborators the owner names, and admins (`selectors.study_writable_by`).
+
+Every route that reaches a study goes through one of these:
+
+- `study_required` for HTML views and `StudyAccess` for API views whose URL names the study
+  (`<name>`), or an object of it (a scoring run, a training, an export) through `resolve`;
+- `study_access_check` for services, forms and tasks handed a study by a caller;
+- `studies_visible_to`, `runs_visible_to` and `trainings_visible_to` for lists.
+
+A study a user may not reach answers 403 with who may; a study name that does not exist, 404.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest
+from django.shortcuts import render
+from rest_framework.permissions import BasePermission
+
+from auditorium.errors import ServiceError
+from auditorium.roles import is_admin, is_researcher
+
+from .models import Study
+from .selectors import study_writable_by
+
+
+def study_allowed(*, study: Study | None, user) -> bool:
+    return study is not None and study_writable_by(study=study, user=user)
+
+
+def study_access_check(*, study: Study, user) -> None:
+    """Refuse (403, nothing done) unless `user` may reach `study`."""
+    if not study_allowed(study=study, user=user):
+        raise ServiceError(
+            f"Only the owner of study {study.name}, the collaborators the owner names, and admins may use its data.", code="forbidden", status=403
+        )
+
+
+def studies_visible_to(*, user) -> QuerySet[Study]:
+    if is_admin(user):
+        return Study.objects.all()
+    if not is_researcher(user):
+        return Study.objects.none()
+    return Study.objects.filter(Q(owner=user) | Q(collaborators=user)).distinct()
+
+
+def runs_visible_to(queryset, *, user):
+    """Scoring runs of studies the user may reach; a run with no study (pair ids, an imported set) when every
+    study its verdicts touch is one of them."""
+    if is_admin(user):
+        return queryset
+    visible = studies_visible_to(user=user).values("pk")
+    hidden = Study.objects.exclude(pk__in=visible).values("pk")
+    return queryset.filter(Q(study__in=visible) | Q(study__isnull=True)).exclude(Q(study__isnull=True) & Q(verdicts__pair__study__in=hidden)).distinct()
+
+
+def trainings_visible_to(queryset, *, user):
+    return queryset if is_admin(user) else queryset.filter(study__in=studies_visible_to(user=user).values("pk"))
+
+
+def _by_name(kwargs: dict, user) -> bool:
+    study = Study.objects.filter(name=kwargs.get("name")).select_related("owner").first()
+    if study is None:
+        raise Http404("No such study.")
+    return study_allowed(study=study, user=user)
+
+
+def refusal_text(kwargs: dict) -> str:
+    study = Study.objects.filter(name=kwargs.get("name")).select_related("owner").first() if "name" in kwargs else None
+    if study is None:
+        return REFUSAL
+    owner = f" ({study.owner.get_username()})" if study.owner_id else " (it has none yet)"
+    return f"Only the owner of study {study.name}{owner}, the collaborators the owner names, and admins may open or change it."
+
+
+REFUSAL = "Only the owner of this study, the collaborators the owner names, and admins may open or change it."
+
+
+def study_url_check(*, user, kwargs: dict, allowed=_by_name) -> bool:
+    """Whether the URL's study (or the study of the object `allowed` looks up) is one the user may reach (Http404 for a study name that does not exist)."""
+    return bool(is_researcher(user) and allowed(kwargs, user))
+
+
+def study_required(view=None, *, allowed=_by_name):
+    """HTML views: the study behind the URL must be one the signed-in user may reach; else a 403 page that says who may."""
+
+    def decorate(inner):
+        @login_required
+        @wraps(inner)
+        def wrapped(request: HttpRequest, *args, **kwargs):
+            if not study_url_check(user=request.user, kwargs=kwargs, allowed=allowed):
+                message = refusal_text(kwargs) if is_researcher(request.user) else "This page is for researchers. Ask an administrator if you need access."
+                return render(request, "annotation/forbidden.html", {"message": message}, status=403)
+            return inner(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate(view) if view is not None else decorate
+
+
+class StudyAccess(BasePermission):
+    """DRF: the study behind the URL (the view's `study_allowed(kwargs, user)`, else `<name>`) must be one the user may reach; else 403."""
+
+    message = REFUSAL
+
+    def has_permission(self, request, view) -> bool:
+        if study_url_check(user=request.user, kwargs=view.kwargs, allowed=getattr(view, "study_allowed", _by_name)):
+            return True
+        self.message = refusal_text(view.kwargs) if is_researcher(request.user) else REFUSAL
+        return False
