@@ -190,11 +190,11 @@ def _api_url_template(name: str, *, arg_name: str) -> str:
 @require_safe
 def annotate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
+    if not selectors.is_active_member(study=study, user=request.user):
+        return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     if hasattr(study, "rating_task"):
         # A rating study (acr, multi) has its own page (annotation/ratings/).
         return redirect("ratings:rate", name=study.name)
-    if not selectors.is_active_member(study=study, user=request.user):
-        return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
     from .crowd_views import crowd_gate  # the crowd-quality steps (screen, practice) come before the pairs

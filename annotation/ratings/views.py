@@ -42,12 +42,13 @@ def _template(name: str) -> str:
 @require_safe
 def rate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
-    task = selectors.rating_task_of(study)
-    if task is None:
-        return redirect("annotate", name=study.name)
+    # Membership first: whoever is not an annotator of the study learns nothing of it, not even its task type.
     if not annotation_selectors.is_active_member(study=study, user=request.user):
         context = {"message": "You are not an annotator of this study. Ask the researcher running it to add you.", "is_researcher": is_researcher(request.user)}
         return render(request, "annotation/forbidden.html", context, status=403)
+    task = selectors.rating_task_of(study)
+    if task is None:
+        return redirect("annotate", name=study.name)
     if not annotation_selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
     # The same headphone screen and practice round as pairwise studies, before the first item.
