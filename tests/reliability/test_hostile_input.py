@@ -21,9 +21,9 @@ NESTED_OBJECT = '{"a":' * 3000 + "1" + "}" * 3000
 
 @pytest.fixture
 def world():
-    study = StudyFactory(name="hostile", min_listen_seconds=0.0)
-    pair = PairFactory(study=study)
     user = UserFactory(username="boss", roles=["annotator", "researcher"])
+    study = StudyFactory(name="hostile", min_listen_seconds=0.0, owner=user)
+    pair = PairFactory(study=study)
     StudyAnnotatorFactory(study=study, annotator=user)
     assignment = AssignmentFactory(pair=pair, annotator=user)
     consent_give(user=user)

@@ -32,8 +32,10 @@ def test_triage_and_judge_breakdown_downloads_neutralise_imported_prompts_and_ru
     study, pairs, annotators, run1, run2 = build_study(name="csvinj")
     Condition.objects.filter(pk__in=[p.condition_id for p in pairs.values()]).update(prompt="+SUM(1,2)")
     ScoringRun.objects.filter(pk=run1.pk).update(label="=1+2")
+    researcher = UserFactory(username="res", roles=["researcher"])
+    type(study).objects.filter(pk=study.pk).update(owner=researcher)
     client = Client()
-    client.force_login(UserFactory(username="res", roles=["researcher"]))
+    client.force_login(researcher)
 
     triage = client.get(f"/api/studies/{study.name}/report/triage.csv")
     assert triage.status_code == 200, triage.content[:300]
