@@ -17,3 +17,22 @@ def play_practice(client, item) -> None:
         response = client.get(reverse("practice-audio", kwargs={"item_id": item.pk, "which": which}))
         assert response.status_code in (200, 206)
         b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def hear_practice(page, seconds: float) -> None:
+    """In a browser on the practice page: play A, then B, on the A/B transport (keyboard only) until each was
+    heard for `seconds` on the audio clock; the first key press is what loads the clips."""
+    for side in ("A", "B"):
+        for _ in range(200):
+            state = page.evaluate("window.auditoriumPractice.snapshot()")
+            if state["ready"] and state["log"][side]["seconds"] >= seconds:
+                break
+            if state["ready"] and state["active"] != side:
+                page.keyboard.press(side.lower())
+            elif not state["playing"]:
+                page.keyboard.press("Space")  # the first press loads both clips; a clip that ended plays again
+            page.wait_for_timeout(100)
+        else:
+            raise AssertionError(f"practice clip {side} was not heard for {seconds} s: {state}")
+    if page.evaluate("window.auditoriumPractice.snapshot()")["playing"]:
+        page.keyboard.press("Space")
