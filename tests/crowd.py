@@ -36,3 +36,30 @@ def hear_practice(page, seconds: float) -> None:
             raise AssertionError(f"practice clip {side} was not heard for {seconds} s: {state}")
     if page.evaluate("window.auditoriumPractice.snapshot()")["playing"]:
         page.keyboard.press("Space")
+
+
+def judge_pair_by_keyboard(page, seconds: float) -> None:
+    """On the listening page, as a participant would with the keyboard: read the instruction, play A then B
+    for `seconds` each, answer both questions with a confidence, and press Submit."""
+    page.wait_for_selector("#btn-read", state="visible")
+    page.keyboard.press("Enter")  # "I have read the instruction"
+    page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+    page.locator("body").focus()
+    for side in ("A", "B"):
+        for _ in range(200):
+            state = page.evaluate("window.auditoriumListening.snapshot()")
+            if state["log"][side]["seconds"] >= seconds:
+                break
+            if state["active"] != side:
+                page.keyboard.press(side.lower())
+            elif not state["playing"]:
+                page.keyboard.press("Space")
+            page.wait_for_timeout(100)
+        else:
+            raise AssertionError(f"clip {side} was not heard for {seconds} s: {state}")
+    if page.evaluate("window.auditoriumListening.snapshot()")["playing"]:
+        page.keyboard.press("Space")
+    for key in ("q", "Digit3", "r", "Digit4"):  # A follows the instruction better (3), B is better music (4)
+        page.keyboard.press(key)
+    page.wait_for_selector("#btn-submit:not([disabled])")
+    page.click("#btn-submit")
