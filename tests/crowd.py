@@ -27,7 +27,9 @@ def hear_practice(page, seconds: float) -> None:
             state = page.evaluate("window.auditoriumPractice.snapshot()")
             if state["ready"] and state["log"][side]["seconds"] >= seconds:
                 break
-            if state["ready"] and state["active"] != side:
+            if state["loading"]:
+                pass  # the clips are on their way
+            elif state["ready"] and state["active"] != side:
                 page.keyboard.press(side.lower())
             elif not state["playing"]:
                 page.keyboard.press("Space")  # the first press loads both clips; a clip that ended plays again

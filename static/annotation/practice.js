@@ -142,6 +142,8 @@
     if (!transport || !transport.ready) {
       if (event.key === " " || event.key.toLowerCase() === "a" || event.key.toLowerCase() === "b") {
         event.preventDefault();
+        // Presses while the clips load are dropped: a second Space would undo the first once they arrive.
+        if (loading) return;
         const key = event.key.toUpperCase();
         withTransport((t) => (key === " " ? t.toggle() : t.select(key)));
       }
@@ -172,6 +174,7 @@
     snapshot() {
       return {
         ready: Boolean(transport && transport.ready),
+        loading: Boolean(loading) && !(transport && transport.ready),
         active: transport ? transport.active : null,
         playing: Boolean(transport && transport.playing),
         log: JSON.parse(JSON.stringify(log)),
