@@ -210,13 +210,13 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
             "explanation": item.explanation,
         }
         done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
-        return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a)})
+        return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a), "min_listen": study.min_listen_seconds})
     item = services.practice_next(study=study, annotator=request.user)
     if item is None:
         return redirect("annotate", name=study.name)
     shown_a = random.choice("ab")
     done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
-    return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a)})
+    return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a), "min_listen": study.min_listen_seconds})
 
 
 def _clips(item: PracticeItem, shown_a: str) -> dict:

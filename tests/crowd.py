@@ -17,3 +17,51 @@ def play_practice(client, item) -> None:
         response = client.get(reverse("practice-audio", kwargs={"item_id": item.pk, "which": which}))
         assert response.status_code in (200, 206)
         b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def hear_practice(page, seconds: float) -> None:
+    """In a browser on the practice page: play A, then B, on the A/B transport (keyboard only) until each was
+    heard for `seconds` on the audio clock; the first key press is what loads the clips."""
+    for side in ("A", "B"):
+        for _ in range(200):
+            state = page.evaluate("window.auditoriumPractice.snapshot()")
+            if state["ready"] and state["log"][side]["seconds"] >= seconds:
+                break
+            if state["loading"]:
+                pass  # the clips are on their way
+            elif state["ready"] and state["active"] != side:
+                page.keyboard.press(side.lower())
+            elif not state["playing"]:
+                page.keyboard.press("Space")  # the first press loads both clips; a clip that ended plays again
+            page.wait_for_timeout(100)
+        else:
+            raise AssertionError(f"practice clip {side} was not heard for {seconds} s: {state}")
+    if page.evaluate("window.auditoriumPractice.snapshot()")["playing"]:
+        page.keyboard.press("Space")
+
+
+def judge_pair_by_keyboard(page, seconds: float) -> None:
+    """On the listening page, as a participant would with the keyboard: read the instruction, play A then B
+    for `seconds` each, answer both questions with a confidence, and press Submit."""
+    page.wait_for_selector("#btn-read", state="visible")
+    page.keyboard.press("Enter")  # "I have read the instruction"
+    page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+    page.locator("body").focus()
+    for side in ("A", "B"):
+        for _ in range(200):
+            state = page.evaluate("window.auditoriumListening.snapshot()")
+            if state["log"][side]["seconds"] >= seconds:
+                break
+            if state["active"] != side:
+                page.keyboard.press(side.lower())
+            elif not state["playing"]:
+                page.keyboard.press("Space")
+            page.wait_for_timeout(100)
+        else:
+            raise AssertionError(f"clip {side} was not heard for {seconds} s: {state}")
+    if page.evaluate("window.auditoriumListening.snapshot()")["playing"]:
+        page.keyboard.press("Space")
+    for key in ("q", "Digit3", "r", "Digit4"):  # A follows the instruction better (3), B is better music (4)
+        page.keyboard.press(key)
+    page.wait_for_selector("#btn-submit:not([disabled])")
+    page.click("#btn-submit")

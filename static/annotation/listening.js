@@ -147,6 +147,8 @@
     app.dataset.stage = stage;
     for (const node of app.querySelectorAll("[data-show]")) node.hidden = node.dataset.show !== stage;
     el.btnSkip.disabled = stage !== "task";
+    // At the end there is no pair to skip: the button leaves the header rather than stay greyed out.
+    el.btnSkip.hidden = stage === "empty";
   }
 
   function showError(message, action) {
@@ -291,6 +293,10 @@
       if (state === "closed") el.progressText.textContent += " · study closed";
       else if (state === "finished") el.progressText.textContent += " · all done";
       el.lockText.textContent = "";
+      // Finishing is offered once no more pairs can come (done, or the study closed); while pairs
+      // are only busy with others, the code would come too early.
+      const finishRow = document.getElementById("finish-row");
+      if (finishRow) finishRow.hidden = state === "open";
       setStage("empty");
       return;
     }

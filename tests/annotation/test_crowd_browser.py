@@ -10,6 +10,7 @@ import pytest
 from annotation import screening, services
 from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.crowd import hear_practice
 from tests.factories import ClipFactory, UserFactory
 
 pytestmark = pytest.mark.browser
@@ -78,7 +79,11 @@ def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, bro
         assert "Practice pair 1 of 1" in page.inner_text("#practice-title") and overflow(page) == 0
         shown_a = page.locator("input[name=shown_a]").input_value()
         wrong = "B" if shown_a == "a" else "A"  # the clip that was not expected
-        page.evaluate(LOAD_ALL)
+        # Practice plays on the same A/B transport as the real pairs; no plain audio players.
+        assert page.locator("audio").count() == 0 and page.locator("#practice-app #btn-play").count() == 1
+        assert page.locator("#practice-submit").is_disabled()  # nothing heard yet
+        hear_practice(page, 0.9)
+        page.wait_for_selector("#practice-submit:not([disabled])")
         page.check(f"input[name=alignment][value={wrong}]")
         page.check(f"input[name=musicality][value={wrong}]")
         page.click("text=Answer and see the expected answer")

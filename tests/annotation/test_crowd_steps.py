@@ -267,6 +267,22 @@ def test_the_end_shows_the_completion_code_and_redirects(client, link):
     assert b"C0MPL3TE" in client.get(done).content
 
 
+def test_a_participants_end_of_study_has_finishing_as_its_one_primary_action(client, link):
+    _enter(client, link)
+    participant = ExternalParticipant.objects.get()
+    services.consent_give(user=participant.user)
+    page = client.get(reverse("annotate", kwargs={"name": link.study.name})).content.decode()
+    empty = page[page.index('id="stage-empty"') : page.index("</section>", page.index('id="stage-empty"'))]
+    assert 'class="button primary" id="finish-link"' in empty and "Finish and get your completion code" in empty
+    assert "Back to my studies" not in empty and empty.count("primary") == 1
+    # An annotator who did not come from a link finishes by going back to their studies.
+    member = StudyAnnotatorFactory(study=link.study).annotator
+    services.consent_give(user=member)
+    client.force_login(member)
+    page = client.get(reverse("annotate", kwargs={"name": link.study.name})).content.decode()
+    assert 'id="finish-link"' not in page and 'class="button primary" id="home-link"' in page
+
+
 def test_no_completion_code_for_no_work_in_a_closed_or_empty_study(client, link):
     _enter(client, link)
     participant = ExternalParticipant.objects.get()

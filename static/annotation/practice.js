@@ -1,0 +1,185 @@
+// Practice round: the two clips play through the same A/B transport as the real pairs
+// (static/js/ab-transport.js), so the practice teaches the tool as well as the task.
+//
+// The clips are fetched on the first Play (or A/B) press, not on page load: the server counts a
+// practice answer only when both clips were fetched, and fetching them on load would make that
+// mean nothing. The answer button opens once each clip has played for the study's minimum on
+// the audio clock (or to its end, for a shorter clip).
+(function () {
+  "use strict";
+  const root = document.getElementById("practice-app");
+  if (!root || !window.AuditoriumAB) return;
+  const { SIDES, Transport, Waveform, emptyLog, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const $ = (id) => document.getElementById(id);
+  const minListen = parseFloat(root.dataset.minListen) || 0;
+  const urls = { A: root.dataset.clipA, B: root.dataset.clipB };
+  const submit = $("practice-submit");
+  const hint = $("practice-listen-hint");
+
+  const sideEls = {};
+  for (const side of SIDES) {
+    sideEls[side] = {
+      button: $("btn-side-" + side),
+      canvas: $("wave-" + side),
+      status: $("wave-status-" + side),
+      heard: $("heard-" + side),
+      meter: $("heard-meter-" + side),
+      heardText: $("heard-text-" + side),
+    };
+    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
+    sideEls[side].status.textContent = "press Play to load";
+  }
+  const buttons = { play: $("btn-play"), swap: $("btn-switch"), loop: $("btn-loop") };
+  const log = emptyLog();
+  let transport = null;
+  let loading = null;
+
+  function announce(message) {
+    $("sr-status").textContent = message || "";
+  }
+
+  // What each clip needs before the answer opens: the study's minimum, or the whole clip if shorter.
+  function needed(side) {
+    const duration = transport && transport.ready ? transport.duration(side) : Infinity;
+    return Math.max(0, Math.min(minListen, duration - 0.1));
+  }
+
+  function enough(side) {
+    return Boolean(transport && transport.ready) && log[side].seconds >= needed(side);
+  }
+
+  function load() {
+    if (loading) return loading;
+    const Ctor = window.AudioContext || window.webkitAudioContext;
+    const ctx = new Ctor({ latencyHint: "interactive" });
+    const t = new Transport(ctx, log, () => render());
+    transport = t;
+    for (const side of SIDES) sideEls[side].status.textContent = "loading…";
+    render();
+    loading = Promise.all(SIDES.map(async (side) => {
+      try {
+        const response = await fetch(urls[side], { credentials: "same-origin" });
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        t.buffers[side] = await ctx.decodeAudioData(await response.arrayBuffer());
+        sideEls[side].status.textContent = "";
+      } catch (err) {
+        sideEls[side].status.textContent = "could not load";
+        $("practice-error").textContent = "Clip " + side + " could not be loaded (" + err.message + "). Reload the page to try again.";
+        $("practice-error").hidden = false;
+      }
+    })).then(() => {
+      if (t.ready) for (const side of SIDES) sideEls[side].wave.setBuffer(t.buffers[side], t.span);
+      render();
+      return t.ready;
+    });
+    return loading;
+  }
+
+  // The first press loads both clips, then does what was pressed.
+  async function withTransport(action) {
+    if (!(await load())) return;
+    action(transport);
+  }
+
+  function setText(node, text) {
+    if (node && node.textContent !== text) node.textContent = text;
+  }
+
+  function render() {
+    const ready = Boolean(transport && transport.ready);
+    const position = transport ? transport.position() : 0;
+    // Before the first press only Play and the side buttons work: they load the clips.
+    buttons.play.disabled = Boolean(loading) && !ready;
+    buttons.swap.disabled = !ready;
+    buttons.loop.disabled = !ready;
+    const playing = Boolean(transport && transport.playing);
+    const label = playing ? '<span aria-hidden="true">❚❚ </span>Pause <kbd aria-hidden="true">Space</kbd>' : '<span aria-hidden="true">▶ </span>Play <kbd aria-hidden="true">Space</kbd>';
+    if (buttons.play.dataset.html !== label) { buttons.play.innerHTML = label; buttons.play.dataset.html = label; }
+    for (const side of SIDES) {
+      renderSide(sideEls[side], ready ? transport : null, side, position, ready || !loading);
+      const s = sideEls[side];
+      const heard = log[side].seconds;
+      const goal = needed(side);
+      s.heard.dataset.done = String(enough(side));
+      s.meter.value = goal > 0 && isFinite(goal) ? Math.min(1, heard / goal) : (enough(side) ? 1 : 0);
+      setText(s.heardText, enough(side) ? "✓ " + heard.toFixed(1) + " s heard" : heard.toFixed(1) + " s heard");
+    }
+    if (ready) {
+      const text = transportText(transport, position);
+      setText($("time-text"), text.time);
+      setText($("loop-text"), text.loop);
+    }
+    if (submit) {
+      const open = SIDES.every(enough);
+      submit.disabled = !open;
+      if (hint) hint.hidden = open;
+    }
+  }
+
+  function seekFromCanvas(event) {
+    if (!transport || !transport.ready) return;
+    const rect = event.currentTarget.getBoundingClientRect();
+    transport.select(event.currentTarget.dataset.side);
+    transport.seek(((event.clientX - rect.left) / rect.width) * transport.span);
+  }
+
+  for (const side of SIDES) {
+    sideEls[side].button.addEventListener("click", () => withTransport((t) => t.select(side)));
+    sideEls[side].canvas.addEventListener("click", seekFromCanvas);
+  }
+  buttons.play.addEventListener("click", () => withTransport((t) => t.toggle()));
+  buttons.swap.addEventListener("click", () => transport && transport.switchSide());
+  buttons.loop.addEventListener("click", () => transport && announce(transport.loopKey()));
+
+  const TYPING = "textarea, input[type=text], select, [contenteditable=true]";
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.metaKey || event.ctrlKey || event.isComposing) return;
+    if (event.target.matches && event.target.matches(TYPING)) return;
+    if (event.repeat && event.key !== "ArrowLeft" && event.key !== "ArrowRight") {
+      if (event.key === " ") event.preventDefault();
+      return;
+    }
+    if (!transport || !transport.ready) {
+      if (event.key === " " || event.key.toLowerCase() === "a" || event.key.toLowerCase() === "b") {
+        event.preventDefault();
+        // Presses while the clips load are dropped: a second Space would undo the first once they arrive.
+        if (loading) return;
+        const key = event.key.toUpperCase();
+        withTransport((t) => (key === " " ? t.toggle() : t.select(key)));
+      }
+      return;
+    }
+    transportKey(transport, event, announce);
+  });
+
+  if (submit) {
+    // The form posts as a plain form; the answer waits until both clips were heard.
+    $("practice-form").addEventListener("submit", (event) => {
+      if (!SIDES.every(enough)) event.preventDefault();
+      else if (transport) transport.pause();
+    });
+  }
+
+  setInterval(() => {
+    if (!transport) return;
+    transport.checkEnded();
+    transport.account();
+    render();
+  }, 100);
+  window.addEventListener("resize", () => render());
+  render();
+
+  // Read-only view of the transport for the browser tests.
+  window.auditoriumPractice = {
+    snapshot() {
+      return {
+        ready: Boolean(transport && transport.ready),
+        loading: Boolean(loading) && !(transport && transport.ready),
+        active: transport ? transport.active : null,
+        playing: Boolean(transport && transport.playing),
+        log: JSON.parse(JSON.stringify(log)),
+        canAnswer: SIDES.every(enough),
+      };
+    },
+  };
+})();
