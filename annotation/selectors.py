@@ -117,7 +117,12 @@ def annotator_progress(*, study: Study, annotator, now=None) -> dict:
 def annotator_home_studies(*, user, now=None) -> list[dict]:
     """The annotator's open studies with their progress and whether a pair is reserved for them right now."""
     now = now or timezone.now()
-    memberships = StudyAnnotator.objects.filter(annotator=user, is_active=True, study__is_active=True).select_related("study").order_by("study__name")
+    # The rating task comes along: progress asks each study whether it is a rating study.
+    memberships = (
+        StudyAnnotator.objects.filter(annotator=user, is_active=True, study__is_active=True)
+        .select_related("study", "study__rating_task")
+        .order_by("study__name")
+    )
     live = set(Assignment.objects.filter(annotator=user, state=Assignment.State.ACTIVE, lock_expires_at__gt=now).values_list("pair__study_id", flat=True))
     studies = []
     for membership in memberships:

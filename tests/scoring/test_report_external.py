@@ -25,9 +25,9 @@ class TuneJuryTests(TestCase):
     @classmethod
     def setUpTestData(cls):
         cls.result_set, _ = external_results_import(path=TUNEJURY, name="muqeval-a1", judge_name="MuQ-Eval-A1")
-        cls.study = StudyFactory(name="with-external")
-        PairFactory(study=cls.study)
         cls.researcher = UserFactory(username="tj-res", roles=["researcher"])
+        cls.study = StudyFactory(name="with-external", owner=cls.researcher)
+        PairFactory(study=cls.study)
 
     def test_published_accuracies_are_reproduced_in_the_report(self):
         data = report.report_build(study=self.study, options=report.ReportOptions(rounds=0), use_cache=False)
