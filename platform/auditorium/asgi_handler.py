@@ -29,14 +29,22 @@ def asgi_threads(environ=os.environ) -> int:
 class ThreadedASGIHandler(ASGIHandler):
     def __init__(self, threads: int | None = None):
         super().__init__()
-        count = threads or asgi_threads()
+        self.count = threads or asgi_threads()
+        self._start()
+
+    def _start(self) -> None:
         # One worker each: thread-sensitive code of one request must run on one thread, in order.
-        self.executors = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"django-sync-{i}") for i in range(count)]
-        self.busy = [0] * count
+        self.executors = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"django-sync-{i}") for i in range(self.count)]
+        self.busy = [0] * self.count
+        self.pid = os.getpid()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        if self.pid != os.getpid():
+            # A fork (gunicorn --preload, a forked test server) copies the executors but not their
+            # threads: an executor that had started its thread would queue work that never runs.
+            self._start()
         index = min(range(len(self.busy)), key=self.busy.__getitem__)
         self.busy[index] += 1
         try:

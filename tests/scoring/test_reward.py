@@ -475,7 +475,9 @@ class SeveralSplitSeedsTests(TestCase):
         self.assertEqual((run.done, run.failed), (self.result["split"]["test_pairs"], 0))
 
     def test_the_training_page_shows_the_spread(self):
-        self.client.force_login(UserFactory(username="res-seeds", roles=["researcher"]))
+        researcher = UserFactory(username="res-seeds", roles=["researcher"])
+        Study.objects.filter(pk=self.training.study_id).update(owner=researcher)
+        self.client.force_login(researcher)
         page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": self.training.pk})).content.decode()
         self.assertIn("Mean ± standard deviation over split seeds 0, 1, 2, 3, 4", page)
         self.assertIn("\u00a0±\u00a0", page)
