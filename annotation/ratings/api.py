@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
@@ -37,6 +37,7 @@ class RatingNextApi(APIView):
 
 
 class RatingListeningApi(APIView):
+    @extend_schema_serializer(component_name="RatingListeningInput")
     class Input(serializers.Serializer):
         events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
 
@@ -47,6 +48,7 @@ class RatingListeningApi(APIView):
 
 
 class RatingSubmitApi(APIView):
+    @extend_schema_serializer(component_name="RatingSubmitInput")
     class Input(serializers.Serializer):
         idempotency_key = serializers.CharField(max_length=100)
         ratings = serializers.DictField(child=serializers.DictField(), help_text='{"A": {"musicality": 4, "alignment": 3}, ...} by the letters shown.')
@@ -62,6 +64,7 @@ class RatingSubmitApi(APIView):
 
 
 class RatingSkipApi(APIView):
+    @extend_schema_serializer(component_name="RatingSkipInput")
     class Input(serializers.Serializer):
         reason = serializers.CharField(max_length=1000)
 

@@ -374,7 +374,7 @@ class TrainingSocketTests(TransactionTestCase):
 
         researcher = UserFactory(username="res-ws", roles=["researcher"])
         judge = Judge.objects.create(key="signal-ws", kind=Judge.Kind.SIGNAL)
-        run = TrainingRun.objects.create(study=StudyFactory(name="ws-train"), feature_judge=judge, stage="features", step=3, steps=10)
+        run = TrainingRun.objects.create(study=StudyFactory(name="ws-train", owner=researcher), feature_judge=judge, stage="features", step=3, steps=10)
 
         async def scenario():
             from django.conf import settings
