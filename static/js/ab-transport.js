@@ -48,6 +48,8 @@
         this.gains[side] = gain;
       }
       this.active = "A";
+      // The clips the transport switches between; the rating page widens it to an item's letters.
+      this.labels = SIDES;
       this.playing = false;
       this.sources = {};
       this.offset = 0; // clip position at startedAt
@@ -107,17 +109,14 @@
     }
 
     _stopSources() {
-      for (const side of SIDES) {
-        const source = this.sources[side];
-        if (source) {
-          source.onended = null;
-          try {
-            source.stop();
-          } catch (_) {
-            /* already stopped */
-          }
-          source.disconnect();
+      for (const source of Object.values(this.sources)) {
+        source.onended = null;
+        try {
+          source.stop();
+        } catch (_) {
+          /* already stopped */
         }
+        source.disconnect();
       }
       this.sources = {};
     }
@@ -126,7 +125,7 @@
       this._stopSources();
       // A small lead puts both sources on the same render quantum.
       const when = this.ctx.currentTime + 0.02;
-      for (const side of SIDES) {
+      for (const side of this.labels) {
         const buffer = this.buffers[side];
         if (!buffer || at >= buffer.duration) continue;
         const source = this.ctx.createBufferSource();
@@ -148,7 +147,7 @@
 
     _setGains(instant) {
       const now = this.ctx.currentTime;
-      for (const side of SIDES) {
+      for (const side of Object.keys(this.gains)) {
         const param = this.gains[side].gain;
         const target = side === this.active ? 1 : 0;
         param.cancelScheduledValues(now);
@@ -293,7 +292,7 @@
     destroy() {
       this._stopSources();
       this.playing = false;
-      for (const side of SIDES) this.gains[side].disconnect();
+      for (const gain of Object.values(this.gains)) gain.disconnect();
     }
   }
 

@@ -37,65 +37,9 @@
       return Math.max(...this.labels.map((side) => this.duration(side)));
     }
 
-    _stopSources() {
-      for (const source of Object.values(this.sources)) {
-        source.onended = null;
-        try {
-          source.stop();
-        } catch (_) {
-          /* already stopped */
-        }
-        source.disconnect();
-      }
-      this.sources = {};
-    }
-
-    _startSources(at) {
-      this._stopSources();
-      const when = this.ctx.currentTime + 0.02;
-      for (const side of this.labels) {
-        const buffer = this.buffers[side];
-        if (!buffer || at >= buffer.duration) continue;
-        const source = this.ctx.createBufferSource();
-        source.buffer = buffer;
-        if (this.loop) {
-          source.loop = true;
-          source.loopStart = this.loop.start;
-          source.loopEnd = this.loop.end;
-        }
-        source.connect(this.gains[side]);
-        source.start(when, at);
-        this.sources[side] = source;
-      }
-      this.offset = at;
-      this.startedAt = when;
-      this.lastAccount = when;
-      this.wraps = 0;
-    }
-
-    _setGains(instant) {
-      const now = this.ctx.currentTime;
-      for (const side of Object.keys(this.gains)) {
-        const param = this.gains[side].gain;
-        const target = side === this.active ? 1 : 0;
-        param.cancelScheduledValues(now);
-        if (instant) param.setValueAtTime(target, now);
-        else {
-          param.setValueAtTime(param.value, now);
-          param.linearRampToValueAtTime(target, now + 0.008);
-        }
-      }
-    }
-
     switchSide() {
       const i = this.labels.indexOf(this.active);
       this.select(this.labels[(i + 1) % this.labels.length]);
-    }
-
-    destroy() {
-      this._stopSources();
-      this.playing = false;
-      for (const gain of Object.values(this.gains)) gain.disconnect();
     }
   }
 
