@@ -299,3 +299,13 @@ def test_scoring_api_errors_have_the_one_shape(client):
     _assert_error_shape(client.post("/api/scoring/runs/", {"judge": "nope", "study": "x"}, content_type="application/json"), 400, "unknown_judge")
     _assert_error_shape(client.get("/api/scoring/runs/999999/"), 404, "not_found")
     _assert_error_shape(client.get("/api/studies/no-such-study/report/"), 404, "not_found")
+
+
+def test_no_template_carries_an_inline_event_handler():
+    # The Content-Security-Policy refuses inline handlers: one in a template silently does nothing.
+    import re
+
+    root = Path(__file__).resolve().parents[2] / "templates"
+    handler = re.compile(r"<[^>]*\son[a-z]+\s*=", re.IGNORECASE)
+    found = [str(p.relative_to(root)) for p in root.rglob("*.html") if handler.search(p.read_text())]
+    assert not found, f"inline event handlers in {found}"
