@@ -4,29 +4,44 @@ from __future__ import annotations
 
 import statistics
 
+from django.db import connections
 from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from auditorium.precompiled import PreparedSQL
 from auditorium.roles import is_admin, is_researcher
 
-from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator, StudyExport
+from .models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, StudyExport
+
+
+def _assigned_clip_sql(connection) -> str:
+    q = connection.ops.quote_name
+    return (
+        f"SELECT 1 FROM {q(Assignment._meta.db_table)} a INNER JOIN {q(Pair._meta.db_table)} p ON a.{q('pair_id')} = p.{q('id')}"
+        f" LEFT OUTER JOIN {q(Condition._meta.db_table)} c ON p.{q('condition_id')} = c.{q('id')}"
+        f" WHERE a.{q('annotator_id')} = %s AND (p.{q('clip_a_id')} = %s OR p.{q('clip_b_id')} = %s OR c.{q('reference_id')} = %s) LIMIT 1"
+    )
+
+
+# Every audio GET of the judgment cycle asks this; built once per process (auditorium.precompiled).
+_ASSIGNED_CLIP = PreparedSQL(_assigned_clip_sql)
 
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
     """Admins hear everything; researchers the clips of the studies they may reach; an annotator only the clips (and references) of pairs assigned to them."""
     if not getattr(user, "is_authenticated", False):
         return False
+    # The annotator's own pairs first: the one answer the audio GETs of the judgment cycle need, without reading the roles.
+    if _ASSIGNED_CLIP.first(connections[Assignment.objects.db], [user.pk, clip.pk, clip.pk, clip.pk]) is not None:
+        return True
     if is_admin(user):
         return True
     if is_researcher(user):
         # The study rule (annotation/access.py): a researcher hears the clips of the studies they may reach.
         mine = Q(study__owner=user) | Q(study__collaborators=user)
-        if Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip) | Q(condition__reference=clip)).filter(mine).exists():
-            return True
-    return Assignment.objects.filter(
-        Q(pair__clip_a=clip) | Q(pair__clip_b=clip) | Q(pair__condition__reference=clip), annotator=user
-    ).exists()
+        return Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip) | Q(condition__reference=clip)).filter(mine).exists()
+    return False
 
 
 # --- Annotators ----------------------------------------------------------------------

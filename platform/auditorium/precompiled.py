@@ -7,8 +7,8 @@ same SQL the ORM would send, on every vendor), with sentinel values standing in 
 that change, and each call binds the real values in their places. Rows come back as model
 instances through Django's own converters and related-object populators, as `.first()` would.
 
-A sentinel must be a value nothing else in the query can equal (a large, odd integer or a
-datetime far in the past); anything that changes the shape of the SQL (a LIMIT, a branch that
+A sentinel must be a value nothing else in the query can equal (a large, odd integer, a
+datetime far in the past or a made-up UUID); anything that changes the shape of the SQL (a LIMIT, a branch that
 is there or not) belongs in the variant key instead. The compiled form is kept for the process
 (Django's ASGI handler runs every request in a thread of its own, so a per-thread copy would be
 compiled again on every request); it runs on the calling thread's connection, and keeps from
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 import weakref
 from collections.abc import Callable
 from datetime import datetime
@@ -55,6 +56,12 @@ class _Compiled:
         # driver type (psycopg's Int8 for a bigint Value), which the real value gets too.
         self.slots: list[tuple[str | None, object, object]] = []
         adapted = {name: ops.adapt_datetimefield_value(value) for name, value in sentinels.items() if isinstance(value, datetime)}
+        adapt = dict.fromkeys(adapted, ops.adapt_datetimefield_value)
+        if not self.connection.features.has_native_uuid_field:
+            # A database without a uuid type (SQLite) is sent its 32-digit hex form, as UUIDField prepares it.
+            uuids = {name: value for name, value in sentinels.items() if isinstance(value, uuid.UUID)}
+            adapted |= {name: value.hex for name, value in uuids.items()}
+            adapt |= dict.fromkeys(uuids, _uuid_hex)
         for param in params:
             slot = (None, None, param)
             for name, value in sentinels.items():
@@ -63,7 +70,7 @@ class _Compiled:
                 elif isinstance(param, type(value)) and param == value:
                     slot = (name, type(param), None)
                 elif name in adapted and type(param) is type(adapted[name]) and param == adapted[name]:
-                    slot = (name, ops.adapt_datetimefield_value, None)
+                    slot = (name, adapt[name], None)
             self.slots.append(slot)
         missing = set(sentinels) - {name for name, _, _ in self.slots}
         if missing:
@@ -132,6 +139,10 @@ class _Compiled:
         return obj
 
 
+def _uuid_hex(value) -> str:
+    return (value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))).hex
+
+
 def _prepared_statements(body: str, n_values: int) -> tuple[str, str, str]:
     """(name, PREPARE, EXECUTE with n %s placeholders) for a statement whose values are $1..$n."""
     name = "auditorium_" + hashlib.sha256(body.encode()).hexdigest()[:24]
@@ -161,7 +172,7 @@ class PreparedSQL:
 
     `statement(connection, params)` gives what to execute: the SQL itself, or the EXECUTE of
     the session's prepared copy; `first(connection, params)` runs a statement that returns
-    rows, `execute(connection, params)` one that returns none.
+    rows (`rows` gives them all), `execute(connection, params)` one that returns none.
     """
 
     def __init__(self, build: Callable):
@@ -194,6 +205,13 @@ class PreparedSQL:
             # Not guarded by cursor.description: the driver builds a column object per column
             # for it, which was a tenth of a vote's time on the claim's 40 columns (py-spy).
             return cursor.fetchone()
+
+    def rows(self, connection, params: list) -> list:
+        """Run a statement that returns rows; all of them, as tuples."""
+        sql, params = self.statement(connection, params)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
 
     def execute(self, connection, params: list) -> int:
         """Run a statement that returns no rows; the number of rows it changed."""
