@@ -346,36 +346,6 @@ def run_create_templates(*, judge: Judge, templates: list[str], user=None, label
         return [run_create(judge=judge, template=t, group=group, label=label or f"template {t}", user=user, **scope) for t in templates]
 
 
-# Pairs per job of a per-clip judge: few enough that the run page moves several times on a small
-# run, enough that broker round trips, commits and progress pushes are paid per chunk, not per pair.
-PAIRS_PER_TASK_PER_CLIP = 8
-PAIRS_PER_TASK_PAIRWISE = 16
-
-
-def run_chunks(*, run: ScoringRun, pair_ids: list[int], pairwise: bool) -> list[list[int]]:
-    """The run's pairs cut into jobs (option pairs_per_task); a per-clip judge's chunks keep a condition's pairs together,
-    so a chunk scores the clips its pairs share once, in one batch."""
-    options = run.judge.options or {}
-    size = max(1, int(options.get("pairs_per_task", PAIRS_PER_TASK_PAIRWISE if pairwise else PAIRS_PER_TASK_PER_CLIP)))
-    if pairwise or size == 1:
-        return [pair_ids[start : start + size] for start in range(0, len(pair_ids), size)]
-    condition_of = dict(Pair.objects.filter(pk__in=pair_ids).values_list("pk", "condition_id"))
-    by_condition: dict[int, list[int]] = {}
-    for pid in pair_ids:
-        by_condition.setdefault(condition_of[pid], []).append(pid)
-    chunks: list[list[int]] = []
-    for ids in by_condition.values():
-        chunks += [ids[start : start + size] for start in range(0, len(ids), size)]
-    # Conditions with few pairs share a chunk while it has room, so they do not each cost a job.
-    merged: list[list[int]] = []
-    for chunk in chunks:
-        if merged and len(merged[-1]) + len(chunk) <= size:
-            merged[-1] = merged[-1] + chunk
-        else:
-            merged.append(chunk)
-    return merged
-
-
 def run_dispatch(*, run_id: int) -> dict:
     """Queue a run's jobs: clip-cache batches first (per-clip judges on a GPU), then one job per chunk of pairs."""
     run = ScoringRun.objects.select_related("judge").get(pk=run_id)
@@ -402,7 +372,7 @@ def run_dispatch(*, run_id: int) -> dict:
         for cond, clip_ids in by_condition.items():
             jobs += [(queueing.CLIPS_PREWARM, (run.pk, cond, clip_ids[start : start + size])) for start in range(0, len(clip_ids), size)]
     batches = len(jobs)
-    for chunk in run_chunks(run=run, pair_ids=todo, pairwise=adapter.pairwise):
+    for chunk in queueing.run_chunks(run=run, pair_ids=todo, pairwise=adapter.pairwise):
         # A chunk of one goes out as the single-pair job, which records a pair's failure on its own.
         jobs.append((queueing.PAIRS_SCORE, (run.pk, chunk)) if len(chunk) > 1 else (queueing.PAIR_SCORE, (run.pk, chunk[0])))
     for name, args in jobs:

@@ -135,11 +135,11 @@ class ChunkedRunTests(TestCase):
     def test_pairs_per_task_option_sets_the_chunk_size_and_one_pair_goes_out_alone(self):
         run = ScoringRun.objects.create(judge=Judge.objects.create(key="signal-4", kind=Judge.Kind.SIGNAL, options={"pairs_per_task": 4}), pair_ids=[], total=0)
         ids = [p.pk for p in self.pairs]
-        chunks = services.run_chunks(run=run, pair_ids=ids, pairwise=False)
+        chunks = queueing.run_chunks(run=run, pair_ids=ids, pairwise=False)
         self.assertEqual([len(c) for c in chunks], [4, 2, 4, 2, 4, 2])
-        self.assertEqual(services.run_chunks(run=run, pair_ids=ids[:6], pairwise=True), [ids[:4], ids[4:6]])
+        self.assertEqual(queueing.run_chunks(run=run, pair_ids=ids[:6], pairwise=True), [ids[:4], ids[4:6]])
         run.judge.options = {"pairs_per_task": 1}
-        self.assertEqual(services.run_chunks(run=run, pair_ids=ids[:3], pairwise=False), [[i] for i in ids[:3]])
+        self.assertEqual(queueing.run_chunks(run=run, pair_ids=ids[:3], pairwise=False), [[i] for i in ids[:3]])
 
 
 SUCCEEDED = re.compile(rb"Task (scoring\.pairs?_score)\[[0-9a-f-]+\] succeeded")
@@ -157,7 +157,7 @@ def test_the_demo_worker_scores_each_pair_once_with_every_chunk_queued_twice(tmp
     study, pairs = _study("chunks-worker", conditions=3, clips_per_condition=4)
     judge = Judge.objects.create(key="signal-worker", kind=Judge.Kind.SIGNAL)
     run = ScoringRun.objects.create(judge=judge, study=study, pair_ids=[p.pk for p in pairs], total=len(pairs))
-    chunks = services.run_chunks(run=run, pair_ids=run.pair_ids, pairwise=False)
+    chunks = queueing.run_chunks(run=run, pair_ids=run.pair_ids, pairwise=False)
     broker = f"sqla+sqlite:///{tmp_path / 'celery.sqlite'}"
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = False
