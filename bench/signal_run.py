@@ -1,6 +1,6 @@
 """Signal-judge runs through the real worker process: pairs/s on the embedded SQLite broker and on Redis.
 
-    .venv/bin/python bench/signal_run.py [--pairs 60] [--brokers sqlite,redis] [--concurrency 2]
+    .venv/bin/python bench/signal_run.py [--pairs 60] [--repeat 3] [--brokers sqlite,redis] [--concurrency 2]
 
 A study shaped like the demo's (8 conditions, 6 six-second 22.05 kHz FLAC clips each, --pairs
 pairs spread over the conditions) is scored by the signal judge with the worker started as
@@ -8,8 +8,9 @@ pairs spread over the conditions) is scored by the signal judge with the worker 
 --concurrency 2), on a SQLite database shared by this process and the worker, as in the demo.
 Each broker runs in a child process of its own, so the settings are read with its URL.
 
-Each line is one run with a cold clip cache (a judge of its own), timed from the run's creation to
-its finished state as stored (run_create queues the run on commit, as the web page does):
+Each line is --repeat runs with a cold clip cache (a judge of its own each), timed from the run's
+creation to its finished state as stored (run_create queues the run on commit, as the web page
+does); the line shows the run of median time and the range of the times:
 
 - jobs: per pair = one job per pair after the clip-cache prewarm jobs (the code before chunking,
   judge options pairs_per_task 1, prewarm true); chunks = the defaults (8 pairs a job, no prewarm
@@ -166,7 +167,7 @@ def _in_process(*, study, pairs: list[int]) -> float:
     return (time.perf_counter() - start) / len(pairs)
 
 
-def child(broker: str, pairs: int, concurrency: int) -> None:
+def child(broker: str, pairs: int, concurrency: int, repeat: int) -> None:
     """One broker's lines as JSON on the last line of stdout (run in a process whose env names the broker)."""
     if broker == "redis":
         import redis
@@ -186,9 +187,10 @@ def child(broker: str, pairs: int, concurrency: int) -> None:
         log = data / f"worker-{n}.log"
         worker = _start_worker(log, poll, concurrency)
         try:
-            rows.append(_run(study=study, jobs=jobs, poll=poll, log=log, concurrency=concurrency, tag=f"{broker}-{n}"))
+            runs = sorted((_run(study=study, jobs=jobs, poll=poll, log=log, concurrency=concurrency, tag=f"{broker}-{n}-{r}") for r in range(repeat)), key=lambda row: row["seconds"])
         finally:
             _stop(worker)
+        rows.append({**runs[len(runs) // 2], "range": [runs[0]["seconds"], runs[-1]["seconds"]]})
     print(json.dumps({"broker": broker, "rows": rows, "in_process_s_per_pair": _in_process(study=study, pairs=ids)}))
 
 
@@ -197,10 +199,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=60)
     parser.add_argument("--brokers", default="sqlite,redis")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.pairs, args.concurrency)
+        child(args.child, args.pairs, args.concurrency, args.repeat)
         return
     load = os.getloadavg()[0]
     print(f"Signal-judge run of {args.pairs} pairs ({CONDITIONS} conditions, {CONDITIONS * CLIPS_PER_CONDITION} {SECONDS:g} s clips), ", end="")
@@ -213,7 +216,7 @@ def main() -> None:
                 if name not in _child_env(broker, data):
                     env.pop(name, None)
             out = subprocess.run(
-                [sys.executable, __file__, "--child", broker, "--pairs", str(args.pairs), "--concurrency", str(args.concurrency)],
+                [sys.executable, __file__, "--child", broker, "--pairs", str(args.pairs), "--concurrency", str(args.concurrency), "--repeat", str(args.repeat)],
                 env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800,
             )  # fmt: skip
             if out.returncode != 0:
@@ -227,7 +230,7 @@ def main() -> None:
         base = result["rows"][0]["pairs_per_s"]
         for row in result["rows"]:
             print(
-                f"  jobs {row['jobs']:<8} poll {row['poll']:>3g} s: {row['seconds']:6.2f} s end to end, {row['pairs_per_s']:6.2f} pairs/s "
+                f"  jobs {row['jobs']:<8} poll {row['poll']:>3g} s: {row['seconds']:6.2f} s end to end ({row['range'][0]:.2f}-{row['range'][1]:.2f}), {row['pairs_per_s']:6.2f} pairs/s "
                 f"({row['pairs_per_s'] / base:5.2f}x) | {row['job_count']:3d} jobs, task {row['task_s_per_pair']:.3f} s/pair, "
                 f"workers busy {100 * row['busy']:3.0f} % | {row['done']} done, {row['failed']} failed"
             )
