@@ -28,7 +28,7 @@ class BrokerPolling(bootsteps.StartStopStep):
     """Sets the consumer's polling interval on a polling broker (kombu's virtual transports: SQLAlchemy, filesystem).
 
     Such a worker sleeps this long whenever a poll finds nothing it may take, including while its
-    prefetch slots are full, so the interval, not the jobs, set the pace of short jobs. Runs again
+    prefetch slots are full, so the interval, not the jobs, sets the pace of short jobs. Runs again
     after every reconnection, which builds a new transport.
     """
 
