@@ -2,7 +2,8 @@
 
 Tasks call services (task -> service is the natural direction), so services cannot import
 scoring.tasks without a cycle. They look a task up here by the name it is registered under
-instead; scoring.tasks takes its names from here, so the two cannot drift apart.
+instead; scoring.tasks takes its names from here, so the two cannot drift apart. How a run's pairs
+are cut into jobs (run_chunks) lives here too, next to the names of the jobs that carry them.
 ScoringConfig.ready() imports scoring.tasks, so the names are registered in every process (web,
 worker, tests) and the registered task object still honours eager mode and routing options.
 """
@@ -10,6 +11,8 @@ worker, tests) and the registered task object still honours eager mode and routi
 from __future__ import annotations
 
 from celery import current_app
+
+from annotation.models import Pair
 
 RUN_START = "scoring.run_start"
 CLIPS_PREWARM = "scoring.clips_prewarm"
@@ -23,3 +26,33 @@ SELECTION_REFRESH = "scoring.selection_refresh"
 def task(name: str):
     """The registered task called `name` (celery's NotRegistered, a KeyError naming it, when it is not)."""
     return current_app.tasks[name]
+
+
+# Pairs per job of a per-clip judge: few enough that the run page moves several times on a small
+# run, enough that broker round trips, commits and progress pushes are paid per chunk, not per pair.
+PAIRS_PER_TASK_PER_CLIP = 8
+PAIRS_PER_TASK_PAIRWISE = 16
+
+
+def run_chunks(*, run, pair_ids: list[int], pairwise: bool) -> list[list[int]]:
+    """The run's pairs cut into jobs (option pairs_per_task); a per-clip judge's chunks keep a condition's pairs together,
+    so a chunk scores the clips its pairs share once, in one batch."""
+    options = run.judge.options or {}
+    size = max(1, int(options.get("pairs_per_task", PAIRS_PER_TASK_PAIRWISE if pairwise else PAIRS_PER_TASK_PER_CLIP)))
+    if pairwise or size == 1:
+        return [pair_ids[start : start + size] for start in range(0, len(pair_ids), size)]
+    condition_of = dict(Pair.objects.filter(pk__in=pair_ids).values_list("pk", "condition_id"))
+    by_condition: dict[int, list[int]] = {}
+    for pid in pair_ids:
+        by_condition.setdefault(condition_of[pid], []).append(pid)
+    chunks: list[list[int]] = []
+    for ids in by_condition.values():
+        chunks += [ids[start : start + size] for start in range(0, len(ids), size)]
+    # Conditions with few pairs share a chunk while it has room, so they do not each cost a job.
+    merged: list[list[int]] = []
+    for chunk in chunks:
+        if merged and len(merged[-1]) + len(chunk) <= size:
+            merged[-1] = merged[-1] + chunk
+        else:
+            merged.append(chunk)
+    return merged

@@ -147,10 +147,7 @@ def pair_score(*, run_id: int, pair_id: int) -> Verdict:
     if existing is not None:
         return existing
     judge = run.judge
-    # Test hook for the worker-recovery check: makes a job last long enough to kill its worker.
-    delay = float((judge.options or {}).get("sleep", 0) or 0)
-    if delay > 0:
-        time.sleep(min(delay, 600.0))
+    _test_delay(judge)
     try:
         adapter = judge_adapter(judge, template=run.template)
         adapter.require()
@@ -167,27 +164,73 @@ def pair_score(*, run_id: int, pair_id: int) -> Verdict:
 
 
 def pairs_score(*, run_id: int, pair_ids: list[int]) -> list[Verdict]:
-    """Judge several pairs of a run with a pairwise judge in one batched call (compare_many), storing each verdict.
+    """Judge a chunk of a run's pairs in one job, storing each verdict and the run's progress once.
 
-    Pairs that already have a verdict are skipped, so a redelivered job only finishes the rest.
-    A malformed answer fails its own pair; an error that stops the whole call fails them all.
+    A pairwise judge gets the chunk in one batched call (compare_many); a per-clip judge scores the
+    chunk's missing clips in one batch per condition. Pairs that already have a verdict are skipped,
+    so a redelivered chunk only finishes the rest. A malformed answer or an unreadable clip fails its
+    own pair; an error that stops a pairwise call fails the chunk.
     """
     run = ScoringRun.objects.select_related("judge").get(pk=run_id)
     done = set(Verdict.objects.filter(run=run, pair_id__in=pair_ids).values_list("pair_id", flat=True))
     by_id = Pair.objects.select_related("condition__reference", "clip_a", "clip_b").in_bulk([p for p in pair_ids if p not in done])
     pairs = [by_id[p] for p in dict.fromkeys(pair_ids) if p in by_id]
     if pairs:
+        _test_delay(run.judge)
         try:
             adapter = judge_adapter(run.judge, template=run.template)
             adapter.require()
-            outcomes = adapter.compare_many([(clip_audio(p.clip_a), clip_audio(p.clip_b), condition_input(p.condition)) for p in pairs])
+            if adapter.pairwise:
+                outcomes = adapter.compare_many([(clip_audio(p.clip_a), clip_audio(p.clip_b), condition_input(p.condition)) for p in pairs])
+            else:
+                outcomes = _per_clip_outcomes(adapter=adapter, pairs=pairs)
         except PERMANENT_ERRORS as exc:
             failed = {"error": f"{type(exc).__name__}: {exc}", "raw": getattr(exc, "raw", "")}
             outcomes = [PairOutcome(status="failed", details=dict(failed)) for _ in pairs]
-        for pair, outcome in zip(pairs, outcomes):
-            verdict_store(run=run, pair=pair, outcome=outcome)
+        # One transaction for the chunk's verdicts: one commit instead of one per pair.
+        with transaction.atomic():
+            for pair, outcome in zip(pairs, outcomes):
+                verdict_store(run=run, pair=pair, outcome=outcome)
         run_progress_update(run_id=run.pk)
     return list(Verdict.objects.filter(run=run, pair_id__in=pair_ids))
+
+
+def _per_clip_outcomes(*, adapter, pairs: list[Pair]) -> list[PairOutcome]:
+    """Outcomes of pairs under a per-clip judge: the missing clips of each condition in one batch.
+
+    A batch that fails (an unreadable clip) is scored again pair by pair, so only the pairs whose
+    clips cannot be scored fail, as they would in jobs of their own.
+    """
+    by_condition: dict[int, list[Pair]] = {}
+    for pair in pairs:
+        by_condition.setdefault(pair.condition_id, []).append(pair)
+    outcomes: dict[int, PairOutcome] = {}
+    for group in by_condition.values():
+        clips = list({c.pk: c for p in group for c in (p.clip_a, p.clip_b)}.values())
+        try:
+            scores = clip_scores_get_or_compute(adapter=adapter, clips=clips, condition=group[0].condition)
+        except PERMANENT_ERRORS:
+            for pair in group:
+                outcomes[pair.pk] = _per_clip_outcome_alone(adapter=adapter, pair=pair)
+            continue
+        for pair in group:
+            outcomes[pair.pk] = outcome_from_scores(adapter=adapter, scores_a=scores[pair.clip_a.sha256], scores_b=scores[pair.clip_b.sha256])
+    return [outcomes[p.pk] for p in pairs]
+
+
+def _per_clip_outcome_alone(*, adapter, pair: Pair) -> PairOutcome:
+    try:
+        scores = clip_scores_get_or_compute(adapter=adapter, clips=[pair.clip_a, pair.clip_b], condition=pair.condition)
+    except PERMANENT_ERRORS as exc:
+        return PairOutcome(status="failed", details={"error": f"{type(exc).__name__}: {exc}", "raw": getattr(exc, "raw", "")})
+    return outcome_from_scores(adapter=adapter, scores_a=scores[pair.clip_a.sha256], scores_b=scores[pair.clip_b.sha256])
+
+
+def _test_delay(judge: Judge) -> None:
+    """Test hook for the worker-recovery check: makes a job last long enough to kill its worker."""
+    delay = float((judge.options or {}).get("sleep", 0) or 0)
+    if delay > 0:
+        time.sleep(min(delay, 600.0))
 
 
 def pair_fail(*, run_id: int, pair_id: int, error: str) -> Verdict:
@@ -304,7 +347,7 @@ def run_create_templates(*, judge: Judge, templates: list[str], user=None, label
 
 
 def run_dispatch(*, run_id: int) -> dict:
-    """Queue a run's jobs: clip-cache batches first (per-clip judges), then one job per pair."""
+    """Queue a run's jobs: clip-cache batches first (per-clip judges on a GPU), then one job per chunk of pairs."""
     run = ScoringRun.objects.select_related("judge").get(pk=run_id)
     if run.state in (ScoringRun.State.DONE, ScoringRun.State.FAILED):
         return {"queued": 0}
@@ -313,9 +356,12 @@ def run_dispatch(*, run_id: int) -> dict:
     adapter = adapter_for(run.judge)
     done = set(run.verdicts.values_list("pair_id", flat=True))
     todo = [p for p in run.pair_ids if p not in done]
-    batches = 0
+    jobs: list[tuple[str, tuple]] = []
     options = run.judge.options or {}
-    if not adapter.pairwise and options.get("cache", True):
+    # Prewarm fills the clip cache in device-sized batches across conditions; a CPU judge gains nothing
+    # from that (its chunks score their own clips in one batch) and would compute clips twice meanwhile.
+    prewarm = options.get("prewarm", run.judge.queue == Judge.Queue.GPU)
+    if not adapter.pairwise and options.get("cache", True) and prewarm:
         # Clips per prewarm job: more than one GPU batch (option batch_size, read by the adapter),
         # so a job keeps the device busy for a while instead of paying its overhead per batch.
         size = max(1, int(options.get("prewarm_clips", 64)))
@@ -324,16 +370,13 @@ def run_dispatch(*, run_id: int) -> dict:
             bucket = by_condition.setdefault(cond, [])
             bucket += [c for c in (a, b) if c not in bucket]
         for cond, clip_ids in by_condition.items():
-            for start in range(0, len(clip_ids), size):
-                queueing.task(queueing.CLIPS_PREWARM).apply_async((run.pk, cond, clip_ids[start : start + size]), queue=queue)
-                batches += 1
-    group = max(1, int(options.get("pairs_per_task", 16))) if adapter.pairwise else 1
-    if group > 1:
-        for start in range(0, len(todo), group):
-            queueing.task(queueing.PAIRS_SCORE).apply_async((run.pk, todo[start : start + group]), queue=queue)
-    else:
-        for pid in todo:
-            queueing.task(queueing.PAIR_SCORE).apply_async((run.pk, pid), queue=queue)
+            jobs += [(queueing.CLIPS_PREWARM, (run.pk, cond, clip_ids[start : start + size])) for start in range(0, len(clip_ids), size)]
+    batches = len(jobs)
+    for chunk in queueing.run_chunks(run=run, pair_ids=todo, pairwise=adapter.pairwise):
+        # A chunk of one goes out as the single-pair job, which records a pair's failure on its own.
+        jobs.append((queueing.PAIRS_SCORE, (run.pk, chunk)) if len(chunk) > 1 else (queueing.PAIR_SCORE, (run.pk, chunk[0])))
+    for name, args in jobs:
+        queueing.task(name).apply_async(args, queue=queue)
     if not todo:
         run_progress_update(run_id=run.pk)
     return {"queued": len(todo), "prewarm_batches": batches}

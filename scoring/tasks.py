@@ -3,6 +3,8 @@
 acks_late + reject_on_worker_lost (settings) return a job to the queue when its worker dies
 mid-run; the services' uniqueness rules make the second run a no-op if the first had finished.
 Routing: a run's jobs go to its judge's queue (`cpu` for signal judges, `gpu` for learned ones).
+A run's pairs travel in chunks (pairs_score_task): one broker round trip, commit and progress push
+per chunk instead of per pair; pair_score_task stays for single pairs and jobs already queued.
 Services queue these by name (scoring.queueing), so nothing here is imported by them.
 """
 
@@ -58,7 +60,7 @@ def pair_score_task(self, run_id: int, pair_id: int) -> dict:
 
 @shared_task(bind=True, name=queueing.PAIRS_SCORE, max_retries=3, **COMMON)
 def pairs_score_task(self, run_id: int, pair_ids: list[int]) -> dict:
-    """Several pairs through a pairwise judge in one batched model call (see services.pairs_score)."""
+    """A chunk of a run's pairs in one job (services.pairs_score); a redelivered chunk skips the pairs already scored."""
     try:
         verdicts = services.pairs_score(run_id=run_id, pair_ids=pair_ids)
     except SoftTimeLimitExceeded:

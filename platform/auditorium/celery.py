@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_process_init
 from kombu import Queue
 
@@ -22,6 +22,26 @@ app = Celery("auditorium")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = (Queue("cpu"), Queue("gpu"))
 app.autodiscover_tasks()
+
+
+class BrokerPolling(bootsteps.StartStopStep):
+    """Sets the consumer's polling interval on a polling broker (kombu's virtual transports: SQLAlchemy, filesystem).
+
+    Such a worker sleeps this long whenever a poll finds nothing it may take, including while its
+    prefetch slots are full, so the interval, not the jobs, sets the pace of short jobs. Runs again
+    after every reconnection, which builds a new transport.
+    """
+
+    requires = ("celery.worker.consumer.connection:Connection",)
+
+    def start(self, c) -> None:
+        interval = c.app.conf.get("broker_polling_interval")
+        transport = c.connection.transport if c.connection is not None else None
+        if interval and getattr(transport, "polling_interval", None) is not None:
+            transport.polling_interval = float(interval)
+
+
+app.steps["consumer"].add(BrokerPolling)
 
 
 @app.task(name="auditorium.ping", bind=True, ignore_result=False)
