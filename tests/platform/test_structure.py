@@ -327,6 +327,11 @@ def test_one_file_under_static_opens_websockets():
     assert len(scripts) > 10 and openers == ["static/js/live.js"], openers
 
 
+def test_no_script_under_static_over_700_lines():
+    over = [f"{p.relative_to(ROOT)}: {n} lines" for p in _static_scripts() if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not over, f"scripts over {MAX_LINES} lines: " + "; ".join(over)
+
+
 def test_live_pages_load_the_live_client_before_their_own_script():
     import re
 
