@@ -68,3 +68,11 @@ class ReportFollowsOtherProcessesTests(OtherProcessLiveTestCase):
         print(f"report after a finished run: {latency:.2f} s after the change")
         self.assertEqual(self.errors, [])
         context.close()
+
+
+@pytest.mark.services
+class ReportFollowsOtherProcessesOnRedisTests(ReportFollowsOtherProcessesTests):
+    """The same changes with the layer a deployment uses."""
+
+    redis = True
+    shots_prefix = "report-live-redis-shots-"
