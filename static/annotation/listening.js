@@ -2,8 +2,8 @@
  * questions, and the judgment API (annotation/api.py). No framework, no build step: plain
  * scripts loaded in order before this one, each adding to window.AuditoriumListen —
  * listening-util.js (API calls, this device's copy of a pair, instructions text),
- * listening-events.js (the listening report), listening-skip.js (the skip dialog) and
- * listening-keys.js (the keyboard).
+ * listening-events.js (the listening report), listening-view.js (drawing the page from
+ * its state), listening-skip.js (the skip dialog) and listening-keys.js (the keyboard).
  *
  * The page reports what the transport does (play, pause, seek, switch, a tick a second
  * while playing, ended) to the listening API, numbered; the server stamps each post on
@@ -19,7 +19,6 @@
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
   const { csrfToken, instructionsMarkSeen, instructionsNodes, instructionsSeen, postJSON, store, uuid4 } = window.AuditoriumListen;
-
 
   // ---- page state -------------------------------------------------------------------
 
@@ -319,7 +318,6 @@
     render();
   }
 
-
   // ---- listening events (static/annotation/listening-events.js) ---------------------
 
   const { record, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
@@ -470,7 +468,6 @@
     render();
   }
 
-
   // ---- skip (static/annotation/listening-skip.js) -------------------------------------
 
   const skip = window.AuditoriumListen.skipDialog({
@@ -483,7 +480,6 @@
     announce,
     loadNext,
   });
-
 
   // ---- rendering (static/annotation/listening-view.js) ----------------------------------
 
@@ -596,7 +592,6 @@
     announce,
     transportKey,
   });
-
 
   window.addEventListener("resize", () => render());
   window.addEventListener("pagehide", () => {
