@@ -1,7 +1,8 @@
 """Live pushes to open scoring pages over Channels: run and training progress, and "report changed".
 
 Called after commit by services and tasks; a push never fails its caller, because the change it
-announces is already stored and pages catch up on their next load.
+announces is already stored and pages catch up on their next load. A study's report changes with
+a judgment, an exclusion (scoring.exclusion), a withdrawal or renewed consent, and a finished run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from annotation import services as annotation_services
+from annotation.models import Judgment, Pair
 from auditorium.debounce import debounce_clear, debounced_apply
 
 from . import queueing
@@ -90,7 +92,22 @@ def report_judgment_listener(judgment) -> None:
     report_changed_queue(study_id=judgment.pair.study_id, reason="judgment")
 
 
+def report_consent_listener(user) -> None:
+    """A withdrawal (or consent given again) moves the annotator's votes out of (or back into) every study they voted in."""
+    for study_id in set(Judgment.objects.filter(annotator=user).values_list("pair__study_id", flat=True)):
+        report_changed_broadcast(study_id=study_id, reason="consent")
+
+
+def report_run_finished(*, study_id: int | None, pair_ids: list[int]) -> None:
+    """A finished run adds a judge to the report of its study, or of every study its pairs belong to."""
+    study_ids = {study_id} if study_id else set(Pair.objects.filter(pk__in=pair_ids).values_list("study_id", flat=True))
+    for one in study_ids:
+        report_changed_broadcast(study_id=one, reason="run")
+
+
 def report_listener_install() -> None:
-    """Hook the live refresh into judgment submission (idempotent; meant for ScoringConfig.ready())."""
+    """Hook the live refresh into judgment submission and consent changes (idempotent; meant for ScoringConfig.ready())."""
     if report_judgment_listener not in annotation_services.judgment_listeners:
         annotation_services.judgment_listeners.append(report_judgment_listener)
+    if report_consent_listener not in annotation_services.consent_listeners:
+        annotation_services.consent_listeners.append(report_consent_listener)

@@ -404,6 +404,8 @@ def run_progress_update(*, run_id: int) -> dict:
             group_spread_update(group=run.group)
         if run.study_id:  # a study served where judges disagree re-ranks once a judge has answered
             transaction.on_commit(lambda: queueing.task(queueing.SELECTION_REFRESH).delay(run.study_id, "run"), robust=True)
+        # After the comparison is stored: open report pages fetch the new judge with its figures.
+        transaction.on_commit(lambda: broadcast.report_run_finished(study_id=run.study_id, pair_ids=run.pair_ids), robust=True)
     return progress
 
 

@@ -19,7 +19,7 @@ from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ing
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
-from .people import CONSENT_VERSION, consent_give, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
+from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
 from .recruitment import (
@@ -69,6 +69,7 @@ __all__ = [
     "condition_content_key",
     "condition_get_or_create",
     "consent_give",
+    "consent_listeners",
     "consent_withdraw",
     "file_sha256",
     "judgment_listeners",

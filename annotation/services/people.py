@@ -12,6 +12,15 @@ from ..models import AnnotatorProfile, Assignment, Judgment, Study, StudyAnnotat
 
 CONSENT_VERSION = "1"
 
+# Hooks other apps register (e.g. live report refresh): called with the user after a commit that took
+# their judgments out of analysis (withdrawal) or brought them back (consent given again).
+consent_listeners: list = []
+
+
+def _after_consent_change(user) -> None:
+    for listener in consent_listeners:
+        transaction.on_commit(lambda listener=listener: listener(user), robust=True)
+
 
 def profile_ensure(*, user, pseudonym: str | None = None, is_imported: bool = False) -> AnnotatorProfile:
     """Every annotator gets a pseudonym; exports and reports use only that."""
@@ -41,8 +50,11 @@ def study_annotators_add(*, study: Study, users) -> list[StudyAnnotator]:
 
 def consent_give(*, user, version: str = CONSENT_VERSION) -> AnnotatorProfile:
     profile = profile_ensure(user=user)
+    returning = profile.withdrawn_at is not None
     profile.consented_at, profile.consent_version, profile.withdrawn_at = timezone.now(), version, None
     profile.save(update_fields=["consented_at", "consent_version", "withdrawn_at"])
+    if returning:
+        _after_consent_change(user)
     return profile
 
 
@@ -57,5 +69,6 @@ def consent_withdraw(*, user) -> int:
     profile.save(update_fields=["withdrawn_at"])
     Assignment.objects.filter(annotator=user, state=Assignment.State.ACTIVE).update(state=Assignment.State.EXPIRED, lock_expires_at=timezone.now())
     StudyAnnotator.objects.filter(annotator=user).update(is_active=False)
+    _after_consent_change(user)
     return Judgment.objects.filter(annotator=user).count()
 

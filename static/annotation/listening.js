@@ -1,5 +1,9 @@
 /* The listening page: the shared A/B transport (static/js/ab-transport.js), the CMI-Pref
- * questions, and the judgment API (annotation/api.py). No framework, no build step.
+ * questions, and the judgment API (annotation/api.py). No framework, no build step: plain
+ * scripts loaded in order before this one, each adding to window.AuditoriumListen —
+ * listening-util.js (API calls, this device's copy of a pair, instructions text),
+ * listening-events.js (the listening report), listening-view.js (drawing the page from
+ * its state), listening-skip.js (the skip dialog) and listening-keys.js (the keyboard).
  *
  * The page reports what the transport does (play, pause, seek, switch, a tick a second
  * while playing, ended) to the listening API, numbered; the server stamps each post on
@@ -12,65 +16,9 @@
   const $ = (id) => document.getElementById(id);
   const { SIDES, Transport, Waveform, emptyLog, fmtTime, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const TICK_MS = 100;
-  const STORE_PREFIX = "auditorium:assignment:";
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
-
-  function uuid4() {
-    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
-    const b = crypto.getRandomValues(new Uint8Array(16));
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-  }
-
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    if (match) return decodeURIComponent(match[1]);
-    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
-    return input ? input.value : "";
-  }
-
-  async function postJSON(url, body) {
-    const response = await fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(body || {}),
-    });
-    let data = null;
-    try {
-      data = await response.json();
-    } catch (_) {
-      data = null;
-    }
-    return { status: response.status, ok: response.ok, data };
-  }
-
-  const store = {
-    load(id) {
-      try {
-        return JSON.parse(localStorage.getItem(STORE_PREFIX + id)) || null;
-      } catch (_) {
-        return null;
-      }
-    },
-    save(id, value) {
-      try {
-        localStorage.setItem(STORE_PREFIX + id, JSON.stringify(value));
-      } catch (_) {
-        /* private mode or full storage: the page still works, only resume is lost */
-      }
-    },
-    clear(id) {
-      try {
-        localStorage.removeItem(STORE_PREFIX + id);
-      } catch (_) {
-        /* ignore */
-      }
-    },
-  };
+  const { csrfToken, instructionsMarkSeen, instructionsNodes, instructionsSeen, postJSON, store, uuid4 } = window.AuditoriumListen;
 
   // ---- page state -------------------------------------------------------------------
 
@@ -214,54 +162,6 @@
     }
   });
 
-  // Study instructions are written in a text box: single line breaks are the author's wrapping,
-  // blank lines separate paragraphs, and lines starting with a list marker stay lines.
-  function instructionsNodes(text) {
-    return text
-      .replace(/\r\n?/g, "\n")
-      .split(/\n\s*\n/)
-      .map((block) => block.trim())
-      .filter(Boolean)
-      .map((block) => {
-        const p = document.createElement("p");
-        const lines = block.split("\n").map((line) => line.trim());
-        lines.forEach((line, i) => {
-          if (i > 0) p.append(/^([-*•]|\d+[.)])\s/.test(line) ? document.createElement("br") : " ");
-          p.append(line);
-        });
-        return p;
-      });
-  }
-
-  function instructionsSeenKey() {
-    return `auditorium:instructions-seen:${cfg.study}`;
-  }
-
-  // A short fingerprint of the text: instructions the researcher rewrites open again once.
-  function fingerprint(text) {
-    let h = 5381;
-    for (let i = 0; i < text.length; i += 1) h = ((h * 33) ^ text.charCodeAt(i)) >>> 0;
-    return `${text.length}:${h.toString(36)}`;
-  }
-
-  function instructionsSeen(text) {
-    try {
-      const seen = window.localStorage.getItem(instructionsSeenKey());
-      // "1" is what earlier versions stored, for any text.
-      return seen === "1" || seen === fingerprint(text);
-    } catch (_) {
-      return false;
-    }
-  }
-
-  function instructionsMarkSeen(text) {
-    try {
-      window.localStorage.setItem(instructionsSeenKey(), fingerprint(text));
-    } catch (_) {
-      /* private mode: they open on every visit */
-    }
-  }
-
   // ---- loading a pair ---------------------------------------------------------------
 
   async function loadNext() {
@@ -348,8 +248,8 @@
     // Open on the first visit; from then on (the next pair, a reload, another day) one tap away,
     // so the clips sit higher on small screens.
     const instructions = assignment.instructions || "";
-    el.instructionsBox.open = Boolean(instructions) && !instructionsSeen(instructions);
-    if (instructions) instructionsMarkSeen(instructions);
+    el.instructionsBox.open = Boolean(instructions) && !instructionsSeen(cfg.study, instructions);
+    if (instructions) instructionsMarkSeen(cfg.study, instructions);
     const cond = assignment.condition || {};
     el.prompt.textContent = cond.prompt || "";
     el.promptBlock.hidden = !cond.prompt;
@@ -418,86 +318,15 @@
     render();
   }
 
-  // ---- listening events -------------------------------------------------------------
+  // ---- listening events (static/annotation/listening-events.js) ---------------------
 
-  function record(mine, kind, side, position) {
-    mine.saved.seq += 1;
-    mine.events.push({
-      seq: mine.saved.seq,
-      side,
-      kind,
-      position: Math.round(Math.max(0, position) * 1000) / 1000,
-      client_time: Math.round(performance.now()),
-    });
-    if (kind === "tick") {
-      mine.lastTick = performance.now();
-    } else if (!mine.flushQueued) {
-      // Events recorded by one action (pause + switch, ended + pause) leave in one post, after the action.
-      mine.flushQueued = true;
-      queueMicrotask(() => {
-        mine.flushQueued = false;
-        flushEvents(mine);
-      });
-    }
-  }
-
-  function listeningUrl(mine) {
-    return cfg.listeningUrl.replace("{id}", String(mine.assignment.id));
-  }
-
-  // One post at a time, in order: the server ignores numbers it has already seen, so a batch
-  // that may have arrived (lost answer) is safe to send again, and an older batch never overtakes.
-  function flushEvents(mine) {
-    if (!mine || mine.flushing) return mine ? mine.flushing : Promise.resolve();
-    if (!mine.events.length) return Promise.resolve();
-    mine.flushing = (async () => {
-      while (mine.events.length) {
-        const batch = mine.events.slice(0, 50);
-        mine.lastFlush = performance.now();
-        let res;
-        try {
-          res = await postJSON(listeningUrl(mine), { events: batch });
-        } catch (_) {
-          break; // offline: kept, sent with the next flush
-        }
-        if (res.status >= 500 || res.status === 429) break;
-        mine.events.splice(0, batch.length);
-        if (res.ok && res.data) {
-          mine.server = res.data.heard || mine.server;
-          if (res.data.last_seq > mine.saved.seq) mine.saved.seq = res.data.last_seq;
-          // Numbers the server already had from elsewhere (another tab on this pair): send those
-          // events again under fresh numbers. Play/pause/switch repeated change nothing on the server.
-          const skipped = batch.slice(0, res.data.ignored || 0).filter((event) => event.seq > mine.acked);
-          if (skipped.length) {
-            mine.events.unshift(...skipped.map((event) => ({ ...event })));
-            for (const event of mine.events) {
-              mine.saved.seq += 1;
-              event.seq = mine.saved.seq;
-            }
-          }
-          mine.acked = Math.max(mine.acked, res.data.last_seq);
-        }
-      }
-      mine.flushing = null;
-      if (task === mine) render();
-    })();
-    return mine.flushing;
-  }
-
-  function flushOnLeave() {
-    if (!task || !task.events.length) return;
-    try {
-      fetch(listeningUrl(task), {
-        method: "POST",
-        credentials: "same-origin",
-        keepalive: true,
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-        body: JSON.stringify({ events: task.events.slice(0, 50) }),
-      });
-    } catch (_) {
-      /* the page is going away; the server's record simply ends earlier */
-    }
-  }
+  const { record, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
+    url: cfg.listeningUrl,
+    postJSON,
+    csrfToken,
+    isCurrent: (mine) => task === mine,
+    render: () => render(),
+  });
 
   // Called when a pair is finished with (stored, skipped, replaced): its local copy is not re-saved.
   function teardown() {
@@ -553,32 +382,6 @@
     persist(true);
     render();
     announce(`${question === "alignment" ? "Instruction following" : "Musicality"} confidence ${v}.`);
-  }
-
-  function missing() {
-    if (!task) return ["Wait for the pair to load."];
-    const items = [];
-    const rules = task.assignment.rules || {};
-    const minimum = Number(rules.min_listen_seconds || 0);
-    const log = task.saved.log;
-    if (!task.saved.read) items.push("Read the instruction and confirm it.");
-    const settled = !task.events.length && !task.flushing;
-    for (const side of SIDES) {
-      // Once everything is reported, the server's count is the one that decides.
-      const heard = settled ? Math.min(log[side].seconds, Number(task.server[side] || 0)) : log[side].seconds;
-      if (heard + 1e-6 < minimum || (minimum > 0 && log[side].plays < 1)) {
-        items.push(`Listen to ${side} for ${Math.max(0.1, minimum - heard).toFixed(1)} s more.`);
-      }
-    }
-    const a = answers();
-    if (!a.alignment) items.push("Choose A or B for instruction following (Q / W).");
-    if (a.alignment_confidence === null) items.push("Rate your confidence on instruction following.");
-    if (!a.musicality) items.push("Choose A or B for musicality (E / R).");
-    if (a.musicality_confidence === null) items.push("Rate your confidence on musicality.");
-    const needed = Number(rules.rationale_min_length || 0);
-    const length = (a.rationale || "").trim().length;
-    if (length < needed) items.push(`Write ${needed - length} more character${needed - length === 1 ? "" : "s"} of rationale.`);
-    return items;
   }
 
   async function submit() {
@@ -665,121 +468,31 @@
     render();
   }
 
-  // ---- skip ----------------------------------------------------------------------------
+  // ---- skip (static/annotation/listening-skip.js) -------------------------------------
 
-  function openSkip(prefill) {
-    if (!task) return;
-    el.skipError.hidden = true;
-    el.skipReason.value = prefill || "";
-    for (const input of el.skipForm.querySelectorAll("input[name=skip_preset]")) input.checked = false;
-    if (task.transport) task.transport.pause();
-    el.skipDialog.showModal();
-    el.skipReason.focus();
-  }
+  const skip = window.AuditoriumListen.skipDialog({
+    el,
+    url: cfg.skipUrl,
+    current: () => task,
+    postJSON,
+    store,
+    flash,
+    announce,
+    loadNext,
+  });
 
-  async function doSkip() {
-    const preset = el.skipForm.querySelector("input[name=skip_preset]:checked");
-    const reason = [preset ? preset.value : "", el.skipReason.value.trim()].filter(Boolean).join(" ");
-    if (!reason) {
-      el.skipError.textContent = "Say why you skip this pair: pick a reason or write one.";
-      el.skipError.hidden = false;
-      return;
-    }
-    const mine = task;
-    let res;
-    try {
-      res = await postJSON(cfg.skipUrl.replace("{id}", String(mine.assignment.id)), { reason });
-    } catch (_) {
-      el.skipError.textContent = "The server could not be reached; try again.";
-      el.skipError.hidden = false;
-      return;
-    }
-    if (!res.ok) {
-      el.skipError.textContent = (res.data && res.data.detail) || `Skipping failed (HTTP ${res.status}).`;
-      el.skipError.hidden = false;
-      return;
-    }
-    el.skipDialog.close();
-    store.clear(mine.assignment.id);
-    flash(`Pair skipped (${reason.replace(/\.$/, "")}). It goes to another annotator; your progress is unchanged.`);
-    announce("Pair skipped.");
-    loadNext();
-  }
+  // ---- rendering (static/annotation/listening-view.js) ----------------------------------
 
-  // ---- rendering ------------------------------------------------------------------------
-
-  function setText(node, text) {
-    if (node.textContent !== text) node.textContent = text;
-  }
-
-  function setHTML(node, html) {
-    if (node.dataset.html !== html) {
-      node.innerHTML = html;
-      node.dataset.html = html;
-    }
-  }
-
-  function render() {
-    if (!task) return;
-    const transport = task.transport;
-    const ready = Boolean(transport && transport.ready);
-    const unlocked = task.saved.read && ready;
-    const rules = task.assignment.rules || {};
-    const minimum = Number(rules.min_listen_seconds || 0);
-    const position = transport ? transport.position() : 0;
-
-    el.btnPlay.disabled = !unlocked;
-    el.btnSwitch.disabled = !unlocked;
-    el.btnLoop.disabled = !unlocked;
-    el.btnTime.disabled = !unlocked;
-    const playing = Boolean(transport && transport.playing);
-    setHTML(
-      el.btnPlay,
-      playing ? '<span aria-hidden="true">❚❚ </span>Pause <kbd aria-hidden="true">Space</kbd>' : '<span aria-hidden="true">▶ </span>Play <kbd aria-hidden="true">Space</kbd>'
-    );
-    if (task.saved.read) {
-      el.listenNote.hidden = ready || task.failed;
-      setText(el.listenNote, "Loading the clips…");
-    }
-
-    for (const side of SIDES) {
-      const s = sideEls[side];
-      renderSide(s, transport, side, position, unlocked);
-      const heard = task.saved.log[side].seconds;
-      const enough = heard + 1e-6 >= minimum && (minimum <= 0 || task.saved.log[side].plays >= 1);
-      s.meter.value = minimum > 0 ? Math.min(1, heard / minimum) : 1;
-      s.heard.dataset.done = String(enough);
-      setText(s.heardText, minimum > 0 ? `${heard.toFixed(1)} s heard${enough ? " ✓" : ` · ${minimum.toFixed(1)} s needed`}` : `${heard.toFixed(1)} s heard`);
-    }
-    if (transport) {
-      const text = transportText(transport, position);
-      setText(el.timeText, text.time);
-      setText(el.loopText, text.loop);
-    }
-
-    for (const q of ["alignment", "musicality"]) {
-      $(`q-${q}`).classList.toggle("current", activeQuestion === q);
-    }
-    const needed = Number(rules.rationale_min_length || 0);
-    const length = (answers().rationale || "").trim().length;
-    setText(el.rationaleCount, needed ? `${length} / ${needed} characters minimum` : `${length} characters (optional)`);
-    el.rationaleCount.classList.toggle("ok-text", length >= needed);
-
-    const todo = missing();
-    if (el.checklist.dataset.items !== todo.join("\n")) {
-      el.checklist.dataset.items = todo.join("\n");
-      el.checklist.replaceChildren(
-        ...todo.map((text) => {
-          const li = document.createElement("li");
-          li.textContent = text;
-          return li;
-        })
-      );
-    }
-    el.btnSubmit.disabled = todo.length > 0 || submitting;
-    setHTML(el.btnSubmit, submitting ? "Saving…" : 'Submit <kbd aria-hidden="true">Enter</kbd>');
-    app.dataset.ready = String(todo.length === 0);
-  }
+  const { render, missing } = window.AuditoriumListen.listeningView({
+    app,
+    el,
+    sideEls,
+    $,
+    SIDES,
+    renderSide,
+    transportText,
+    state: () => ({ task, activeQuestion, submitting }),
+  });
 
   function tickTime() {
     const now = performance.now();
@@ -846,7 +559,7 @@
   el.btnTime.addEventListener("click", insertTime);
   el.btnSubmit.addEventListener("click", submit);
   el.btnNext.addEventListener("click", loadNext);
-  el.btnSkip.addEventListener("click", () => openSkip(""));
+  el.btnSkip.addEventListener("click", () => skip.open(""));
   el.rationale.addEventListener("input", () => {
     if (!task) return;
     answers().rationale = el.rationale.value;
@@ -863,96 +576,27 @@
       render();
     });
   }
-  el.skipForm.addEventListener("submit", (event) => {
-    if (event.submitter && event.submitter.value === "skip") {
-      event.preventDefault();
-      doSkip();
-    }
-  });
   el.ref.addEventListener("play", () => task && task.transport && task.transport.pause());
 
-  const TYPING = "textarea, input[type=text], input[type=search], input:not([type]), select, [contenteditable=true]";
-  const NATIVE_ENTER = "button, a[href], summary, audio";
-
-  document.addEventListener("keydown", (event) => {
-    if (event.altKey || event.metaKey || event.isComposing) return;
-    if (el.skipDialog.open) return;
-    const target = event.target;
-    const stage = app.dataset.stage;
-    if (target.matches && target.matches(TYPING)) {
-      if (event.key === "Escape") {
-        target.blur();
-        event.preventDefault();
-      } else if (event.key === "Enter" && event.ctrlKey && target === el.rationale) {
-        event.preventDefault();
-        submit();
-      }
-      return;
-    }
-    if (event.ctrlKey) return;
-    if (stage === "saved") {
-      if (event.key === "Enter" && !(target.matches && target.matches(NATIVE_ENTER))) {
-        event.preventDefault();
-        loadNext();
-      }
-      return;
-    }
-    if (stage !== "task" || !task) return;
-    const transport = task.transport;
-    const unlocked = task.saved.read && transport && transport.ready;
-    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
-    const digit = /^(Digit|Numpad)([1-5])$/.exec(event.code || "");
-    // A held key repeats; only seeking should.
-    if (event.repeat && key !== "ArrowLeft" && key !== "ArrowRight") {
-      if (key === " " || key === "Enter") event.preventDefault();
-      return;
-    }
-
-    if (key === "Enter") {
-      if (target.matches && target.matches(NATIVE_ENTER)) return; // let buttons and links do their own thing
-      event.preventDefault();
-      if (!task.saved.read) confirmRead();
-      else submit();
-      return;
-    }
-    if (digit) {
-      event.preventDefault();
-      setConfidence(activeQuestion, Number(digit[2]) + (event.shiftKey ? 0.5 : 0));
-      return;
-    }
-    switch (key) {
-      case "q":
-      case "w":
-        event.preventDefault();
-        setChoice("alignment", key === "q" ? "A" : "B");
-        return;
-      case "e":
-      case "r":
-        event.preventDefault();
-        setChoice("musicality", key === "e" ? "A" : "B");
-        return;
-      default:
-        break;
-    }
-    if (!unlocked) {
-      if (key === " ") {
-        event.preventDefault();
-        announce("Read the instruction and press Enter to unlock the clips first.");
-      }
-      return;
-    }
-    if (key === "t") {
-      event.preventDefault();
-      insertTime();
-      return;
-    }
-    transportKey(transport, event, announce);
+  window.AuditoriumListen.keyboard({
+    app,
+    el,
+    current: () => task,
+    activeQuestion: () => activeQuestion,
+    confirmRead,
+    submit,
+    loadNext,
+    setChoice,
+    setConfidence,
+    insertTime,
+    announce,
+    transportKey,
   });
 
   window.addEventListener("resize", () => render());
   window.addEventListener("pagehide", () => {
     persist(true);
-    flushOnLeave();
+    flushOnLeave(task);
   });
   document.addEventListener("visibilitychange", () => {
     tickTime();

@@ -104,49 +104,16 @@
     });
   });
 
-  // Live over the websocket (pushes cross processes through the channel layer). While the socket is
-  // down the page polls the board every POLL_MS instead, and the badge says so: it never claims "live"
-  // when it is not.
+  // Live over the websocket (pushes cross processes through the channel layer; static/js/live.js). While
+  // the socket is down the page polls the board every POLL_MS instead, and the badge says so: it never
+  // claims "live" when it is not.
   const live = document.getElementById("live");
   const POLL_MS = 2000;
-  let retry = 1000;
-  let pollTimer = null;
   let seen = JSON.stringify(data);
 
   function badge(text, on) {
     live.textContent = text;
     live.className = on ? "live on" : "live off";
-  }
-  function startPolling() {
-    if (pollTimer === null) pollTimer = setInterval(poll, POLL_MS);
-    poll();
-  }
-  function stopPolling() {
-    clearInterval(pollTimer);
-    pollTimer = null;
-  }
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    let ws;
-    try { ws = new WebSocket(scheme + location.host + "/ws/arena/leaderboard/"); } catch (e) { ws = null; }
-    if (!ws) { badge("updating every " + POLL_MS / 1000 + " s", false); startPolling(); return; }
-    ws.onopen = () => {
-      badge("live", true);
-      retry = 1000;
-      stopPolling();
-      poll(); // a refit pushed while the socket was down is fetched once
-    };
-    ws.onmessage = (ev) => {
-      const msg = JSON.parse(ev.data);
-      if (msg.type === "leaderboard") show(msg.payload);
-    };
-    ws.onclose = () => {
-      // A plain WSGI server, a proxy without websockets or a restart: poll until the socket is back.
-      badge("updating every " + POLL_MS / 1000 + " s", false);
-      startPolling();
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 30000);
-    };
   }
   function show(payload) {
     const text = JSON.stringify(payload);
@@ -155,16 +122,12 @@
     data = payload;
     render();
   }
-  async function poll() {
-    try {
-      const res = await fetch(root.dataset.api, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (!res.ok) throw new Error(String(res.status));
-      show(await res.json());
-      if (pollTimer !== null) badge("updating every " + POLL_MS / 1000 + " s", false);
-    } catch (e) {
-      // Keep the last board; say that it may be out of date.
-      if (pollTimer !== null) badge("server unreachable · retrying every " + POLL_MS / 1000 + " s", false);
-    }
+  const every = "every " + POLL_MS / 1000 + " s";
+  const badges = { live: ["live", true], unreachable: ["server unreachable · retrying " + every, false] };
+  function status(state) {
+    if (state === "connecting") return;
+    const [text, on] = badges[state] || ["updating " + every, false];
+    badge(text, on);
   }
   let resizeTimer = null;
   window.addEventListener("resize", () => {
@@ -172,5 +135,12 @@
     resizeTimer = setTimeout(render, 150);
   });
   render();
-  connect();
+  window.AuditoriumLive.connect("/ws/arena/leaderboard/", {
+    onMessage: (msg) => {
+      if (msg.type === "leaderboard") show(msg.payload);
+    },
+    onStatus: status,
+    // catchUp: a refit pushed while the socket was down is fetched once it is back.
+    poll: { url: root.dataset.api, everyMs: POLL_MS, onData: show, catchUp: true },
+  });
 })();

@@ -2,9 +2,9 @@
  *
  * No plotting library: four chart shapes are enough here, and the page must work
  * offline. The numbers behind every plot are also in the tables on the page.
- * Live refresh: the server pushes "changed" over a websocket; the page then
- * re-fetches its own body (debounced, so a burst of votes costs one fetch) and
- * falls back to polling when the socket is down.
+ * Live refresh: the server pushes "changed" over a websocket (static/js/live.js);
+ * the page then re-fetches its own body (debounced, so a burst of votes costs one
+ * fetch) and falls back to polling when the socket is down.
  */
 (function () {
   "use strict";
@@ -251,13 +251,12 @@
     });
   }
 
-  // --- Live refresh ---------------------------------------------------------------------------
+  // --- Live refresh (static/js/live.js) --------------------------------------------------------
 
   const body = document.getElementById("report-body");
   const status = document.getElementById("live-status");
-  let socketOpen = false;
+  let live = null;
   let timer = null;
-  let retry = 1000;
 
   function setStatus(text, cls) {
     if (!status) return;
@@ -284,6 +283,7 @@
       schedule(5000);
       return;
     }
+    const socketOpen = Boolean(live && live.live);
     try {
       const response = await fetch(window.location.href, { headers: { "X-Report-Refresh": "1" }, credentials: "same-origin" });
       if (!response.ok) throw new Error(String(response.status));
@@ -295,35 +295,8 @@
     }
   }
 
-  function connect() {
-    if (!body || !("WebSocket" in window)) return;
-    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const socket = new WebSocket(scheme + window.location.host + body.dataset.wsPath);
-    socket.onopen = () => {
-      socketOpen = true;
-      retry = 1000;
-      setStatus("live", "live");
-    };
-    socket.onmessage = (event) => {
-      let message = {};
-      try {
-        message = JSON.parse(event.data);
-      } catch (err) {
-        return;
-      }
-      if (message.type === "changed") schedule(1500);
-    };
-    socket.onclose = (event) => {
-      socketOpen = false;
-      if (event.code === 4403 || event.code === 4404) {
-        setStatus("polling", "");
-        return;
-      }
-      setStatus("polling (reconnecting)", "");
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 60000);
-    };
-  }
+  // Once polling, each refresh says so itself ("polling · updated …").
+  const STATUS = { connecting: "polling", refused: "polling", live: "live" };
 
   draw();
   let resizeTimer = null;
@@ -332,12 +305,13 @@
     resizeTimer = setTimeout(draw, 200);
   });
   if (body) {
-    connect();
-    const poll = Math.max(5, Number(body.dataset.pollSeconds || 30)) * 1000;
-    setInterval(() => {
-      if (!socketOpen) refresh();
-    }, poll);
-    if (!socketOpen) setStatus("polling", "");
+    live = window.AuditoriumLive.connect(body.dataset.wsPath, {
+      onMessage: (message) => {
+        if (message.type === "changed") schedule(1500);
+      },
+      onStatus: (state) => setStatus(STATUS[state] || "polling (reconnecting)", state === "live" ? "live" : ""),
+      poll: { run: refresh, everyMs: Math.max(5, Number(body.dataset.pollSeconds || 30)) * 1000 },
+    });
   }
   window.auditoriumReport = { draw: draw, refresh: refresh };
 })();

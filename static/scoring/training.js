@@ -1,13 +1,12 @@
-// Live progress of a reward-model training: the server pushes {state, stage, step, steps} over a websocket,
-// from the worker process that trains. When the state changes (done, failed), the held-out results and
-// any error are redrawn in place (static/scoring/sections.js).
+// Live progress of a reward-model training: the server pushes {state, stage, step, steps} over a websocket
+// (static/js/live.js), from the worker process that trains. When the state changes (done, failed), the
+// held-out results and any error are redrawn in place (static/scoring/sections.js).
 (function () {
   "use strict";
   const box = document.getElementById("progress");
   if (!box) return;
   const status = document.getElementById("live-status");
   const bar = document.getElementById("progress-bar");
-  let retry = 1000;
   let state = box.querySelector('[data-field="state"]').textContent.trim();
 
   function show(p) {
@@ -23,20 +22,14 @@
     }
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}${box.dataset.wsPath}`);
-    socket.onopen = () => { status.textContent = "live"; status.classList.add("ok"); retry = 1000; };
-    socket.onmessage = (event) => {
-      const data = JSON.parse(event.data);
+  window.AuditoriumLive.connect(box.dataset.wsPath, {
+    onMessage: (data) => {
       if (data.type === "progress") show(data.progress);
-    };
-    socket.onclose = () => {
-      status.textContent = "reconnecting";
-      status.classList.remove("ok");
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 30000);
-    };
-  }
-  connect();
+    },
+    onStatus: (state) => {
+      if (state === "connecting") return;
+      status.textContent = state === "live" ? "live" : state === "refused" ? "not live" : "reconnecting";
+      status.classList.toggle("ok", state === "live");
+    },
+  });
 })();

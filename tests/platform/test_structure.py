@@ -309,3 +309,33 @@ def test_no_template_carries_an_inline_event_handler():
     handler = re.compile(r"<[^>]*\son[a-z]+\s*=", re.IGNORECASE)
     found = [str(p.relative_to(root)) for p in root.rglob("*.html") if handler.search(p.read_text())]
     assert not found, f"inline event handlers in {found}"
+
+
+# --- (d) the browser code --------------------------------------------------------------------
+
+STATIC = ROOT / "static"
+
+
+def _static_scripts() -> list[Path]:
+    return sorted(STATIC.rglob("*.js"))
+
+
+def test_one_file_under_static_opens_websockets():
+    # Every live page goes through static/js/live.js: one reconnect policy and one polling fallback.
+    scripts = _static_scripts()
+    openers = [str(p.relative_to(ROOT)) for p in scripts if "new WebSocket" in p.read_text()]
+    assert len(scripts) > 10 and openers == ["static/js/live.js"], openers
+
+
+def test_no_script_under_static_over_700_lines():
+    over = [f"{p.relative_to(ROOT)}: {n} lines" for p in _static_scripts() if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not over, f"scripts over {MAX_LINES} lines: " + "; ".join(over)
+
+
+def test_live_pages_load_the_live_client_before_their_own_script():
+    import re
+
+    templates = ROOT / "templates"
+    for page, script in (("arena/leaderboard.html", "arena/leaderboard.js"), ("scoring/report.html", "scoring/report.js"), ("scoring/run.html", "scoring/run.js"), ("scoring/training.html", "scoring/training.js")):
+        sources = re.findall(r"<script src=\"\{% static '([^']+)' %\}\"", (templates / page).read_text())
+        assert "js/live.js" in sources and sources.index("js/live.js") < sources.index(script), (page, sources)
