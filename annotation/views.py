@@ -7,8 +7,6 @@ place (annotation/services/) for the page and for API clients alike.
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -20,6 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from auditorium.errors import ServiceError
+from auditorium.guards import forbidden, researcher_required
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
@@ -58,23 +57,6 @@ CONFIDENCE_VALUES = tuple(
 def _render(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
     context.setdefault("is_researcher", is_researcher(request.user))
     return render(request, template, context, status=status)
-
-
-def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    return _render(request, "annotation/forbidden.html", {"message": message}, status=403)
-
-
-def researcher_required(view):
-    """Management pages: signed-in researchers and admins only; everyone else gets a 403 page."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs):
-        if not is_researcher(request.user):
-            return _forbidden(request, "This page is for researchers. Ask an administrator if you need access.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 def _form_error(form, exc: ServiceError) -> None:
@@ -191,7 +173,7 @@ def _api_url_template(name: str, *, arg_name: str) -> str:
 def annotate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
     if not selectors.is_active_member(study=study, user=request.user):
-        return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
+        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     if hasattr(study, "rating_task"):
         # A rating study (acr, multi) has its own page (annotation/ratings/).
         return redirect("ratings:rate", name=study.name)
@@ -253,7 +235,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
 def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
     if selectors.study_writable_by(study=study, user=request.user):
         return None
-    return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
+    return forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
 
 
 @study_required
@@ -333,7 +315,7 @@ def study_collaborators_set(request: HttpRequest, name: str) -> HttpResponse:
     """The owner (or an admin) names the researchers who may change the study with them."""
     study = get_object_or_404(Study, name=name)
     if not selectors.study_collaborators_editable_by(study=study, user=request.user):
-        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
+        return forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
     form = StudyCollaboratorsForm(request.POST)
     if not form.is_valid():
         messages.error(request, " ".join(form.errors.get("usernames", ["Check the names."])))
@@ -357,7 +339,7 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
     # The page links back to the study only when the name is one (a typed "a b" is no study and no URL).
     study = Study.objects.filter(name=wanted).first() if wanted else None
     if study is not None and not selectors.study_importable_by(study=study, user=request.user):
-        return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
+        return forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
     limit = max_upload_bytes()
     if request.method == "POST":
         form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)

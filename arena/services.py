@@ -24,6 +24,7 @@ from auditorium import listening
 from auditorium.deferred import deferred_rows
 from auditorium.cache import cache_forget, cache_get, cache_set_many
 from auditorium.errors import ServiceError
+from auditorium.rates import salted_hash
 
 from . import conf, jobs, ratelimit, sampling, voting
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
@@ -55,7 +56,7 @@ def visitor_for_cookie(cookie: str | None) -> Visitor | None:
     """The visitor of this cookie, from the cache (dropped on every save of the visitor: terms, ban)."""
     if not cookie:
         return None
-    cookie_hash = conf.salted_hash("cookie", cookie, length=64)
+    cookie_hash = salted_hash("cookie", cookie, length=64)
     visitor = cache_get(_visitor_key(cookie_hash))
     if visitor is None:
         visitor = Visitor.objects.filter(cookie_hash=cookie_hash).first()
@@ -77,7 +78,7 @@ def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, 
     if visitor is None:
         cookie = secrets.token_urlsafe(24)
         visitor = Visitor.objects.create(
-            cookie_hash=conf.salted_hash("cookie", cookie, length=64), pseudonym="u-" + conf.salted_hash("user", cookie, length=20)
+            cookie_hash=salted_hash("cookie", cookie, length=64), pseudonym="u-" + salted_hash("user", cookie, length=20)
         )
     visitor.terms_version, visitor.terms_accepted_at = current, timezone.now()
     visitor.save(update_fields=["terms_version", "terms_accepted_at"])

@@ -14,6 +14,7 @@ from annotation.crowd_views import crowd_gate
 from annotation.models import Clip, Study
 from annotation.services import audio_fetch_record
 from auditorium.ranged import ranged_file_response
+from auditorium.guards import forbidden
 from auditorium.roles import is_researcher
 
 from . import selectors
@@ -44,8 +45,7 @@ def rate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
     # Membership first: whoever is not an annotator of the study learns nothing of it, not even its task type.
     if not annotation_selectors.is_active_member(study=study, user=request.user):
-        context = {"message": "You are not an annotator of this study. Ask the researcher running it to add you.", "is_researcher": is_researcher(request.user)}
-        return render(request, "annotation/forbidden.html", context, status=403)
+        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     task = selectors.rating_task_of(study)
     if task is None:
         return redirect("annotate", name=study.name)
