@@ -1,7 +1,7 @@
 """Pages of the crowd-quality steps: the headphone screen, the practice round, recruitment links and their end codes.
 
 The order before the first pair is: (recruitment link ->) consent -> screen -> practice -> pairs.
-`crowd_gate` tells the listening page where an annotator must go first.
+Which step comes first is services.crowd_step, for these pages and the APIs alike.
 """
 
 from __future__ import annotations
@@ -36,16 +36,6 @@ def _page(request: HttpRequest, template: str, context: dict, status: int = 200)
 
 # The login backend for accounts made from a recruitment link (they have no password).
 LINK_BACKEND = "django.contrib.auth.backends.ModelBackend"
-
-
-def crowd_gate(*, study: Study, user) -> str | None:
-    """Where the annotator must go before the pairs (the screen, its end, or the practice round), or None."""
-    status = services.screening_status(study=study, annotator=user)
-    if status["state"] in ("open", "failed"):
-        return reverse("screening", kwargs={"name": study.name})
-    if services.practice_next(study=study, annotator=user) is not None:
-        return reverse("practice", kwargs={"name": study.name})
-    return None
 
 
 def _member_study(request: HttpRequest, name: str) -> Study:
@@ -182,7 +172,7 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
     study = _member_study(request, name)
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
-    if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
+    if services.screening_pending(study=study, annotator=request.user):
         return redirect("screening", name=study.name)
     total = services.practice_servable(study=study).count()
     if request.method == "POST":

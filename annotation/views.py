@@ -179,11 +179,9 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("ratings:rate", name=study.name)
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
-    from .crowd_views import crowd_gate  # the crowd-quality steps (screen, practice) come before the pairs
-
-    first = crowd_gate(study=study, user=request.user)
-    if first is not None:
-        return redirect(first)
+    step = services.crowd_step(study=study, annotator=request.user)
+    if step is not None:
+        return redirect(step, name=study.name)
     config = {
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),

@@ -10,9 +10,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from annotation import selectors as annotation_selectors
-from annotation.crowd_views import crowd_gate
 from annotation.models import Clip, Study
-from annotation.services import audio_fetch_record
+from annotation.services import audio_fetch_record, crowd_step
 from auditorium.ranged import ranged_file_response
 from auditorium.guards import forbidden
 from auditorium.roles import is_researcher
@@ -52,9 +51,9 @@ def rate(request: HttpRequest, name: str) -> HttpResponse:
     if not annotation_selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
     # The same headphone screen and practice round as pairwise studies, before the first item.
-    first = crowd_gate(study=study, user=request.user)
-    if first is not None:
-        return redirect(first)
+    step = crowd_step(study=study, annotator=request.user)
+    if step is not None:
+        return redirect(step, name=study.name)
     config = {
         "nextUrl": reverse("ratings:api-next", kwargs={"name": study.name}),
         "submitUrl": _template("ratings:api-submit"),
