@@ -355,19 +355,36 @@ def _fetched_as_stored(battle: Battle | None, short: list[tuple[str, float, bool
     return [(side, seconds, side in fetched) for side, seconds, _ in short]
 
 
-def _vote_refusal(code: str, **info) -> ArenaError:
-    """The refusals the fast path (voting.py) raises, worded as vote_submit words them."""
-    if code == "daily_cap":
-        oldest = Vote.objects.filter(visitor=info["visitor"], created_at__gte=info["since"]).order_by("created_at").values_list("created_at", flat=True).first() or info["now"]
-        retry = max(1, int((oldest + timedelta(days=1) - info["now"]).total_seconds()) + 1)
-        return ArenaError(f"You have reached today's limit of {info['cap']} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-    need, short = info["need"], _fetched_as_stored(info.get("battle"), info["short"])
-    return ArenaError(
-        listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
-        code="listen_required",
-        status=403,
-        extra={"heard": info["heard"], "min_listen_seconds": need},
-    )
+def _vote_input_clean(*, choice: str, feedback: str) -> str:
+    """The vote's own fields: a known choice and feedback within the limit; the feedback, stripped."""
+    if choice not in Vote.Choice.values:
+        raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
+    feedback = (feedback or "").strip()
+    if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
+        raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+    return feedback
+
+
+def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now) -> None:
+    """The rules a vote on a battle the visitor holds (claimed or locked) must meet: the daily cap, then enough of each clip heard.
+
+    The one statement of them for both paths: voting.vote_cast (the fast path) and vote_submit call it in their transaction.
+    """
+    cap = conf.get("ARENA_DAILY_VOTE_CAP")
+    if cap and recent_votes >= cap:
+        oldest = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).order_by("created_at").values_list("created_at", flat=True).first() or now
+        retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
+        raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
+    need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+    short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
+    if short:
+        short = _fetched_as_stored(battle, short)
+        raise ArenaError(
+            listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
+            code="listen_required",
+            status=403,
+            extra={"heard": listen_seconds(battle), "min_listen_seconds": need},
+        )
 
 
 def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None):
@@ -378,16 +395,12 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
     """
     visitor = _require_terms(visitor)
     idempotency_key = (idempotency_key or "").strip()[:100]
-    feedback = (feedback or "").strip()
     try:
         _vote_limits(visitor=visitor, ip_hash=ip_hash)
-        if choice not in Vote.Choice.values:
-            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
-        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        feedback = _vote_input_clean(choice=choice, feedback=feedback)
         return voting.vote_cast(
             public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
-            refusal=_vote_refusal, on_commit=leaderboard_queue_refresh, now=now,
+            check=vote_rules_check, on_commit=leaderboard_queue_refresh, now=now,
         )
     except ArenaError as exc:
         battle = Battle.objects.filter(public_id=public_id, visitor=visitor).first()
@@ -425,18 +438,7 @@ def vote_submit(
         if not limits_counted:
             _vote_limits(visitor=visitor, ip_hash=ip_hash)
         now = now or timezone.now()
-        cap = conf.get("ARENA_DAILY_VOTE_CAP")
-        since = now - timedelta(days=1)
-        recent = Vote.objects.filter(visitor=visitor, created_at__gte=since).order_by("created_at")
-        if cap and recent.count() >= cap:
-            oldest = recent.first().created_at
-            retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
-            raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-        if choice not in Vote.Choice.values:
-            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
-        feedback = (feedback or "").strip()
-        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        feedback = _vote_input_clean(choice=choice, feedback=feedback)
         with transaction.atomic():
             locked = Battle.objects.select_for_update().get(pk=battle.pk)
             replay = _vote_replay(battle=locked, visitor=visitor, idempotency_key=idempotency_key)
@@ -446,16 +448,8 @@ def vote_submit(
                 raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409)
             if locked.status != Battle.Status.READY:
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
-            heard = listen_seconds(locked)
-            need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-            short = _fetched_as_stored(locked, listening.shortfalls(locked.listening, sides=SIDES, minimum=need))
-            if short:
-                raise ArenaError(
-                    listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
-                    code="listen_required",
-                    status=403,
-                    extra={"heard": heard, "min_listen_seconds": need},
-                )
+            recent_votes = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).count()
+            vote_rules_check(battle=locked, visitor=visitor, recent_votes=recent_votes, now=now)
             vote = voting.vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])
