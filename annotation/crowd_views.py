@@ -24,9 +24,10 @@ from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
 from auditorium.roles import is_researcher
 
-from . import screening, selectors, services
+from . import selectors, services
 from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt
 from .models import Study
+from .screens import screen_for
 
 
 def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
@@ -123,7 +124,8 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
         message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
         return _screening_render(request, study, current, message=message, status=400)
     raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
-    answers = [int(a) if a in ("1", "2", "3") else None for a in raw]
+    offered = {str(choice): choice for choice in screen_for(current.kind).choices}
+    answers = [offered.get(a) for a in raw]
     if None in answers:
         answers = None
     try:
@@ -152,7 +154,7 @@ def screening_trial(request: HttpRequest, token: str, index: int) -> HttpRespons
     if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
         raise Http404("No such sound.")
     _heard(request, "screen", token, index)
-    response = HttpResponse(screening.trial_wav(attempt.seed, index), content_type="audio/wav")
+    response = HttpResponse(screen_for(attempt.kind).trial_wav(attempt.seed, index), content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
     return response
 

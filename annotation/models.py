@@ -196,7 +196,7 @@ class Study(TriggerCounted):
     )
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
-    # The headphone screen before the first pair (annotation/screening.py); off by default.
+    # The headphone screen before the first pair (annotation/screens/); off by default.
     screening = models.CharField(max_length=10, choices=ScreeningKind.choices, default=ScreeningKind.OFF)
     screening_trials = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1), MaxValueValidator(30)])
     screening_pass = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(30)], help_text="Correct answers needed to pass.")

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import screening, services
+from annotation import services
+from annotation.screens import huggins as screening
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
 from auditorium.errors import ServiceError

@@ -13,7 +13,8 @@ from django.test import Client
 from django.urls import reverse
 from scipy.stats import binomtest
 
-from annotation import screening, services
+from annotation import services
+from annotation.screens import huggins as screening
 from annotation.crowd_models import ScreeningAttempt
 from tests.crowd import play_screen
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
