@@ -333,6 +333,8 @@ AUDITORIUM_MAX_UPLOAD_BYTES = env_int("AUDITORIUM_MAX_UPLOAD_BYTES", 512 * 1024 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, minimum=1024)
 AUDITORIUM_MAX_REQUEST_BYTES = env_int("AUDITORIUM_MAX_REQUEST_BYTES", 2 * DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=DATA_UPLOAD_MAX_MEMORY_SIZE)
 AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/", "/manage/import/"])
+# Who may send an upload-sized body to those paths (the request-size limit asks before reading it).
+AUDITORIUM_UPLOAD_ALLOWED = "annotation.selectors.uploads_allowed"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
     "auditorium.limits.CappedUploadHandler",
