@@ -20,9 +20,9 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 from rest_framework.permissions import BasePermission
 
-from auditorium.errors import ServiceError
-from auditorium.guards import RESEARCHERS_ONLY, forbidden
-from auditorium.roles import is_admin, is_researcher
+from common.errors import ServiceError
+from common.guards import RESEARCHERS_ONLY, forbidden
+from common.roles import is_admin, is_researcher
 
 from .models import Study
 from .selectors import study_writable_by

@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditorium.api_input import validated
+from common.api_input import validated
 
 from . import cached, selectors, services
 from .models import Assignment, Clip

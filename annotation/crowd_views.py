@@ -20,9 +20,9 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
-from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 
 from . import selectors, services
 from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt

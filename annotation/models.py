@@ -399,7 +399,7 @@ class Assignment(models.Model):
     served_at = models.DateTimeField()
     lock_expires_at = models.DateTimeField()
     skip_reason = models.TextField(blank=True)
-    # The server's own listening record so far (auditorium.listening.evidence), refreshed by
+    # The server's own listening record so far (common.listening.evidence), refreshed by
     # every events post, and the highest event number received (later ones must be higher).
     listening = models.JSONField(default=dict, blank=True)
     listening_seq = models.PositiveBigIntegerField(default=0)

@@ -8,7 +8,7 @@ from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from auditorium.roles import is_admin, is_researcher
+from common.roles import is_admin, is_researcher
 
 from .models import AnnotatorProfile, Assignment, Clip, Judgment, Pair, Study, StudyAnnotator, StudyExport
 
@@ -312,7 +312,7 @@ def study_collaborators_editable_by(*, study: Study, user) -> bool:
 
 
 def uploads_allowed(*, user, path: str) -> bool:
-    """Whether a request to this upload path may carry a dataset-sized body (auditorium/limits.py asks before reading it).
+    """Whether a request to this upload path may carry a dataset-sized body (common/limits.py asks before reading it).
 
     The admin import: staff allowed to add pairs, clips and judgments. The researchers' import: anyone with a study to import into.
     """

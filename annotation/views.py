@@ -17,10 +17,10 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from auditorium.errors import ServiceError
-from auditorium.guards import forbidden, researcher_required
+from common.errors import ServiceError
+from common.guards import forbidden, researcher_required
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.roles import is_researcher
 
 from .access import studies_visible_to, study_required
 from . import selectors, services

@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from auditorium.errors import ServiceError
-from auditorium.guards import forbidden, researcher_required
+from common.errors import ServiceError
+from common.guards import forbidden, researcher_required
 
 from . import selectors
 from .forms import StudyExportForm

@@ -1,4 +1,4 @@
-"""Reading the arena's settings (rate strings and salted hashes are read by auditorium.rates).
+"""Reading the arena's settings (rate strings and salted hashes are read by common.rates).
 
 The settings themselves, typed and with their defaults, are the ARENA_* block of
 platform/auditorium/settings.py; an unknown ARENA_* variable stops start-up there.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from auditorium.celery import task
-from auditorium.debounce import debounced_apply
+from common.debounce import debounced_apply
 
 GENERATE_SIDE = "arena.tasks.battle_generate_side"
 LEADERBOARD_REFRESH = "arena.tasks.leaderboard_refresh_task"

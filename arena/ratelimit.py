@@ -15,8 +15,8 @@ import time
 
 from django.core.cache import cache, caches
 
-from auditorium.cache import RedisCache
-from auditorium.rates import parse_rate, window_start
+from common.cache import RedisCache
+from common.rates import parse_rate, window_start
 
 log = logging.getLogger(__name__)
 

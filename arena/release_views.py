@@ -10,9 +10,9 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from auditorium.errors import ServiceError
-from auditorium.guards import forbidden
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import forbidden
+from common.roles import is_researcher
 
 from .models import ReleaseBuild
 from .release_builds import release_build_create, release_folder, release_visible

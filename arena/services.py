@@ -3,7 +3,7 @@
 Rules that protect the data live here, not in the page: prompt limits and
 moderation, capability-aware sampling, the minimum listening time (measured
 from events as the server received them and the audio it sent, see
-auditorium.listening), one vote per battle, rate limits and the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
+common.listening), one vote per battle, rate limits and the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
-from auditorium import listening
+from common import listening
 from auditorium.deferred import deferred_rows
-from auditorium.cache import cache_forget, cache_get, cache_set_many
-from auditorium.errors import ServiceError
-from auditorium.rates import salted_hash
+from common.cache import cache_forget, cache_get, cache_set_many
+from common.errors import ServiceError
+from common.rates import salted_hash
 
 from . import conf, jobs, ratelimit, sampling, voting
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
@@ -289,7 +289,7 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
 def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict:
     """Store a batch of play/pause/seek/switch/tick/ended events stamped with the server's arrival time.
 
-    Returns the seconds heard per side as the server counts them (auditorium.listening),
+    Returns the seconds heard per side as the server counts them (common.listening),
     how many events were new and how many were ignored as already received (a replay),
     and the last event number received.
     """

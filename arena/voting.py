@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Clip, System
-from auditorium.precompiled import PrecompiledInsert, PreparedSQL
+from common.precompiled import PrecompiledInsert, PreparedSQL
 
 from .models import ArenaSystem, Battle, Visitor, Vote
 from .selectors import SIDES, listen_seconds

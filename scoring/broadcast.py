@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from annotation import services as annotation_services
-from auditorium.debounce import debounce_clear, debounced_apply
+from common.debounce import debounce_clear, debounced_apply
 
 from . import queueing
 
@@ -72,7 +72,7 @@ def _push_pending_key(study_id: int) -> str:
 
 
 def report_changed_queue(*, study_id: int, reason: str) -> None:
-    """Debounced push: at most one broadcast per study per window, none dropped (auditorium.debounce)."""
+    """Debounced push: at most one broadcast per study per window, none dropped (common.debounce)."""
     try:
         task = queueing.task(queueing.REPORT_CHANGED)
         debounced_apply(task, key=_push_pending_key(study_id), delay=REPORT_PUSH_WINDOW_SECONDS, args=[study_id, reason])

@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotation.dataset.keys import export_hash_stem, export_path_names
 from annotation.models import Clip, Condition, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import broadcast, compare, queueing
 from . import study_rule as study_rule_check
@@ -30,8 +30,7 @@ from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate
 from .exclusion import annotator_exclude, annotator_include  # noqa: F401
 from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
-from .judges.base import jsonable
-from .judges.base import pair_outcome, store_fill
+from .judges.base import jsonable, pair_outcome, store_fill
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
 from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 

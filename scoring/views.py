@@ -11,8 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from annotation.access import studies_visible_to, study_required
 from annotation.models import AnnotatorProfile, Study
-from auditorium.errors import ServiceError
-from auditorium.guards import researcher_required
+from common.errors import ServiceError
+from common.guards import researcher_required
 
 from . import selectors, services
 from .agreement import THRESHOLD_HELP
@@ -22,7 +22,6 @@ from .report import ReportOptions, report_build, report_options_parse
 from .report_tables import TABLES
 from .reward import services as reward_services
 from .reward.features import FEATURE_KINDS
-
 
 TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split_seeds": "0", "split": "condition", "confidence_weight": "", "weight_by_reliability": ""}
 

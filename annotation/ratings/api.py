@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from annotation import cached
 from annotation.services import crowd_gate_check
-from auditorium.api_input import validated
+from common.api_input import validated
 
 from . import selectors, services
 

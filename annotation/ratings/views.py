@@ -13,8 +13,8 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Clip, Study
 from annotation.services import audio_fetch_record, crowd_step
 from auditorium.ranged import ranged_file_response
-from auditorium.guards import forbidden
-from auditorium.roles import is_researcher
+from common.guards import forbidden
+from common.roles import is_researcher
 
 from . import selectors
 

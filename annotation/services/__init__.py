@@ -12,12 +12,12 @@
 - gate.py: the one gate before the work (screen, then practice), for pages, APIs and tasks alike
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
-more than one row; refusals raise `auditorium.errors.ServiceError`.
+more than one row; refusals raise `common.errors.ServiceError`.
 """
 
 from .assignment import assignment_next, assignment_skip, planner_stats_refresh
-from .gate import crowd_gate_check, crowd_step, screening_pending
 from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
+from .gate import crowd_gate_check, crowd_step, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for

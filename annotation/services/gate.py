@@ -6,7 +6,7 @@ while the screen stands in the way, so a client that skips the pages meets the s
 
 from __future__ import annotations
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from .practice import practice_next
 from .screening import screening_status

@@ -1,6 +1,6 @@
 """The server's own record of an annotator's listening: audio bytes sent, events received.
 
-The rules are the shared ones in `auditorium.listening`; this module stores the rows
+The rules are the shared ones in `common.listening`; this module stores the rows
 (AudioFetch per user and clip, ListeningEvent per assignment) and keeps each assignment's
 running record, which the judgment submit checks without reading the events again.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium import listening
 from auditorium.deferred import deferred_rows
-from auditorium.errors import ServiceError
+from common import listening
+from common.errors import ServiceError
 
 from ..models import AnnotatorProfile, Assignment, AudioFetch, Clip, ListeningEvent
 

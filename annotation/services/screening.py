@@ -7,11 +7,11 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
-from ..screens import screen_for
 from ..crowd_models import ScreeningAttempt
 from ..models import Judgment, ScreeningKind
+from ..screens import screen_for
 
 
 def screening_exempt(*, study, annotator) -> bool:

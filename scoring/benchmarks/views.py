@@ -11,10 +11,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation.models import Clip, Study
-from auditorium.errors import ServiceError
-from auditorium.guards import forbidden
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import forbidden
+from common.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
 from scoring.models import Judge
 

@@ -31,8 +31,8 @@ from django.utils.text import slugify
 from annotation.models import Clip, Condition, Judgment, Pair, Study
 from annotation.selectors import study_writable_by
 from annotation.services import pair_priorities_replace
-from auditorium.errors import ServiceError
 from auditorium.runtime import pick_device
+from common.errors import ServiceError
 
 from .. import broadcast, queueing
 from .. import services as scoring

@@ -9,7 +9,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.crowd_models import ScreeningAttempt
 from annotation.models import Pair
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 from tests.ratings_helpers import member, rating_study
 

@@ -19,7 +19,7 @@ from annotation import services
 from annotation.screens import huggins as screening
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.crowd import play_practice, play_screen
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 

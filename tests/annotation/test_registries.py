@@ -9,9 +9,9 @@ import io
 import pytest
 from django.core.management import call_command
 
+from annotation import services
 from annotation.crowd_models import ScreeningAttempt
 from annotation.models import ScreeningKind
-from annotation import services
 from annotation.screens import SCREENS, Screen, huggins, screen_for
 from scoring.judges import ADAPTERS
 from scoring.models import Judge

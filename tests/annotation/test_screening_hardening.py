@@ -14,8 +14,8 @@ from django.urls import reverse
 from scipy.stats import binomtest
 
 from annotation import services
-from annotation.screens import huggins as screening
 from annotation.crowd_models import ScreeningAttempt
+from annotation.screens import huggins as screening
 from tests.crowd import play_screen
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 from tests.live_uvicorn import serving
