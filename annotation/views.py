@@ -17,13 +17,13 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from auditorium.ranged import ranged_file_response
 from common.errors import ServiceError
 from common.guards import forbidden, researcher_required
-from auditorium.ranged import ranged_file_response
 from common.roles import is_researcher
 
-from .access import studies_visible_to, study_required
 from . import selectors, services
+from .access import studies_visible_to, study_required
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
@@ -83,9 +83,15 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 @require_safe
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
+    return clip_audio_served(request, public_id, audible=selectors.clip_audible_by)
+
+
+def clip_audio_served(request: HttpRequest, public_id, *, audible) -> HttpResponse:
+    """The clip's audio (ranges, ETag) for a user `audible(user=, clip=)` lets hear it, pairwise and rating pages alike;
+    what each response sent is recorded, and the submit checks listening against that record."""
     clip = get_object_or_404(Clip, public_id=public_id)
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
-    if not selectors.clip_audible_by(user=request.user, clip=clip):
+    if not audible(user=request.user, clip=clip):
         raise Http404("No such audio.")
     user, started = request.user, timezone.now()
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from annotation import selectors as annotation_selectors
-from annotation.models import Clip, Study
-from annotation.services import audio_fetch_record, crowd_step
-from auditorium.ranged import ranged_file_response
+from annotation.models import Study
+from annotation.services import crowd_step
+from annotation.views import clip_audio_served
 from common.guards import forbidden
 from common.roles import is_researcher
 
@@ -21,16 +20,7 @@ from . import selectors
 
 @require_safe
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
-    clip = get_object_or_404(Clip, public_id=public_id)
-    if not selectors.clip_audible_by(user=request.user, clip=clip):
-        raise Http404("No such audio.")
-    user, started = request.user, timezone.now()
-
-    def sent(first: int, last: int, total: int) -> None:
-        # The same record the pairwise page's audio keeps: the submit checks listening against it.
-        audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started)
-
-    return ranged_file_response(request, clip.file.path, etag=clip.sha256, on_sent=sent)
+    return clip_audio_served(request, public_id, audible=selectors.clip_audible_by)
 
 
 def _template(name: str) -> str:
