@@ -168,7 +168,7 @@ def consent_withdraw_view(request: HttpRequest) -> HttpResponse:
     return _render(request, "annotation/consent_withdraw.html", {"form": form, "profile": profile, "judged": judged})
 
 
-def _api_url_template(name: str, *, arg_name: str) -> str:
+def api_url_template(name: str, *, arg_name: str = "assignment_id") -> str:
     # The page fills in the id; reversing with a sentinel keeps the URL shape owned by urls.py.
     sentinel = 987654321
     return reverse(name, kwargs={arg_name: sentinel}).replace(str(sentinel), "{id}")
@@ -191,9 +191,9 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
     config = {
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),
-        "judgmentUrl": _api_url_template("api-judgment-submit", arg_name="assignment_id"),
-        "listeningUrl": _api_url_template("api-listening-events", arg_name="assignment_id"),
-        "skipUrl": _api_url_template("api-assignment-skip", arg_name="assignment_id"),
+        "judgmentUrl": api_url_template("api-judgment-submit", arg_name="assignment_id"),
+        "listeningUrl": api_url_template("api-listening-events", arg_name="assignment_id"),
+        "skipUrl": api_url_template("api-assignment-skip", arg_name="assignment_id"),
         "consentUrl": f"{reverse('consent')}?next={request.path}",
         "homeUrl": reverse("home"),
     }

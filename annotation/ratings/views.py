@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 from annotation import selectors as annotation_selectors
 from annotation.models import Study
 from annotation.services import crowd_step
-from annotation.views import clip_audio_served
+from annotation.views import api_url_template, clip_audio_served
 from common.guards import forbidden
 from common.roles import is_researcher
 
@@ -21,11 +21,6 @@ from . import selectors
 @require_safe
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     return clip_audio_served(request, public_id, audible=selectors.clip_audible_by)
-
-
-def _template(name: str) -> str:
-    sentinel = 987654321
-    return reverse(name, kwargs={"assignment_id": sentinel}).replace(str(sentinel), "{id}")
 
 
 @login_required
@@ -46,9 +41,9 @@ def rate(request: HttpRequest, name: str) -> HttpResponse:
         return redirect(step, name=study.name)
     config = {
         "nextUrl": reverse("ratings:api-next", kwargs={"name": study.name}),
-        "submitUrl": _template("ratings:api-submit"),
-        "listeningUrl": _template("ratings:api-listening"),
-        "skipUrl": _template("ratings:api-skip"),
+        "submitUrl": api_url_template("ratings:api-submit"),
+        "listeningUrl": api_url_template("ratings:api-listening"),
+        "skipUrl": api_url_template("ratings:api-skip"),
         "homeUrl": reverse("home"),
     }
     return render(request, "ratings/rate.html", {"study": study, "task": task, "config": config, "is_researcher": is_researcher(request.user)})
