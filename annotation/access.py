@@ -18,11 +18,11 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
-from django.shortcuts import render
 from rest_framework.permissions import BasePermission
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_admin, is_researcher
+from common.errors import ServiceError
+from common.guards import RESEARCHERS_ONLY, forbidden
+from common.roles import is_admin, is_researcher
 
 from .models import Study
 from .selectors import study_writable_by
@@ -93,8 +93,7 @@ def study_required(view=None, *, allowed=_by_name):
         @wraps(inner)
         def wrapped(request: HttpRequest, *args, **kwargs):
             if not study_url_check(user=request.user, kwargs=kwargs, allowed=allowed):
-                message = refusal_text(kwargs) if is_researcher(request.user) else "This page is for researchers. Ask an administrator if you need access."
-                return render(request, "annotation/forbidden.html", {"message": message}, status=403)
+                return forbidden(request, refusal_text(kwargs) if is_researcher(request.user) else RESEARCHERS_ONLY)
             return inner(request, *args, **kwargs)
 
         return wrapped

@@ -6,8 +6,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_admin, is_researcher
+from common.errors import ServiceError
+from common.roles import is_admin, is_researcher
 
 from .dataset import DEFAULT_STUDY, dataset_export_archive, max_upload_bytes, pairs_import_upload
 from .forms import PairFilesForm

@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditorium.api_input import validated
+from common.api_input import validated
 
 from . import cached, selectors, services
 from .models import Assignment, Clip
@@ -87,9 +87,7 @@ class AssignmentNextApi(APIView):
         study, consented = cached.study_and_consent(name, request.user.pk)
         if study is None:
             raise NotFound("No such study.")
-        if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
-            # The pairs come after the headphone check, for the page and for API clients alike.
-            raise PermissionDenied("Pass the headphone check of this study first (open the study's page).")
+        services.crowd_gate_check(study=study, annotator=request.user)
         assignment = services.assignment_next(study=study, annotator=request.user, consented=consented)
         if assignment is None:
             progress = selectors.annotator_progress(study=study, annotator=request.user)

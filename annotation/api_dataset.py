@@ -13,7 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.views import APIView
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from .access import StudyAccess
 
 from .dataset import dataset_export_archive

@@ -9,7 +9,7 @@ class AnnotationConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_delete, post_save, pre_save
 
-        from auditorium.auth_backend import user_forget
+        from common.auth_backend import user_forget
 
         from . import cached, tasks  # noqa: F401  (registers the task names jobs.py queues by)
         from .models import AnnotatorProfile, Study

@@ -10,7 +10,7 @@ queryset update) could leave behind.
 
 from __future__ import annotations
 
-from auditorium.cache import cache_forget, cache_get, cache_get_many, cache_set_many
+from common.cache import cache_forget, cache_get, cache_get_many, cache_set_many
 
 from .models import AnnotatorProfile, Study
 

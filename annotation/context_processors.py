@@ -1,6 +1,6 @@
 """Template context shared by every page: which navigation a user's roles allow, and where they are."""
 
-from auditorium.roles import is_researcher
+from common.roles import is_researcher
 
 # The nav entry each page belongs to, by URL name, so one navigation (base.html) marks the
 # current page on every page, arena included.

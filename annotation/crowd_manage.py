@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import services
 from .crowd_forms import PracticeItemForm, RecruitmentLinkForm

@@ -1,7 +1,7 @@
 """Pages of the crowd-quality steps: the headphone screen, the practice round, recruitment links and their end codes.
 
 The order before the first pair is: (recruitment link ->) consent -> screen -> practice -> pairs.
-`crowd_gate` tells the listening page where an annotator must go first.
+Which step comes first is services.crowd_step, for these pages and the APIs alike.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
-from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 
-from . import screening, selectors, services
+from . import selectors, services
 from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt
 from .models import Study
+from .screens import screen_for
 
 
 def _page(request: HttpRequest, template: str, context: dict, status: int = 200) -> HttpResponse:
@@ -36,16 +37,6 @@ def _page(request: HttpRequest, template: str, context: dict, status: int = 200)
 
 # The login backend for accounts made from a recruitment link (they have no password).
 LINK_BACKEND = "django.contrib.auth.backends.ModelBackend"
-
-
-def crowd_gate(*, study: Study, user) -> str | None:
-    """Where the annotator must go before the pairs (the screen, its end, or the practice round), or None."""
-    status = services.screening_status(study=study, annotator=user)
-    if status["state"] in ("open", "failed"):
-        return reverse("screening", kwargs={"name": study.name})
-    if services.practice_next(study=study, annotator=user) is not None:
-        return reverse("practice", kwargs={"name": study.name})
-    return None
 
 
 def _member_study(request: HttpRequest, name: str) -> Study:
@@ -133,7 +124,8 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
         message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
         return _screening_render(request, study, current, message=message, status=400)
     raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
-    answers = [int(a) if a in ("1", "2", "3") else None for a in raw]
+    offered = {str(choice): choice for choice in screen_for(current.kind).choices}
+    answers = [offered.get(a) for a in raw]
     if None in answers:
         answers = None
     try:
@@ -162,7 +154,7 @@ def screening_trial(request: HttpRequest, token: str, index: int) -> HttpRespons
     if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
         raise Http404("No such sound.")
     _heard(request, "screen", token, index)
-    response = HttpResponse(screening.trial_wav(attempt.seed, index), content_type="audio/wav")
+    response = HttpResponse(screen_for(attempt.kind).trial_wav(attempt.seed, index), content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -182,7 +174,7 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
     study = _member_study(request, name)
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
-    if services.screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
+    if services.screening_pending(study=study, annotator=request.user):
         return redirect("screening", name=study.name)
     total = services.practice_servable(study=study).count()
     if request.method == "POST":

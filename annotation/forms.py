@@ -137,7 +137,7 @@ class StudyCollaboratorsForm(forms.Form):
     )
 
     def clean_usernames(self) -> list:
-        from auditorium.roles import is_researcher
+        from common.roles import is_researcher
 
         names = list(dict.fromkeys(n for n in _USERNAME_SPLIT.split(self.cleaned_data["usernames"]) if n))
         users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}

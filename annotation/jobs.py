@@ -9,16 +9,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from auditorium.celery import app
+from auditorium.celery import task
 
 EXPORT_BUILD = "annotation.tasks.study_export_build_task"
-
-
-def task(name: str):
-    try:
-        return app.tasks[name]
-    except KeyError:
-        raise LookupError(f"Celery task {name!r} is not registered (annotation.apps imports annotation.tasks at start-up).") from None
 
 
 def export_build_on_commit(*, export_id: int) -> None:

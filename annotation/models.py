@@ -196,7 +196,7 @@ class Study(TriggerCounted):
     )
     licence = models.CharField(max_length=100, default="CC BY-NC-SA 4.0")
     is_active = models.BooleanField(default=True)
-    # The headphone screen before the first pair (annotation/screening.py); off by default.
+    # The headphone screen before the first pair (annotation/screens/); off by default.
     screening = models.CharField(max_length=10, choices=ScreeningKind.choices, default=ScreeningKind.OFF)
     screening_trials = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1), MaxValueValidator(30)])
     screening_pass = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(30)], help_text="Correct answers needed to pass.")
@@ -399,7 +399,7 @@ class Assignment(models.Model):
     served_at = models.DateTimeField()
     lock_expires_at = models.DateTimeField()
     skip_reason = models.TextField(blank=True)
-    # The server's own listening record so far (auditorium.listening.evidence), refreshed by
+    # The server's own listening record so far (common.listening.evidence), refreshed by
     # every events post, and the highest event number received (later ones must be higher).
     listening = models.JSONField(default=dict, blank=True)
     listening_seq = models.PositiveBigIntegerField(default=0)

@@ -9,8 +9,8 @@ from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from auditorium.precompiled import PreparedSQL
-from auditorium.roles import is_admin, is_researcher
+from common.precompiled import PreparedSQL
+from common.roles import is_admin, is_researcher
 
 from .models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, StudyAnnotator, StudyExport
 
@@ -24,7 +24,7 @@ def _assigned_clip_sql(connection) -> str:
     )
 
 
-# Every audio GET of the judgment cycle asks this; built once per process (auditorium.precompiled).
+# Every audio GET of the judgment cycle asks this; built once per process (common.precompiled).
 _ASSIGNED_CLIP = PreparedSQL(_assigned_clip_sql)
 
 
@@ -327,7 +327,7 @@ def study_collaborators_editable_by(*, study: Study, user) -> bool:
 
 
 def uploads_allowed(*, user, path: str) -> bool:
-    """Whether a request to this upload path may carry a dataset-sized body (auditorium/limits.py asks before reading it).
+    """Whether a request to this upload path may carry a dataset-sized body (common/limits.py asks before reading it).
 
     The admin import: staff allowed to add pairs, clips and judgments. The researchers' import: anyone with a study to import into.
     """

@@ -7,8 +7,6 @@ place (annotation/services/) for the page and for API clients alike.
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -19,12 +17,13 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import forbidden, researcher_required
+from common.roles import is_researcher
 
-from .access import studies_visible_to, study_required
 from . import selectors, services
+from .access import studies_visible_to, study_required
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
@@ -60,23 +59,6 @@ def _render(request: HttpRequest, template: str, context: dict, status: int = 20
     return render(request, template, context, status=status)
 
 
-def _forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    return _render(request, "annotation/forbidden.html", {"message": message}, status=403)
-
-
-def researcher_required(view):
-    """Management pages: signed-in researchers and admins only; everyone else gets a 403 page."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs):
-        if not is_researcher(request.user):
-            return _forbidden(request, "This page is for researchers. Ask an administrator if you need access.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
 def _form_error(form, exc: ServiceError) -> None:
     """Show a service's refusal on the form: beside the fields it names, else above them."""
     placed = False
@@ -101,9 +83,15 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 @require_safe
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
+    return clip_audio_served(request, public_id, audible=selectors.clip_audible_by)
+
+
+def clip_audio_served(request: HttpRequest, public_id, *, audible) -> HttpResponse:
+    """The clip's audio (ranges, ETag) for a user `audible(user=, clip=)` lets hear it, pairwise and rating pages alike;
+    what each response sent is recorded, and the submit checks listening against that record."""
     clip = get_object_or_404(Clip, public_id=public_id)
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
-    if not selectors.clip_audible_by(user=request.user, clip=clip):
+    if not audible(user=request.user, clip=clip):
         raise Http404("No such audio.")
     user, started = request.user, timezone.now()
 
@@ -180,7 +168,7 @@ def consent_withdraw_view(request: HttpRequest) -> HttpResponse:
     return _render(request, "annotation/consent_withdraw.html", {"form": form, "profile": profile, "judged": judged})
 
 
-def _api_url_template(name: str, *, arg_name: str) -> str:
+def api_url_template(name: str, *, arg_name: str = "assignment_id") -> str:
     # The page fills in the id; reversing with a sentinel keeps the URL shape owned by urls.py.
     sentinel = 987654321
     return reverse(name, kwargs={arg_name: sentinel}).replace(str(sentinel), "{id}")
@@ -191,23 +179,21 @@ def _api_url_template(name: str, *, arg_name: str) -> str:
 def annotate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
     if not selectors.is_active_member(study=study, user=request.user):
-        return _forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
+        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
     if hasattr(study, "rating_task"):
         # A rating study (acr, multi) has its own page (annotation/ratings/).
         return redirect("ratings:rate", name=study.name)
     if not selectors.has_consented(user=request.user):
         return redirect(f"{reverse('consent')}?next={request.path}")
-    from .crowd_views import crowd_gate  # the crowd-quality steps (screen, practice) come before the pairs
-
-    first = crowd_gate(study=study, user=request.user)
-    if first is not None:
-        return redirect(first)
+    step = services.crowd_step(study=study, annotator=request.user)
+    if step is not None:
+        return redirect(step, name=study.name)
     config = {
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),
-        "judgmentUrl": _api_url_template("api-judgment-submit", arg_name="assignment_id"),
-        "listeningUrl": _api_url_template("api-listening-events", arg_name="assignment_id"),
-        "skipUrl": _api_url_template("api-assignment-skip", arg_name="assignment_id"),
+        "judgmentUrl": api_url_template("api-judgment-submit", arg_name="assignment_id"),
+        "listeningUrl": api_url_template("api-listening-events", arg_name="assignment_id"),
+        "skipUrl": api_url_template("api-assignment-skip", arg_name="assignment_id"),
         "consentUrl": f"{reverse('consent')}?next={request.path}",
         "homeUrl": reverse("home"),
     }
@@ -253,7 +239,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
 def _not_writable(request: HttpRequest, study: Study) -> HttpResponse | None:
     if selectors.study_writable_by(study=study, user=request.user):
         return None
-    return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
+    return forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can change it.")
 
 
 @study_required
@@ -333,7 +319,7 @@ def study_collaborators_set(request: HttpRequest, name: str) -> HttpResponse:
     """The owner (or an admin) names the researchers who may change the study with them."""
     study = get_object_or_404(Study, name=name)
     if not selectors.study_collaborators_editable_by(study=study, user=request.user):
-        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
+        return forbidden(request, f"Only the owner of “{study.name}” or an administrator names its collaborators.")
     form = StudyCollaboratorsForm(request.POST)
     if not form.is_valid():
         messages.error(request, " ".join(form.errors.get("usernames", ["Check the names."])))
@@ -357,7 +343,7 @@ def pairs_import(request: HttpRequest) -> HttpResponse:
     # The page links back to the study only when the name is one (a typed "a b" is no study and no URL).
     study = Study.objects.filter(name=wanted).first() if wanted else None
     if study is not None and not selectors.study_importable_by(study=study, user=request.user):
-        return _forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
+        return forbidden(request, f"Only the owner of “{study.name}”, the collaborators the owner names, or an administrator can import pairs into it.")
     limit = max_upload_bytes()
     if request.method == "POST":
         form = PairUploadForm(request.POST, request.FILES, studies=studies, max_bytes=limit)

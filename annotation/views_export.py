@@ -11,14 +11,15 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
+from common.guards import forbidden, researcher_required
 
 from . import selectors
 from .forms import StudyExportForm
 from .models import Study, StudyExport
 from .services.exports import export_path, study_export_request
 from .access import study_required
-from .views import _forbidden, _form_error, _study_manage_render, researcher_required
+from .views import _form_error, _study_manage_render
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -48,7 +49,7 @@ def study_export(request: HttpRequest, name: str) -> HttpResponse:
     if not selectors.study_exportable_by(study=study, user=request.user):
         if _wants_json(request):
             return JsonResponse({"detail": f"Only the owner of “{study.name}” or an administrator can export it."}, status=403)
-        return _forbidden(request, f"Only the owner of “{study.name}” or an administrator can export it.")
+        return forbidden(request, f"Only the owner of “{study.name}” or an administrator can export it.")
     form = StudyExportForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data

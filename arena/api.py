@@ -17,10 +17,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditorium.api_fields import MAX_ID
-from auditorium.api_input import validated
-from auditorium.precompiled import Precompiled
-from auditorium.proxy import client_address
+from common.api_fields import MAX_ID
+from common.api_input import validated
+from common.precompiled import Precompiled
+from common.proxy import client_address
+from common.rates import salted_hash
 
 from . import conf, services
 from .models import ArenaPrompt, Battle, ListenEvent
@@ -30,9 +31,9 @@ from .services import ArenaError
 
 def client_ip_hash(request) -> str:
     """Salted hash of the client address; the raw address goes no further than this function."""
-    # X-Forwarded-For counts only from a trusted proxy (auditorium/proxy.py); ARENA_TRUST_X_FORWARDED_FOR is the older name of AUDITORIUM_BEHIND_PROXY here.
+    # X-Forwarded-For counts only from a trusted proxy (common/proxy.py); ARENA_TRUST_X_FORWARDED_FOR is the older name of AUDITORIUM_BEHIND_PROXY here.
     ip = client_address(request, trust_forwarded=bool(settings.AUDITORIUM_BEHIND_PROXY or conf.get("ARENA_TRUST_X_FORWARDED_FOR")))
-    return conf.salted_hash("ip", ip) if ip else ""
+    return salted_hash("ip", ip) if ip else ""
 
 
 class VisitorAuthentication(BaseAuthentication):

@@ -15,7 +15,7 @@ import soundfile as sf
 from django.db import transaction
 
 from annotation.services import SUPPORTED_AUDIO, audio_probe, clip_ingest_array, system_get_or_create
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import conf
 from .adapters import prompt_key

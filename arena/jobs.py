@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from auditorium.celery import app
-from auditorium.debounce import debounced_apply
+from auditorium.celery import task
+from common.debounce import debounced_apply
 
 GENERATE_SIDE = "arena.tasks.battle_generate_side"
 LEADERBOARD_REFRESH = "arena.tasks.leaderboard_refresh_task"
@@ -19,14 +19,6 @@ RELEASE_BUILD = "arena.tasks.release_build_task"
 
 # Set while a leaderboard refit is queued; the refit clears it before it fits.
 LEADERBOARD_PENDING_KEY = "arena:leaderboard:pending"
-
-
-def task(name: str):
-    """The registered task; a name nobody registered is a programming error, not a message to drop."""
-    try:
-        return app.tasks[name]
-    except KeyError:
-        raise LookupError(f"Celery task {name!r} is not registered (arena.apps imports arena.tasks at start-up).") from None
 
 
 def generate_side_on_commit(*, battle_id: int, side: str, queue: str) -> None:

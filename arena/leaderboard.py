@@ -50,8 +50,8 @@ class Counts:
 VOTE_CODES = {vote: code for code, vote in enumerate(VOTES)}
 
 
-def counts_from_votes(rows: Iterable[VoteRow], *, both_bad: str = "exclude") -> Counts:
-    """Fold votes into per-pair outcome counts. both_bad: "exclude" (default) or "tie"."""
+def votes_encode(rows: Iterable[VoteRow]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted system names, index of system A, index of system B, vote code) per vote; codes index VOTES."""
     rows = list(rows)
     names = sorted({r.system_a for r in rows} | {r.system_b for r in rows})
     index = {name: k for k, name in enumerate(names)}
@@ -61,7 +61,20 @@ def counts_from_votes(rows: Iterable[VoteRow], *, both_bad: str = "exclude") -> 
         raise ValueError(f"unknown vote {exc.args[0]!r}; expected one of {', '.join(VOTES)}") from None
     a = np.fromiter((index[r.system_a] for r in rows), dtype=np.int64, count=len(rows))
     b = np.fromiter((index[r.system_b] for r in rows), dtype=np.int64, count=len(rows))
-    return counts_from_arrays(names, a, b, codes, both_bad=both_bad)
+    return names, a, b, codes
+
+
+def _used_only(names: list[str], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indices of the systems still in some vote, a and b renumbered over them): a system only in dropped votes is not fitted."""
+    used = np.unique(np.concatenate([a, b]))
+    remap = np.full(len(names), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return used, remap[a], remap[b]
+
+
+def counts_from_votes(rows: Iterable[VoteRow], *, both_bad: str = "exclude") -> Counts:
+    """Fold votes into per-pair outcome counts. both_bad: "exclude" (default) or "tie"."""
+    return counts_from_arrays(*votes_encode(rows), both_bad=both_bad)
 
 
 def counts_from_arrays(names: list[str], a: np.ndarray, b: np.ndarray, codes: np.ndarray, *, both_bad: str = "exclude") -> Counts:
@@ -73,11 +86,7 @@ def counts_from_arrays(names: list[str], a: np.ndarray, b: np.ndarray, codes: np
     if both_bad == "exclude":
         keep &= codes != VOTE_CODES["both_bad"]
     a, b, codes = a[keep], b[keep], np.where(codes[keep] == VOTE_CODES["both_bad"], VOTE_CODES["tie"], codes[keep])
-    # Systems that only appear in dropped votes are not part of the fit.
-    used = np.unique(np.concatenate([a, b]))
-    remap = np.full(len(names), -1, dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    a, b = remap[a], remap[b]
+    used, a, b = _used_only(names, a, b)
     low, high = np.minimum(a, b), np.maximum(a, b)
     a_is_low = a == low
     # Column 0: the lower-indexed system won; 1: the higher one won; 2: tie.
@@ -270,20 +279,11 @@ def ma_board_rows(rows: Iterable[VoteRow], board: str, vocal: Iterable[str]) -> 
 
 def _ma_cells(rows: list[VoteRow]):
     """Votes folded into ordered cells (system shown as A, system shown as B, a / b / tie) with counts."""
-    names = sorted({r.system_a for r in rows} | {r.system_b for r in rows})
-    index = {name: k for k, name in enumerate(names)}
-    try:
-        codes = np.fromiter((VOTE_CODES[r.vote] for r in rows), dtype=np.int64, count=len(rows))
-    except KeyError as exc:
-        raise ValueError(f"unknown vote {exc.args[0]!r}; expected one of {', '.join(VOTES)}") from None
-    a = np.fromiter((index[r.system_a] for r in rows), dtype=np.int64, count=len(rows))
-    b = np.fromiter((index[r.system_b] for r in rows), dtype=np.int64, count=len(rows))
+    names, a, b, codes = votes_encode(rows)
     keep = (codes != VOTE_CODES["both_bad"]) & (a != b)
     a, b, codes = a[keep], b[keep], codes[keep]
-    used = np.unique(np.concatenate([a, b]))
-    remap = np.full(len(names), -1, dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    a, b, n = remap[a], remap[b], len(used)
+    used, a, b = _used_only(names, a, b)
+    n = len(used)
     cell_codes, counts = np.unique((a * n + b) * 3 + codes, return_counts=True)
     return [names[k] for k in used], cell_codes // 3 // n, cell_codes // 3 % n, cell_codes % 3, counts.astype(np.float64)
 

@@ -140,7 +140,7 @@ class Battle(models.Model):
     sampling_probability = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     ready_at = models.DateTimeField(null=True, blank=True)
-    # The server's listening record so far (auditorium.listening.evidence), refreshed by every
+    # The server's listening record so far (common.listening.evidence), refreshed by every
     # events post, and the highest event number received (later ones must be higher).
     listening = models.JSONField(default=dict, blank=True)
     listen_seq = models.PositiveBigIntegerField(default=0)

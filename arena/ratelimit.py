@@ -15,9 +15,8 @@ import time
 
 from django.core.cache import cache, caches
 
-from auditorium.cache import RedisCache
-
-from .conf import parse_rate
+from common.cache import RedisCache
+from common.rates import parse_rate, window_start
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ def hit_many(limits: list[tuple[str, str, str]], *, now: float | None = None) ->
     for position, (scope, ident, rate) in enumerate(limits):
         limit, window = parse_rate(rate)
         if limit > 0:
-            start = int(now // window) * window
+            start = window_start(now, window)
             windows.append((position, f"arena:rl:{scope}:{ident}:{start}", limit, window, start))
     if not windows:
         return -1, 0

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 
 from . import jobs
 from .models import ReleaseBuild

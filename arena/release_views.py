@@ -10,8 +10,9 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import forbidden
+from common.roles import is_researcher
 
 from .models import ReleaseBuild
 from .release_builds import release_build_create, release_folder, release_visible
@@ -23,7 +24,7 @@ def _refused(request: HttpRequest) -> HttpResponse | None:
         return None
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    return render(request, "annotation/forbidden.html", {"message": "The battle-log release is open to researchers. Ask an administrator if you need it."}, status=403)
+    return forbidden(request, "The battle-log release is open to researchers. Ask an administrator if you need it.")
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -34,7 +35,7 @@ def release(request: HttpRequest) -> HttpResponse:
     researcher = is_researcher(request.user)
     if request.method == "POST":
         if not researcher:
-            return render(request, "annotation/forbidden.html", {"message": "Only researchers can build a release."}, status=403)
+            return forbidden(request, "Only researchers can build a release.")
         try:
             build = release_build_create(
                 user=request.user,

@@ -7,8 +7,8 @@ from datetime import timedelta
 from django.urls import reverse
 from django.utils import timezone
 
-from auditorium import listening
 from auditorium.deferred import deferred_rows
+from common import listening
 
 from . import conf
 from .adapters import adapter_for
@@ -27,7 +27,7 @@ def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list
 
 
 def listening_record(battle: Battle) -> dict:
-    """The battle's listening record from its stored events and audio fetches (auditorium.listening.evidence)."""
+    """The battle's listening record from its stored events and audio fetches (common.listening.evidence)."""
     deferred_rows.flush()  # this process's queued audio notes first (auditorium/deferred.py)
     events = [
         listening.Event(seq=seq or 0, side=side, kind=kind, at=at)

@@ -3,7 +3,7 @@
 Rules that protect the data live here, not in the page: prompt limits and
 moderation, capability-aware sampling, the minimum listening time (measured
 from events as the server received them and the audio it sent, see
-auditorium.listening), one vote per battle, rate limits and the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
+common.listening), one vote per battle, rate limits and the daily cap. Raw IP addresses never reach this module: callers pass a salted hash.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
-from auditorium import listening
+from common import listening
 from auditorium.deferred import deferred_rows
-from auditorium.cache import cache_forget, cache_get, cache_set_many
-from auditorium.errors import ServiceError
+from common.cache import cache_forget, cache_get, cache_set_many
+from common.errors import ServiceError
+from common.rates import salted_hash
 
 from . import conf, jobs, ratelimit, sampling, voting
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
@@ -55,7 +56,7 @@ def visitor_for_cookie(cookie: str | None) -> Visitor | None:
     """The visitor of this cookie, from the cache (dropped on every save of the visitor: terms, ban)."""
     if not cookie:
         return None
-    cookie_hash = conf.salted_hash("cookie", cookie, length=64)
+    cookie_hash = salted_hash("cookie", cookie, length=64)
     visitor = cache_get(_visitor_key(cookie_hash))
     if visitor is None:
         visitor = Visitor.objects.filter(cookie_hash=cookie_hash).first()
@@ -77,7 +78,7 @@ def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, 
     if visitor is None:
         cookie = secrets.token_urlsafe(24)
         visitor = Visitor.objects.create(
-            cookie_hash=conf.salted_hash("cookie", cookie, length=64), pseudonym="u-" + conf.salted_hash("user", cookie, length=20)
+            cookie_hash=salted_hash("cookie", cookie, length=64), pseudonym="u-" + salted_hash("user", cookie, length=20)
         )
     visitor.terms_version, visitor.terms_accepted_at = current, timezone.now()
     visitor.save(update_fields=["terms_version", "terms_accepted_at"])
@@ -288,7 +289,7 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
 def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict:
     """Store a batch of play/pause/seek/switch/tick/ended events stamped with the server's arrival time.
 
-    Returns the seconds heard per side as the server counts them (auditorium.listening),
+    Returns the seconds heard per side as the server counts them (common.listening),
     how many events were new and how many were ignored as already received (a replay),
     and the last event number received.
     """
@@ -354,19 +355,36 @@ def _fetched_as_stored(battle: Battle | None, short: list[tuple[str, float, bool
     return [(side, seconds, side in fetched) for side, seconds, _ in short]
 
 
-def _vote_refusal(code: str, **info) -> ArenaError:
-    """The refusals the fast path (voting.py) raises, worded as vote_submit words them."""
-    if code == "daily_cap":
-        oldest = Vote.objects.filter(visitor=info["visitor"], created_at__gte=info["since"]).order_by("created_at").values_list("created_at", flat=True).first() or info["now"]
-        retry = max(1, int((oldest + timedelta(days=1) - info["now"]).total_seconds()) + 1)
-        return ArenaError(f"You have reached today's limit of {info['cap']} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-    need, short = info["need"], _fetched_as_stored(info.get("battle"), info["short"])
-    return ArenaError(
-        listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
-        code="listen_required",
-        status=403,
-        extra={"heard": info["heard"], "min_listen_seconds": need},
-    )
+def _vote_input_clean(*, choice: str, feedback: str) -> str:
+    """The vote's own fields: a known choice and feedback within the limit; the feedback, stripped."""
+    if choice not in Vote.Choice.values:
+        raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
+    feedback = (feedback or "").strip()
+    if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
+        raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+    return feedback
+
+
+def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now) -> None:
+    """The rules a vote on a battle the visitor holds (claimed or locked) must meet: the daily cap, then enough of each clip heard.
+
+    The one statement of them for both paths: voting.vote_cast (the fast path) and vote_submit call it in their transaction.
+    """
+    cap = conf.get("ARENA_DAILY_VOTE_CAP")
+    if cap and recent_votes >= cap:
+        oldest = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).order_by("created_at").values_list("created_at", flat=True).first() or now
+        retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
+        raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
+    need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+    short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
+    if short:
+        short = _fetched_as_stored(battle, short)
+        raise ArenaError(
+            listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
+            code="listen_required",
+            status=403,
+            extra={"heard": listen_seconds(battle), "min_listen_seconds": need},
+        )
 
 
 def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str = "", ip_hash: str = "", idempotency_key: str = "", now=None):
@@ -377,16 +395,12 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
     """
     visitor = _require_terms(visitor)
     idempotency_key = (idempotency_key or "").strip()[:100]
-    feedback = (feedback or "").strip()
     try:
         _vote_limits(visitor=visitor, ip_hash=ip_hash)
-        if choice not in Vote.Choice.values:
-            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
-        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        feedback = _vote_input_clean(choice=choice, feedback=feedback)
         return voting.vote_cast(
             public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
-            refusal=_vote_refusal, on_commit=leaderboard_queue_refresh, now=now,
+            check=vote_rules_check, on_commit=leaderboard_queue_refresh, now=now,
         )
     except ArenaError as exc:
         battle = Battle.objects.filter(public_id=public_id, visitor=visitor).first()
@@ -424,18 +438,7 @@ def vote_submit(
         if not limits_counted:
             _vote_limits(visitor=visitor, ip_hash=ip_hash)
         now = now or timezone.now()
-        cap = conf.get("ARENA_DAILY_VOTE_CAP")
-        since = now - timedelta(days=1)
-        recent = Vote.objects.filter(visitor=visitor, created_at__gte=since).order_by("created_at")
-        if cap and recent.count() >= cap:
-            oldest = recent.first().created_at
-            retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
-            raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-        if choice not in Vote.Choice.values:
-            raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
-        feedback = (feedback or "").strip()
-        if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-            raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+        feedback = _vote_input_clean(choice=choice, feedback=feedback)
         with transaction.atomic():
             locked = Battle.objects.select_for_update().get(pk=battle.pk)
             replay = _vote_replay(battle=locked, visitor=visitor, idempotency_key=idempotency_key)
@@ -445,16 +448,8 @@ def vote_submit(
                 raise ArenaError("You already voted on this battle; votes cannot be changed.", code="already_voted", status=409)
             if locked.status != Battle.Status.READY:
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
-            heard = listen_seconds(locked)
-            need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-            short = _fetched_as_stored(locked, listening.shortfalls(locked.listening, sides=SIDES, minimum=need))
-            if short:
-                raise ArenaError(
-                    listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
-                    code="listen_required",
-                    status=403,
-                    extra={"heard": heard, "min_listen_seconds": need},
-                )
+            recent_votes = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).count()
+            vote_rules_check(battle=locked, visitor=visitor, recent_votes=recent_votes, now=now)
             vote = voting.vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
-from auditorium.debounce import debounce_clear
+from common.debounce import debounce_clear
 
 from . import jobs, release_builds, services
 from .broadcast import leaderboard_broadcast

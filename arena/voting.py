@@ -17,10 +17,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Clip, System
-from auditorium import listening
-from auditorium.precompiled import PrecompiledInsert, PreparedSQL
+from common.precompiled import PrecompiledInsert, PreparedSQL
 
-from . import conf
 from .models import ArenaSystem, Battle, Visitor, Vote
 from .selectors import SIDES, listen_seconds
 
@@ -108,24 +106,18 @@ def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
     return battle
 
 
-def vote_cast(*, public_id, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str, refusal, on_commit, now=None):
+def vote_cast(*, public_id, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str, check, on_commit, now=None):
     """(vote, battle) for a plain vote, or None when the battle is not the visitor's, not ready or already voted.
 
-    `refusal(code, message, **extra)` builds the error to raise (the services' ArenaError,
-    logged there); `on_commit` runs after the commit (the leaderboard refresh).
+    `check(battle=, visitor=, recent_votes=, now=)` is the vote's rules (services.vote_rules_check): what it raises
+    rolls the claim back; `on_commit` runs after the commit (the leaderboard refresh).
     """
     now = now or timezone.now()
     with transaction.atomic():
         battle = battle_claim(public_id=public_id, visitor=visitor, now=now)
         if battle is None:
             return None
-        cap = conf.get("ARENA_DAILY_VOTE_CAP")
-        if cap and battle.recent_votes >= cap:
-            raise refusal("daily_cap", cap=cap, visitor=visitor, since=now - timedelta(days=1), now=now)
-        need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
-        short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
-        if short:
-            raise refusal("listen_required", short=short, need=need, heard=listen_seconds(battle), battle=battle)
+        check(battle=battle, visitor=visitor, recent_votes=battle.recent_votes, now=now)
         vote = vote_insert(battle=battle, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
         battle.status = Battle.Status.VOTED
         # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.

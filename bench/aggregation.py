@@ -28,7 +28,7 @@ from scipy.stats import spearmanr
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "platform")]
 
-from auditorium.crowd import aggregate  # noqa: E402
+from common.crowd import aggregate  # noqa: E402
 
 SPAMMER_SHARES = (0.0, 0.2, 0.4)
 ADVERSARY_SHARE = 0.1

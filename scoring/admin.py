@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.shortcuts import render
 
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import services
 from .judges import adapter_for, templates_for

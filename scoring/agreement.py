@@ -28,7 +28,7 @@ from django.db.models.functions import Cast, Length
 from scipy.stats import beta, binom, binomtest
 
 from annotation.models import Judgment, Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from .evaluation import BUCKETS, DIMENSIONS, confidence_buckets
 from .stats import bootstrap_sums, num, percentile_ci

@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 
 from annotation.access import StudyAccess
 from annotation.models import AnnotatorProfile, Study
-from auditorium.api_fields import id_list_field
-from auditorium.errors import ServiceError
-from auditorium.roles import IsResearcher
+from common.api_fields import id_list_field
+from common.errors import ServiceError
+from common.roles import IsResearcher
 
 from . import selectors, services
 from .agreement import THRESHOLD_HELP, Thresholds

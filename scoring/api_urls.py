@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from auditorium import converters  # noqa: F401  (registers <id:...>)
+from common import converters  # noqa: F401  (registers <id:...>)
 
 from . import api
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from annotation import services as annotation_services
 from annotation.models import Judgment, Pair
-from auditorium.debounce import debounce_clear, debounced_apply
+from common.debounce import debounce_clear, debounced_apply
 
 from . import queueing
 
@@ -74,7 +74,7 @@ def _push_pending_key(study_id: int) -> str:
 
 
 def report_changed_queue(*, study_id: int, reason: str) -> None:
-    """Debounced push: at most one broadcast per study per window, none dropped (auditorium.debounce)."""
+    """Debounced push: at most one broadcast per study per window, none dropped (common.debounce)."""
     try:
         task = queueing.task(queueing.REPORT_CHANGED)
         debounced_apply(task, key=_push_pending_key(study_id), delay=REPORT_PUSH_WINDOW_SECONDS, args=[study_id, reason])

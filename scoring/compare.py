@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from .evaluation import DIMENSIONS, VOTE, accuracy, evaluate, number, prefer
 from .ratings import correlations_with_intervals

@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from annotation.access import study_allowed
 from annotation.models import Study
-from auditorium.roles import is_researcher
+from common.roles import is_researcher
 
 from .broadcast import report_group, run_group, training_group
 from .models import ScoringRun, TrainingRun

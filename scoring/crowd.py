@@ -2,7 +2,7 @@
 per-annotator reliability with bootstrap intervals, and each annotator's confidence calibration.
 
 Works on the report's votes frame (included, two-valued votes); the models live in
-auditorium.crowd. Labels are in clip terms like everything in the report: 1 = the pair's
+common.crowd. Labels are in clip terms like everything in the report: 1 = the pair's
 stored clip_a won.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from auditorium.crowd import CONFIDENCE_LEVELS, aggregate, calibration
+from common.crowd import CONFIDENCE_LEVELS, aggregate, calibration
 
 from .evaluation import DIMENSIONS
 from .stats import num
 
-# Resamples of each annotator's answers for the reliability intervals (auditorium.crowd.aggregate).
+# Resamples of each annotator's answers for the reliability intervals (common.crowd.aggregate).
 ROUNDS = 200
 
 

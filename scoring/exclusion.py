@@ -7,8 +7,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import AnnotatorProfile, Judgment, Study
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 
 from . import broadcast
 from .study_rule import exclusion_check

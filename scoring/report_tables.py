@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditorium.csvfile import csv_text
+from common.csvfile import csv_text
 
 from .evaluation import DIMENSIONS
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotation.dataset.keys import export_hash_stem, export_path_names
 from annotation.models import Clip, Condition, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import broadcast, compare, queueing
 from . import study_rule as study_rule_check
@@ -30,7 +30,7 @@ from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate
 from .exclusion import annotator_exclude, annotator_include  # noqa: F401
 from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
-from .judges.base import pair_outcome
+from .judges.base import jsonable, pair_outcome, store_fill
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
 from .selectors import run_comparison_rows, run_progress, run_verdict_stats
 
@@ -65,13 +65,9 @@ class ClipStore:
     def put_many(self, scores: dict[str, dict], context: str) -> None:
         # ignore_conflicts: a concurrent worker that stored the same clip first wins; values are equal.
         ClipScore.objects.bulk_create(
-            [ClipScore(judge=self.judge, judge_version=self.version, clip_sha256=sha, context_key=context, scores=_jsonable(s)) for sha, s in scores.items()],
+            [ClipScore(judge=self.judge, judge_version=self.version, clip_sha256=sha, context_key=context, scores=jsonable(s)) for sha, s in scores.items()],
             ignore_conflicts=True,
         )
-
-
-def _jsonable(value):
-    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
 
 
 def judge_adapter(judge: Judge, *, template: str = ""):
@@ -86,21 +82,7 @@ def judge_adapter(judge: Judge, *, template: str = ""):
 def clip_scores_get_or_compute(*, adapter, clips: list[Clip], condition: Condition) -> dict[str, dict]:
     """Scores per clip hash under the condition, computing only clips the cache lacks (in one batch)."""
     cond = condition_input(condition)
-    context = adapter.context_key(cond)
-    store = adapter.store
-    found = store.get_many([c.sha256 for c in clips], context) if store is not None else {}
-    missing, seen = [], set(found)
-    for clip in clips:
-        if clip.sha256 not in seen:
-            missing.append(clip)
-            seen.add(clip.sha256)
-    if missing:
-        results = adapter.score_clips([clip_audio(c) for c in missing], cond)
-        fresh = {clip.sha256: _jsonable(result) for clip, result in zip(missing, results)}
-        if store is not None:
-            store.put_many(fresh, context)
-        found.update(fresh)
-    return found
+    return store_fill(adapter.store, clips, adapter.context_key(cond), lambda missing: adapter.score_clips([clip_audio(c) for c in missing], cond))
 
 
 # --- Verdicts --------------------------------------------------------------------------------
@@ -132,7 +114,7 @@ def verdict_store(*, run: ScoringRun, pair: Pair, outcome: PairOutcome) -> tuple
     try:
         with transaction.atomic():
             verdict = Verdict.objects.create(
-                run=run, pair=pair, status=outcome.status, rationale=outcome.rationale[:20000], details=_jsonable(details), **values
+                run=run, pair=pair, status=outcome.status, rationale=outcome.rationale[:20000], details=jsonable(details), **values
             )
     except IntegrityError:
         return Verdict.objects.get(run=run, pair=pair), False
@@ -425,7 +407,7 @@ def run_compare(*, run: ScoringRun) -> dict:
     }
     if run.group and run.summary.get("template_spread"):
         summary["template_spread"] = run.summary["template_spread"]
-    ScoringRun.objects.filter(pk=run.pk).update(summary=_jsonable(summary))
+    ScoringRun.objects.filter(pk=run.pk).update(summary=jsonable(summary))
     run.summary = summary
     return summary
 
@@ -523,8 +505,8 @@ def external_results_import(*, path: str | Path, name: str = "", judge_name: str
             judge_name=judge_name[:200] or name,
             source_file=str(path)[:500],
             sha256=sha,
-            published_summary=_jsonable(published) if isinstance(published, dict) else {},
-            computed_summary=_jsonable(compare.external_summary(rows)),
+            published_summary=jsonable(published) if isinstance(published, dict) else {},
+            computed_summary=jsonable(compare.external_summary(rows)),
         )
         ExternalResultRow.objects.bulk_create([ExternalResultRow(result_set=result_set, **row) for row in rows], batch_size=1000)
         _external_link_pairs(result_set)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from annotation.models import AnnotatorProfile, Pair, Study
 from annotation.selectors import study_writable_by
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 
 def _owner_text(study: Study) -> str:

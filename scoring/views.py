@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -14,8 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from annotation.access import studies_visible_to, study_required
 from annotation.models import AnnotatorProfile, Study
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import researcher_required
 
 from . import selectors, services
 from .agreement import THRESHOLD_HELP
@@ -25,18 +22,6 @@ from .report import ReportOptions, report_build, report_options_parse
 from .report_tables import TABLES
 from .reward import services as reward_services
 from .reward.features import FEATURE_KINDS
-
-
-def researcher_required(view):
-    @wraps(view)
-    @login_required
-    def wrapper(request, *args, **kwargs):
-        if not is_researcher(request.user):
-            return render(request, "scoring/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
 
 TRAIN_FORM = {"study": "", "features": "", "seed": "0", "split_seeds": "0", "split": "condition", "confidence_weight": "", "weight_by_reliability": ""}
 

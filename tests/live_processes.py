@@ -3,7 +3,7 @@
 The live server (Daphne, forked from the test process) and a child process started per change share the
 test database (a file for SQLite, the test database for PostgreSQL) and one channel layer:
 
-- the embedded one (auditorium/sqlite_layer.py in a temporary file), as `./auditorium demo` runs;
+- the embedded one (common/sqlite_layer.py in a temporary file), as `./auditorium demo` runs;
 - Redis (channels_redis) when REDIS_URL is set, as a deployment runs.
 
 The child runs with the project's own settings module (not the test settings), so it is configured
@@ -51,7 +51,7 @@ class OtherProcessLiveTestCase(BrowserLiveServerTestCase):
         if cls.redis:
             layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [settings.REDIS_URL]}}}
         else:
-            layers = {"default": {"BACKEND": "auditorium.sqlite_layer.SQLiteChannelLayer", "CONFIG": {"path": str(cls.layer_path)}}}
+            layers = {"default": {"BACKEND": "common.sqlite_layer.SQLiteChannelLayer", "CONFIG": {"path": str(cls.layer_path)}}}
         # Before the server is forked, so it serves its websockets on this layer.
         cls._layer_override = override_settings(CHANNEL_LAYERS=layers)
         cls._layer_override.enable()

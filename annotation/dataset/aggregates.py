@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from auditorium.crowd import aggregate
+from common.crowd import aggregate
 
 DIMENSIONS = ("alignment", "musicality")
 METHODS = ("dawid_skene", "mace")

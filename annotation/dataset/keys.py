@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 DEFAULT_STUDY = "cmi-pref"
 EXPORT_SOURCE = "cmi-arena-annotation"

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
 
-from auditorium.parsers import JsonTooDeep, loads_bounded
+from common.parsers import JsonTooDeep, loads_bounded
 
 from ..models import Modality, Pair, modality_for
 from ..services import AudioError, AudioInfo, audio_probe, condition_content_key, file_sha256

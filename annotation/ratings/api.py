@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import cached
-from annotation.services import screening_status
-from auditorium.api_input import validated
+from annotation.services import crowd_gate_check
+from common.api_input import validated
 
 from . import selectors, services
 
@@ -26,8 +26,7 @@ class RatingNextApi(APIView):
         study = cached.study_by_name(name)
         if study is None:
             raise NotFound("No such study.")
-        if screening_status(study=study, annotator=request.user)["state"] in ("open", "failed"):
-            raise PermissionDenied("Pass the headphone check of this study first (open the study's page).")
+        crowd_gate_check(study=study, annotator=request.user)
         assignment = services.rating_next(study=study, annotator=request.user)
         progress = selectors.rating_progress(study=study, annotator=request.user)
         if assignment is None:

@@ -32,7 +32,7 @@ from scipy import stats as sps
 
 from annotation.models import AnnotatorProfile, Clip, Study
 from annotation.services import condition_get_or_create, profile_ensure
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from . import services
 from .models import Rating, RatingItem, RatingItemClip, RatingSubmission, RatingTask, TaskType

@@ -116,7 +116,7 @@ class RatingAssignment(models.Model):
     # The clip ids in the order shown: the i-th is labelled LABELS[i]. Drawn from the annotator's seed.
     order = models.JSONField(default=list)
     skip_reason = models.TextField(blank=True)
-    # The server's listening record per label (auditorium.listening.evidence) and the last event number.
+    # The server's listening record per label (common.listening.evidence) and the last event number.
     listening = models.JSONField(default=dict, blank=True)
     listening_seq = models.PositiveBigIntegerField(default=0)
     selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM)

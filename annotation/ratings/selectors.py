@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from annotation.models import Clip, Study
-from auditorium.roles import is_researcher
+from common.roles import is_researcher
 
 from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingTask, TaskType
 

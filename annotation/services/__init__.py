@@ -9,13 +9,15 @@
 - priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission, checked against that record
 - screening.py, practice.py, recruitment.py: the headphone screen, the practice round, recruitment links
+- gate.py: the one gate before the work (screen, then practice), for pages, APIs and tasks alike
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
-more than one row; refusals raise `auditorium.errors.ServiceError`.
+more than one row; refusals raise `common.errors.ServiceError`.
 """
 
 from .assignment import assignment_next, assignment_skip, planner_stats_refresh
 from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
+from .gate import crowd_gate_check, crowd_step, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
@@ -36,6 +38,9 @@ from .screening import screening_answer, screening_attempt_for, screening_attemp
 from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
+    "crowd_gate_check",
+    "crowd_step",
+    "screening_pending",
     "practice_add",
     "practice_answer",
     "practice_from_gold",

@@ -25,8 +25,8 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Mod
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
-from auditorium.precompiled import Precompiled, PrecompiledInsert
+from common.errors import ServiceError
+from common.precompiled import Precompiled, PrecompiledInsert
 
 from .. import cached
 from ..active import draw_mode
@@ -70,7 +70,7 @@ def _membership_query(*, study_id: int, annotator_id: int, now):
     )
 
 
-# Large odd values no constant of these queries can equal; see auditorium.precompiled.
+# Large odd values no constant of these queries can equal; see common.precompiled.
 _SENTINEL_NOW = datetime(2001, 2, 3, 4, 5, 6, 789012, tzinfo=dt_timezone.utc)
 MEMBERSHIP = Precompiled(_membership_query, {"study_id": 7_300_000_001, "annotator_id": 7_300_000_003, "now": _SENTINEL_NOW})
 

@@ -13,7 +13,7 @@ from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..models import Clip, System
 

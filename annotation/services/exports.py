@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from .. import jobs
 from ..dataset import DatasetError, dataset_export_archive

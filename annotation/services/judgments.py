@@ -14,9 +14,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from auditorium import listening
-from auditorium.errors import ServiceError
-from auditorium.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
+from common import listening
+from common.errors import ServiceError
+from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, Judgment, Pair
 from .listening import listening_require
@@ -77,7 +77,7 @@ def _submit_lock_query(*, assignment_id, annotator_id):
     )
 
 
-# Compiled to SQL once per process (auditorium.precompiled); the sentinels are values no id reaches.
+# Compiled to SQL once per process (common.precompiled); the sentinels are values no id reaches.
 SUBMIT_LOCK = Precompiled(_submit_lock_query, {"assignment_id": 7_300_000_031, "annotator_id": 7_300_000_033})
 JUDGMENT_INSERT = PrecompiledInsert(Judgment)
 SUBMITTED = PreparedSQL(

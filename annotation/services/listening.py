@@ -1,6 +1,6 @@
 """The server's own record of an annotator's listening: audio bytes sent, events received.
 
-The rules are the shared ones in `auditorium.listening`; this module stores the rows
+The rules are the shared ones in `common.listening`; this module stores the rows
 (AudioFetch per user and clip, ListeningEvent per assignment) and keeps each assignment's
 running record, which the judgment submit checks without reading the events again.
 """
@@ -11,10 +11,10 @@ from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from auditorium import listening
 from auditorium.deferred import deferred_rows
-from auditorium.errors import ServiceError
-from auditorium.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
+from common import listening
+from common.errors import ServiceError
+from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, AudioFetch, Clip, ListeningEvent
 
@@ -50,7 +50,7 @@ def _listening_lock_query(*, assignment_id, annotator_id):
     )
 
 
-# Built into SQL once per process (auditorium.precompiled): three listening posts a pair made
+# Built into SQL once per process (common.precompiled): three listening posts a pair made
 # compiling these querysets the largest single cost of the judgment cycle (py-spy, bench/load.py).
 # The sentinels are values no id reaches.
 LISTENING_LOCK = Precompiled(_listening_lock_query, {"assignment_id": 7_300_000_041, "annotator_id": 7_300_000_043})

@@ -6,7 +6,7 @@ import hashlib
 
 from django.db import IntegrityError, transaction
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..models import Clip, Condition, Pair, Study, modality_for
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..crowd_models import PracticeAnswer, PracticeItem
 from ..models import Pair

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import CharField, Exists, F, OuterRef, Subquery, Value
 from django.db.models.functions import Cast, Concat
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..active import ACTIVE_MODES
 from ..models import Assignment, Judgment, Pair, PairPriority, Study

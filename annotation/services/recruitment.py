@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..crowd_models import ExternalParticipant, RecruitmentLink
 from .people import study_annotator_add

@@ -7,11 +7,11 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
-from .. import screening
 from ..crowd_models import ScreeningAttempt
 from ..models import Judgment, ScreeningKind
+from ..screens import screen_for
 
 
 def screening_exempt(*, study, annotator) -> bool:
@@ -68,17 +68,18 @@ def screening_attempt_for(*, token: str, annotator) -> ScreeningAttempt:
 def screening_answer(*, token: str, annotator, answers) -> ScreeningAttempt:
     """Check the answers on the server and store the result; a second submission of one attempt is refused."""
     if not isinstance(answers, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in answers):
-        raise ServiceError("Answer every sound with 1, 2 or 3.", code="bad_answers")
+        raise ServiceError("Answer every sound with one of the numbers offered.", code="bad_answers")
     with transaction.atomic():
         attempt = ScreeningAttempt.objects.select_for_update().filter(token=token, annotator=annotator).first()
         if attempt is None:
             raise ServiceError("No such screening attempt for you.", code="not_found", status=404)
         if attempt.passed is not None:
             raise ServiceError("This check was already answered; its first answers stand.", code="already_answered", status=409)
-        if len(answers) != attempt.trials or any(a not in (1, 2, 3) for a in answers):
-            raise ServiceError(f"Answer each of the {attempt.trials} sounds with 1, 2 or 3.", code="bad_answers")
+        screen = screen_for(attempt.kind)
+        if len(answers) != attempt.trials or any(a not in screen.choices for a in answers):
+            raise ServiceError(f"Answer each of the {attempt.trials} sounds with {screen.choices_text()}.", code="bad_answers")
         attempt.answers = answers
-        attempt.correct = screening.score(attempt.seed, answers)
+        attempt.correct = screen.score(attempt.seed, answers)
         attempt.passed = attempt.correct >= attempt.pass_mark
         attempt.answered_at = timezone.now()
         attempt.save(update_fields=["answers", "correct", "passed", "answered_at"])

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 from ..models import ScreeningKind, Study
 

@@ -25,10 +25,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from auditorium.limits import BodyLimitASGI  # noqa: E402
 from auditorium.ranged import ConnectionWatchASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
 from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
+from common.limits import BodyLimitASGI  # noqa: E402
 
 
 async def lifespan(scope, receive, send):

@@ -44,6 +44,17 @@ class BrokerPolling(bootsteps.StartStopStep):
 app.steps["consumer"].add(BrokerPolling)
 
 
+def task(name: str):
+    """The task registered under `name`, for services that queue by name and never import tasks.py.
+
+    A name nobody registered is a programming error (the app's ready() imports its tasks), not a message to drop.
+    """
+    try:
+        return app.tasks[name]
+    except KeyError:
+        raise LookupError(f"Celery task {name!r} is not registered (its app's ready() imports its tasks module at start-up).") from None
+
+
 @app.task(name="auditorium.ping", bind=True, ignore_result=False)
 def ping(self) -> str:
     """The workers health check's round trip where the broker cannot broadcast (auditorium/health.py)."""

@@ -4,7 +4,7 @@ uvicorn on its own believes X-Forwarded-For from 127.0.0.1 and rewrites the clie
 it before the application sees the request; on a loopback demo that lets any client pick its own
 address (and so its own rate-limit and sign-in-lock bucket). So the server's proxy handling is
 always off, and the application decides from its own settings (AUDITORIUM_BEHIND_PROXY and
-AUDITORIUM_TRUSTED_PROXIES, see auditorium/proxy.py) whose forwarded address to believe.
+AUDITORIUM_TRUSTED_PROXIES, see common/proxy.py) whose forwarded address to believe.
 """
 
 from __future__ import annotations

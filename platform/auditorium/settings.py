@@ -177,7 +177,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # After authentication (staff may upload more), before anything reads the body.
-    "auditorium.limits.RequestBodyLimitMiddleware",
+    "common.limits.RequestBodyLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 
@@ -224,7 +224,7 @@ if DATABASE_URL:
             "max_size": pool_max_size(),
             "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
         }
-    # The hot paths' queries run as prepared statements of the session (auditorium/precompiled.py);
+    # The hot paths' queries run as prepared statements of the session (common/precompiled.py);
     # off behind a pooler that shares one session between clients (PgBouncer in transaction mode).
     DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
@@ -282,20 +282,20 @@ if REDIS_URL:
     }
     CACHES = {
         "default": {
-            "BACKEND": "auditorium.cache.RedisCache",
+            "BACKEND": "common.cache.RedisCache",
             "LOCATION": REDIS_URL,
-            "OPTIONS": {"pool_class": "auditorium.cache.SharedConnectionPool"},
+            "OPTIONS": {"pool_class": "common.cache.SharedConnectionPool"},
         }
     }
 else:
     # The worker is another process (./auditorium demo), and its pushes must reach the web server's
-    # open pages: a layer in a small SQLite file of its own that both open (auditorium/sqlite_layer.py).
-    CHANNEL_LAYERS = {"default": {"BACKEND": "auditorium.sqlite_layer.SQLiteChannelLayer", "CONFIG": {"path": str(CHANNELS_SQLITE_PATH)}}}
+    # open pages: a layer in a small SQLite file of its own that both open (common/sqlite_layer.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "common.sqlite_layer.SQLiteChannelLayer", "CONFIG": {"path": str(CHANNELS_SQLITE_PATH)}}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Sessions read from the cache first (one query less per request); the database stays
 # the record, and Django falls back to it on a cache miss. The embedded defaults serve
 # from one web process, so its local cache sees every logout.
-SESSION_ENGINE = "auditorium.sessions"
+SESSION_ENGINE = "common.sessions"
 
 # --- Auth -----------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -305,7 +305,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # The throttled backend checks every password and reads the user of every request from the cache
 # (dropped on each save; see auth_backend.py); ModelBackend after it only restores users of sessions
 # signed in before the throttle existed.
-AUTHENTICATION_BACKENDS = ["auditorium.login_throttle.ThrottledModelBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["common.login_throttle.ThrottledModelBackend", "django.contrib.auth.backends.ModelBackend"]
 # Failed sign-ins allowed per window ("count/seconds"), per account and per salted client-address hash;
 # past either, every password check is refused (the right one too) until the window ends. 0/N turns one off.
 AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "10/900")
@@ -334,15 +334,17 @@ STORAGES = {
     },
 }
 
-# Request sizes (auditorium/limits.py): checked against the declared length before any body is read.
+# Request sizes (common/limits.py): checked against the declared length before any body is read.
 # Only the upload paths (the dataset imports, for users allowed to import there) take AUDITORIUM_MAX_UPLOAD_BYTES per file.
 AUDITORIUM_MAX_UPLOAD_BYTES = env_int("AUDITORIUM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024, minimum=1024)
 AUDITORIUM_MAX_REQUEST_BYTES = env_int("AUDITORIUM_MAX_REQUEST_BYTES", 2 * DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=DATA_UPLOAD_MAX_MEMORY_SIZE)
 AUDITORIUM_UPLOAD_PATHS = env_list("AUDITORIUM_UPLOAD_PATHS", ["/admin/annotation/study/import-pairs/", "/manage/import/"])
+# Who may send an upload-sized body to those paths (the request-size limit asks before reading it).
+AUDITORIUM_UPLOAD_ALLOWED = "annotation.selectors.uploads_allowed"
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
-    "auditorium.limits.CappedUploadHandler",
+    "common.limits.CappedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -350,7 +352,7 @@ FILE_UPLOAD_HANDLERS = [
 # --- DRF ------------------------------------------------------------------------
 # HTTP Basic is a second password check with no throttle and no form: off unless a deployment asks for it.
 AUDITORIUM_API_BASIC_AUTH = env_bool("AUDITORIUM_API_BASIC_AUTH", False)
-# JSON bodies nested deeper than this are refused with a 400 (auditorium/parsers.py).
+# JSON bodies nested deeper than this are refused with a 400 (common/parsers.py).
 JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 32, minimum=2)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -358,13 +360,13 @@ REST_FRAMEWORK = {
         *(["rest_framework.authentication.BasicAuthentication"] if AUDITORIUM_API_BASIC_AUTH else []),
     ],
     "DEFAULT_PARSER_CLASSES": [
-        "auditorium.parsers.JSONParser",
+        "common.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "auditorium.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "auditorium.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "common.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "common.api_errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
@@ -379,7 +381,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Ids in paths (auditorium/converters.py): larger numbers miss (404), they never reach the database.
+    # Ids in paths (common/converters.py): larger numbers miss (404), they never reach the database.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},
 }
 
@@ -387,7 +389,7 @@ SPECTACULAR_SETTINGS = {
 # X-Forwarded-Proto says "this came over HTTPS"; any client can send it, so it is believed only when a
 # proxy that sets it (and drops the client's) is named in front (platform/deploy/nginx.conf).
 AUDITORIUM_BEHIND_PROXY = env_bool("AUDITORIUM_BEHIND_PROXY", False)
-# The proxies' own addresses (or networks): X-Forwarded-For is believed only from these (auditorium/proxy.py).
+# The proxies' own addresses (or networks): X-Forwarded-For is believed only from these (common/proxy.py).
 AUDITORIUM_TRUSTED_PROXIES = env_list("AUDITORIUM_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 for _proxy in AUDITORIUM_TRUSTED_PROXIES:
     try:
@@ -435,7 +437,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "json": {"()": "auditorium.logging.JsonFormatter"},
+        "json": {"()": "common.logging.JsonFormatter"},
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},

@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from auditorium import health
-from auditorium.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from common.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from scoring.api_urls import study_urlpatterns as scoring_study_api
 
 admin.site.login_form = ThrottledAdminAuthenticationForm

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 
-from .proxy import is_trusted_proxy
+from common.proxy import is_trusted_proxy
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 

@@ -15,8 +15,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditorium.api_input import validated
-from auditorium.errors import ServiceError
+from common.api_input import validated
+from common.errors import ServiceError
 from scoring.evaluation import DIMENSIONS, MODALITIES
 
 from . import runners, selectors, services

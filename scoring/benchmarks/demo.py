@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.models import Judge, ScoringRun
 
 from . import runners, services

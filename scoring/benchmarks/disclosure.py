@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from auditorium.roles import is_researcher
+from common.roles import is_researcher
 
 PUBLIC, PRIVATE, ALL = "public", "private", "all"
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -41,8 +41,8 @@ from django import db
 from django.db import transaction
 from django.utils import timezone
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 from scoring import services as scoring_services
 from scoring.evaluation import ALIGNMENT, DIMENSIONS, MUSICALITY, NO_LABEL
 from scoring.models import Judge, ScoringRun, Verdict

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
-from auditorium.roles import is_admin, is_researcher
+from common.roles import is_admin, is_researcher
 from scoring.evaluation import (
     ALIGNMENT,
     DIMENSIONS,

@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from annotation.models import Clip, Judgment, Pair, Study
 from annotation.selectors import study_writable_by
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, pair_majority
 
 from . import formats

@@ -8,8 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from auditorium.errors import ServiceError
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.roles import is_researcher
 
 from . import team_services
 from .models import Benchmark, Team

@@ -11,9 +11,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation.models import Clip, Study
-from auditorium.errors import ServiceError
 from auditorium.ranged import ranged_file_response
-from auditorium.roles import is_researcher
+from common.errors import ServiceError
+from common.guards import forbidden
+from common.roles import is_researcher
 from scoring.evaluation import DIMENSIONS, MODALITIES
 from scoring.models import Judge
 
@@ -25,7 +26,7 @@ LABELS = {0: "A", 1: "B", 2: "both"}
 
 
 def _forbidden(request: HttpRequest) -> HttpResponse:
-    return render(request, "benchmarks/forbidden.html", status=403)
+    return forbidden(request, "Judge benchmarks are open to researchers and to members of a benchmark team.")
 
 
 @require_safe

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -242,6 +243,38 @@ def _hub_cached(repo_id: str) -> tuple[str, str]:
     if isinstance(found, str):
         return str(Path(found).parent), ""
     return "", f"{repo_id} is not in the local Hugging Face cache and downloads are disabled; put the weights under AUDITORIUM_MODEL_DIR"
+
+
+def jsonable(value):
+    """`value` as it reads back from a JSON field (numpy scalars as numbers, anything else unknown as text)."""
+    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def store_fill(store, items: list, context: str, compute, *, encode=jsonable, decode=None) -> dict:
+    """Per content hash (`item.sha256`): what the clip cache `store` holds under `context`, and `compute(missing)`
+    for the rest, each hash once and all in one batch, stored back. Without a store, everything is computed.
+
+    `encode` turns a computed value into what is stored (and, with no `decode`, what is returned);
+    `decode` reads a stored value back, None where it holds nothing usable.
+    """
+    found: dict = {}
+    if store is not None:
+        for sha, stored in store.get_many([item.sha256 for item in items], context).items():
+            value = stored if decode is None else decode(stored)
+            if value is not None:
+                found[sha] = value
+    missing, seen = [], set(found)
+    for item in items:
+        if item.sha256 not in seen:
+            missing.append(item)
+            seen.add(item.sha256)
+    if missing:
+        computed = dict(zip((item.sha256 for item in missing), compute(missing)))
+        stored = {sha: encode(value) for sha, value in computed.items()}
+        if store is not None:
+            store.put_many(stored, context)
+        found.update(computed if decode is not None else stored)
+    return found
 
 
 class JudgeAdapter:

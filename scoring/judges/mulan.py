@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import ALIGNMENT, ClipAudio, ConditionInput, load_audio
+from .base import ALIGNMENT, ClipAudio, ConditionInput, load_audio, store_fill
 from .layout import MULAN_LAYOUT, mulan_problem
 from .ported import PortedJudge
 
@@ -85,22 +85,14 @@ class MuQMuLanJudge(PortedJudge):
             return model.embed_text(text).cpu().numpy()
 
     def audio_embeddings(self, clips: list[ClipAudio]) -> list[np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        if self.store is not None:
-            for sha, scores in self.store.get_many([c.sha256 for c in clips], "").items():
-                if "embedding" in scores:
-                    found[sha] = np.asarray(scores["embedding"], dtype=np.float32)
-        todo, seen = [], set(found)
-        for clip in clips:
-            if clip.sha256 not in seen:
-                todo.append(clip)
-                seen.add(clip.sha256)
-        if todo:
-            vectors = self.embed_audio([load_audio(c.path, sample_rate=SAMPLE_RATE) for c in todo])
-            fresh = dict(zip((c.sha256 for c in todo), vectors))
-            found.update(fresh)
-            if self.store is not None:
-                self.store.put_many({sha: {"embedding": [float(x) for x in v]} for sha, v in fresh.items()}, "")
+        found = store_fill(
+            self.store,
+            clips,
+            "",
+            lambda todo: self.embed_audio([load_audio(c.path, sample_rate=SAMPLE_RATE) for c in todo]),
+            encode=lambda vector: {"embedding": [float(x) for x in vector]},
+            decode=lambda stored: np.asarray(stored["embedding"], dtype=np.float32) if "embedding" in stored else None,
+        )
         return [found[c.sha256] for c in clips]
 
     def score_clips(self, clips: list[ClipAudio], condition: ConditionInput) -> list[dict]:

@@ -260,8 +260,8 @@ def _confidence(value) -> float:
 
 
 def annotator_reliability(rows: list[dict]) -> dict[tuple, float]:
-    """(annotator, dimension) -> Dawid–Skene reliability fitted on these votes (auditorium.crowd); ties are not fitted on."""
-    from auditorium.crowd import aggregate
+    """(annotator, dimension) -> Dawid–Skene reliability fitted on these votes (common.crowd); ties are not fitted on."""
+    from common.crowd import aggregate
 
     out = {}
     for j, dim in enumerate(DIMENSIONS):

@@ -19,12 +19,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 import numpy as np
 
-from ..judges.base import ClipAudio, ConditionInput
+from ..judges.base import ClipAudio, ConditionInput, store_fill
 
 FEATURE_KINDS = ("signal", "clap", "muq_mulan")
 PROMPT_DIM, LYRICS_DIM = 64, 32
@@ -113,10 +112,6 @@ def signal_vector(scores: dict) -> np.ndarray:
     return np.asarray(parts, dtype=np.float64)
 
 
-def _jsonable(value):
-    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
-
-
 class Featurizer:
     """Per-clip and per-condition vectors from one feature judge's adapter (with its clip cache attached)."""
 
@@ -153,18 +148,7 @@ class Featurizer:
 
     def _signal_scores(self, clips: list[ClipAudio]) -> list[dict]:
         """The signal judge's clip scores: its cache first (context "", as its scoring runs store them), then computed."""
-        store = self.adapter.store
-        found = store.get_many([c.sha256 for c in clips], "") if store is not None else {}
-        todo, seen = [], set(found)
-        for clip in clips:
-            if clip.sha256 not in seen:
-                todo.append(clip)
-                seen.add(clip.sha256)
-        if todo:
-            fresh = {c.sha256: _jsonable(s) for c, s in zip(todo, self.adapter.score_clips(todo, ConditionInput()))}
-            if store is not None:
-                store.put_many(fresh, "")
-            found.update(fresh)
+        found = store_fill(self.adapter.store, clips, "", lambda todo: self.adapter.score_clips(todo, ConditionInput()))
         return [found[c.sha256] for c in clips]
 
     # --- conditions ------------------------------------------------------------------------

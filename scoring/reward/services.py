@@ -31,14 +31,14 @@ from django.utils.text import slugify
 from annotation.models import Clip, Condition, Judgment, Pair, Study
 from annotation.selectors import study_writable_by
 from annotation.services import pair_priorities_replace
-from auditorium.errors import ServiceError
 from auditorium.runtime import pick_device
+from common.errors import ServiceError
 
 from .. import broadcast, queueing
 from .. import services as scoring
 from ..evaluation import ALIGNMENT, DIMENSIONS, MAJORITY, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate_clustered, prefer
 from ..judges import adapter_for
-from ..judges.base import AudioDecodeError, JudgeUnavailable, models_relative
+from ..judges.base import AudioDecodeError, JudgeUnavailable, jsonable, models_relative
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
@@ -342,7 +342,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     if run.study.selection == "uncertainty":
         # The study serves pairs where its latest model is least sure: this model now.
         summary["priorities"] = selection_refresh(study=run.study)
-    return scoring._jsonable(summary)
+    return jsonable(summary)
 
 
 def feature_judge_scores(*, featurizer: Featurizer, table: FeatureTable, votes, rows: list[dict]) -> tuple[tuple | None, str]:
@@ -365,7 +365,7 @@ def feature_judge_scores(*, featurizer: Featurizer, table: FeatureTable, votes, 
     try:
         for key, indices in by_condition.items():
             shas = list(dict.fromkeys(rows[i][k] for i in indices for k in ("clip_a", "clip_b")))
-            scores = dict(zip(shas, adapter.score_clips([scoring.clip_audio(clips[s]) for s in shas], scoring.condition_input(conditions[key]))))
+            scores = scoring.clip_scores_get_or_compute(adapter=adapter, clips=[clips[s] for s in shas], condition=conditions[key])
             for i in indices:
                 for j, dim in enumerate(DIMENSIONS):
                     a[i, j] = _score(scores[rows[i]["clip_a"]].get(dim))
@@ -422,7 +422,7 @@ def model_card(
     seen = sorted(split.conditions(rows, "train") | split.conditions(rows, "val"))
     network = network or trained
     best = {h["dimension"]: h for h in network.history if h["epoch"] == network.best_epoch.get(h["dimension"])}
-    return scoring._jsonable(
+    return jsonable(
         {
             "kind": "reward",
             "study": run.study.name,

@@ -9,7 +9,7 @@ import pytest
 from annotation import services
 from annotation.active import RANDOM, UNCERTAINTY, active_draw, active_order, draw_mode
 from annotation.models import Assignment, Judgment, Pair, PairPriority
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 from tests.listening import listen
 

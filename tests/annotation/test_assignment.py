@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Assignment, Judgment, Pair
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import AnnotatorFactory, ConditionFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 from tests.listening import listen
 

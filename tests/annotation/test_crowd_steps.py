@@ -15,10 +15,11 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation import screening, services
+from annotation import services
+from annotation.screens import huggins as screening
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.crowd import play_practice, play_screen
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 

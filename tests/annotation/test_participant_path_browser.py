@@ -11,9 +11,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from annotation import screening, services
+from annotation import services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, ScreeningAttempt
 from annotation.models import Judgment
+from annotation.screens import huggins as screening
 from tests.crowd import hear_practice, judge_pair_by_keyboard
 from tests.factories import ClipFactory, ConditionFactory, PairFactory, StudyFactory
 

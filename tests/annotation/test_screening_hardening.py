@@ -13,8 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from scipy.stats import binomtest
 
-from annotation import screening, services
+from annotation import services
 from annotation.crowd_models import ScreeningAttempt
+from annotation.screens import huggins as screening
 from tests.crowd import play_screen
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 from tests.live_uvicorn import serving

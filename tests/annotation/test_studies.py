@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.utils import timezone
 from arena import conf
 from arena.models import AdapterKind, Battle, BattleAudioFetch, ListenEvent, RejectedVote, Vote
 from arena.services import ArenaError, listen_events_record, vote_submit
-from auditorium import listening
+from common import listening
 
 from .conftest import arena_system, fetch_audio, listen, ready_battle, send, visitor_client, visitor_with_terms
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.cache import cache, caches
 
 from arena import ratelimit
-from auditorium.cache import RedisCache
+from common.cache import RedisCache
 
 NOW = 1_000_000.0  # a fixed clock: window starts are multiples of the window
 

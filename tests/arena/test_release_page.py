@@ -12,7 +12,7 @@ from django.test import Client
 
 from arena.models import ReleaseBuild
 from arena.release_builds import release_build_create, release_build_execute, release_folder
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import UserFactory
 
 from .conftest import arena_system, visitor_with_terms

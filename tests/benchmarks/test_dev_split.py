@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Judgment
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.benchmarks import audio, services
 from scoring.benchmarks.models import Team
 from tests.benchmarks.helpers import known_study

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.benchmarks import selectors, services
 from scoring.benchmarks.models import Submission
 from tests.benchmarks.helpers import item_truth, jsonl, known_study

@@ -1,4 +1,4 @@
-"""Request bodies validated by one serializer instance per class (auditorium.api_input): the same data and errors as is_valid."""
+"""Request bodies validated by one serializer instance per class (common.api_input): the same data and errors as is_valid."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rest_framework import serializers
 from rest_framework.fields import Field
 
 from annotation.api import JudgmentSubmitApi
-from auditorium.api_input import validated
+from common.api_input import validated
 
 Input = JudgmentSubmitApi.JudgmentInput
 GOOD = {

@@ -135,7 +135,7 @@ def test_logs_are_json_lines():
     import json
     import logging
 
-    from auditorium.logging import JsonFormatter
+    from common.logging import JsonFormatter
 
     record = logging.LogRecord("auditorium.test", logging.INFO, __file__, 1, "vote stored %s", ("x",), None)
     record.battle = 12

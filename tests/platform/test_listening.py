@@ -1,4 +1,4 @@
-"""The shared listening rules (auditorium.listening), on plain values."""
+"""The shared listening rules (common.listening), on plain values."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from auditorium import listening
-from auditorium.errors import ServiceError
+from common import listening
+from common.errors import ServiceError
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

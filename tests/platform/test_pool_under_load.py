@@ -145,7 +145,7 @@ def test_a_pool_timeout_anywhere_answers_503_with_retry_after_and_is_counted(cli
     """In a view (through DRF) and in a middleware before any view: 503, Retry-After, counted, never 500."""
     from annotation import services
     from auditorium import dbpool
-    from auditorium.sessions import SessionStore
+    from common.sessions import SessionStore
 
     user = AnnotatorFactory(username="pool-busy")
     client.force_login(user)

@@ -1,4 +1,4 @@
-"""Statements compiled once (auditorium.precompiled): the same rows and writes as the ORM, prepared once per session on PostgreSQL."""
+"""Statements compiled once (common.precompiled): the same rows and writes as the ORM, prepared once per session on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Judgment
 from annotation.services.assignment import MEMBERSHIP, _membership_query
-from auditorium.precompiled import PrecompiledInsert, PreparedSQL, _prepared_on
+from common.precompiled import PrecompiledInsert, PreparedSQL, _prepared_on
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

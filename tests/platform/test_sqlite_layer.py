@@ -1,4 +1,4 @@
-"""The embedded channel layer (auditorium/sqlite_layer.py): the Channels layer contract, and pushes across processes."""
+"""The embedded channel layer (common/sqlite_layer.py): the Channels layer contract, and pushes across processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 from channels.exceptions import ChannelFull
 
-from auditorium.sqlite_layer import SQLiteChannelLayer
+from common.sqlite_layer import SQLiteChannelLayer
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_a_worker_channel_gives_each_message_to_one_receiver(layer):
 SENDER = """
 import asyncio, sys
 sys.path.insert(0, "platform")
-from auditorium.sqlite_layer import SQLiteChannelLayer
+from common.sqlite_layer import SQLiteChannelLayer
 layer = SQLiteChannelLayer(path=sys.argv[1])
 asyncio.run(layer.group_send("run-7", {"type": "run.progress", "done": int(sys.argv[2])}))
 """
@@ -131,7 +131,7 @@ def test_the_embedded_settings_choose_the_file_layer_and_redis_keeps_channels_re
     probe = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
     env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "auditorium.settings", "DJANGO_DEBUG": "true", "AUDITORIUM_DATA_DIR": str(tmp_path), "PYTHONPATH": "platform"}
     embedded = subprocess.run([sys.executable, "-c", f"import django; django.setup(); {probe}"], env=env, capture_output=True, text=True, check=True)
-    assert embedded.stdout.strip() == "auditorium.sqlite_layer.SQLiteChannelLayer"
+    assert embedded.stdout.strip() == "common.sqlite_layer.SQLiteChannelLayer"
     redis = subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {probe}"], env={**env, "REDIS_URL": "redis://127.0.0.1:1/0"}, capture_output=True, text=True, check=True
     )
@@ -142,7 +142,7 @@ def test_a_process_local_debounce_flag_lapses_with_its_countdown(settings):
     """On the embedded cache the worker cannot clear the web process's flag: it must lapse by itself when the run starts."""
     import time as clock
 
-    from auditorium.debounce import debounced_apply
+    from common.debounce import debounced_apply
 
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "debounce-test"}}
     queued = []

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # (folder holding the top-level package or scripts, the packages in it)
-SOURCES = [(ROOT, ("annotation", "arena", "scoring")), (ROOT / "platform", ("auditorium",)), (ROOT / "bench", ())]
+SOURCES = [(ROOT, ("annotation", "arena", "scoring", "common")), (ROOT / "platform", ("auditorium",)), (ROOT / "bench", ())]
 # Scripts run with their own folder on sys.path (bench/load.py imports _setup): named "bench.<stem>"
 # here so that bench/scoring.py is not mistaken for the scoring package.
 SCRIPTS = "bench"
@@ -207,6 +207,30 @@ def test_cycle_detection_reports_the_path():
 def test_no_import_cycles_between_project_files():
     found = cycles(import_edges(source_files()))
     assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(str(t) for t in found)
+
+
+# --- (a2) the shared package stands alone --------------------------------------------------------
+
+APPS = ("annotation", "arena", "scoring")
+# The project package (platform/auditorium/) is wiring only: settings, URLs, the servers' entry points and
+# request cycle (ASGI handler and its connection watch, the end-of-request notes), Celery, the database pool.
+WIRING = {"asgi", "asgi_handler", "celery", "dbpool", "deferred", "health", "ranged", "routing", "runtime", "security", "serve", "settings", "test_settings", "urls", "ws_origin", "wsgi"}
+
+
+def test_the_shared_package_imports_no_app_and_nothing_of_the_project_package():
+    modules = source_files()
+    shared = {m for m in modules if m.split(".")[0] == "common"}
+    assert {"common.errors", "common.listening", "common.guards"} <= shared
+    edges = import_edges(modules)
+    assert ("common.login_throttle", "common.rates") in {(e.source, e.target) for e in edges}
+    bad = [str(e) for e in edges if e.source in shared and e.target.split(".")[0] in (*APPS, "auditorium")]
+    assert not bad, "the shared package (common/) must not import an app or the project package:\n" + "\n".join(bad)
+
+
+def test_the_project_package_holds_only_wiring():
+    found = {p.stem for p in (ROOT / "platform" / "auditorium").glob("*.py")} - {"__init__"}
+    assert found <= WIRING, f"not wiring, belongs in common/: {sorted(found - WIRING)}"
+    assert not (ROOT / "platform" / "__init__.py").exists()
 
 
 # --- (b) file length ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from annotation.ratings import services
 from annotation.ratings.models import Rating, RatingAssignment, RatingItem, RatingSubmission
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from tests.factories import ClipFactory, ConditionFactory, PairFactory, StudyFactory
 from tests.ratings_helpers import answer_for, listen_all, member, rating_study
 

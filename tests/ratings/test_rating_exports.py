@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Study
 from annotation.ratings import exports, services
 from annotation.ratings.models import RatingItem
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import compare
 from tests.factories import ClipFactory, ConditionFactory
 from tests.ratings_helpers import listen_all, member, rating_study

@@ -11,7 +11,7 @@ import requests
 from django.test import RequestFactory
 from django.urls import reverse
 
-from auditorium.proxy import client_address
+from common.proxy import client_address
 from tests.arena.conftest import arena_system, ready_battle, visitor_with_terms
 from tests.factories import UserFactory
 from tests.live_uvicorn import serving

@@ -8,7 +8,7 @@ import io
 import pytest
 from django.test import Client, override_settings
 
-from auditorium.limits import BodyLimitASGI, CappedUploadHandler, upload_cap
+from common.limits import BodyLimitASGI, CappedUploadHandler, upload_cap
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.utils import timezone
 from scipy.stats import binomtest
 
 from annotation.models import AnnotatorProfile, Pair
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import agreement, services, stats
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 

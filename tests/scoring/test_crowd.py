@@ -10,7 +10,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from auditorium.crowd import aggregate, calibration, majority_labels
+from common.crowd import aggregate, calibration, majority_labels
 from scoring import report, report_tables
 from scoring.crowd import crowd_report, pair_labels
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory

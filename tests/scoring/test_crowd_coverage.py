@@ -6,7 +6,7 @@ spammer flips a coin. The true Dawid–Skene reliability is the mean of P(right 
 P(right | truth B). Three crowds: the honest-and-spammer crowd of the project's tests with no
 spammers and with 40 % spammers, and one whose errors depend on the true answer (an annotator
 right 75-98 % of the time when A won but 55-80 % when B won). The interval is the one
-`auditorium.crowd.aggregate` reports (items resampled, model refitted each round).
+`common.crowd.aggregate` reports (items resampled, model refitted each round).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from auditorium.crowd import _codes, _frame, _percentiles, aggregate, ds_refit
+from common.crowd import _codes, _frame, _percentiles, aggregate, ds_refit
 
 SEEDS = 12
 ROUNDS = 200

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Condition
-from auditorium.csvfile import csv_cell, csv_text
+from common.csvfile import csv_cell, csv_text
 from scoring.models import ScoringRun
 from tests.factories import UserFactory
 from tests.scoring.test_report import build_study

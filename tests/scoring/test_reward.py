@@ -20,7 +20,7 @@ from django.test import TestCase, TransactionTestCase, override_settings
 from django.urls import reverse
 
 from annotation.models import Pair, Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import broadcast, services
 from scoring.evaluation import VOTE, evaluate
 from scoring.judges.reward import CARD_FILE

@@ -11,7 +11,7 @@ import pytest
 from django.test import TestCase
 from django.urls import reverse
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.judges.reward import CARD_FILE
 from scoring.models import Judge, TrainingRun
 from scoring.reward import services as reward

@@ -237,7 +237,7 @@ def test_split_seeds_are_parsed_and_kept_apart_from_the_training_seed(given, exp
 
 @pytest.mark.parametrize("given", ["a,b", "1,1", "-1", ",".join(str(i) for i in range(21)), "", [True]])
 def test_bad_split_seeds_are_refused_with_what_is_allowed(given):
-    from auditorium.errors import ServiceError
+    from common.errors import ServiceError
     from scoring.reward.services import training_options_clean
 
     with pytest.raises(ServiceError, match="split seeds"):

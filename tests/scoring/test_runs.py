@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation.models import Clip, Pair
 from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import services, tasks
 from scoring.judges.signal import SignalJudge
 from scoring.models import ClipScore, Judge, ScoringRun, Verdict

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.dataset import dataset_export
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 
 class Command(BaseCommand):

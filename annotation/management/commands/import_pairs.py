@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.dataset import DEFAULT_STUDY, pairs_import
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from arena.catalog import catalog_import_folder, catalog_import_jsonl
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import services
 from scoring.models import ScoringRun
 

@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Clip, Pair, Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import services
 from scoring.hardneg import KINDS
 

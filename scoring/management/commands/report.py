@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import AnnotatorProfile, Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.agreement import THRESHOLD_HELP, Thresholds
 from scoring.evaluation import DIMENSIONS
 from scoring.report import report_build, report_options_parse

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring import services
 from scoring.models import Judge
 

@@ -19,7 +19,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.evaluation import DIMENSIONS
 from scoring.models import Judge, TrainingRun
 from scoring.reward.baselines import BASELINES

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from annotation.ratings import exports
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 
 FILES = ("datasheet.json", "mos.jsonl", "ratings.jsonl", "implied_pairs.jsonl")
 

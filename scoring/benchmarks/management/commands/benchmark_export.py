@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.benchmarks import services
 
 from ._common import benchmark_named

@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.benchmarks import runners, services
 from scoring.benchmarks.models import Team
 from scoring.models import Judge

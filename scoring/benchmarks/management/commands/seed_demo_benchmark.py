@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from auditorium.errors import ServiceError
+from common.errors import ServiceError
 from scoring.benchmarks.demo import demo_benchmark_seed
 
 

@@ -9,8 +9,6 @@ arena's rate limits; failures are counted, successes clear the account's count.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import math
 import time
@@ -24,44 +22,40 @@ from django.core.exceptions import PermissionDenied
 
 from .auth_backend import CachedModelBackend
 from .proxy import client_address
+from .rates import parse_rate, salted_hash, window_start
 
 log = logging.getLogger(__name__)
-
-
-def _hash(label: str, value: str) -> str:
-    salt = str(getattr(settings, "AUDITORIUM_HASH_SALT", settings.SECRET_KEY)).encode()
-    return hmac.new(salt, f"{label}:{value}".encode(), hashlib.sha256).hexdigest()[:32]
-
-
-def _rate(name: str) -> tuple[int, int]:
-    count, _, seconds = str(getattr(settings, name)).partition("/")
-    return int(count), int(seconds or 60)
 
 
 def _scopes(request, username: str) -> list[tuple[str, str, str]]:
     """(setting, cache key stem, what) for each limit that applies."""
     scopes = []
     if username:
-        scopes.append(("AUDITORIUM_LOGIN_ACCOUNT_RATE", "acct:" + _hash("login-user", username.strip().lower()), "this account"))
+        scopes.append(("AUDITORIUM_LOGIN_ACCOUNT_RATE", "acct:" + salted_hash("login-user", username.strip().lower()), "this account"))
     ip = client_address(request)
     if ip:
-        scopes.append(("AUDITORIUM_LOGIN_IP_RATE", "ip:" + _hash("login-ip", ip), "this network"))
+        scopes.append(("AUDITORIUM_LOGIN_IP_RATE", "ip:" + salted_hash("login-ip", ip), "this network"))
     return scopes
 
 
 def _key(stem: str, window: int, now: float) -> tuple[str, float]:
-    start = int(now // window) * window
+    start = window_start(now, window)
     return f"login:fail:{stem}:{start}", start + window
+
+
+def _windows(request, username: str, now: float):
+    """(cache key, limit, window seconds, window end, what) for each limit in force."""
+    for setting, stem, what in _scopes(request, username):
+        limit, window = parse_rate(getattr(settings, setting))
+        if limit > 0:
+            key, ends = _key(stem, window, now)
+            yield key, limit, window, ends, what
 
 
 def locked(request, username: str, *, now: float | None = None) -> tuple[str, int] | None:
     """(what is locked, seconds until it opens) when a limit is reached, else None."""
     now = time.time() if now is None else now
-    for setting, stem, what in _scopes(request, username):
-        limit, window = _rate(setting)
-        if limit <= 0:
-            continue
-        key, ends = _key(stem, window, now)
+    for key, limit, _, ends, what in _windows(request, username, now):
         try:
             failures = cache.get(key, 0)
         except Exception:  # the cache is down: sign-in still works, unthrottled, and says so in the log
@@ -74,11 +68,7 @@ def locked(request, username: str, *, now: float | None = None) -> tuple[str, in
 
 def failure_record(request, username: str, *, now: float | None = None) -> None:
     now = time.time() if now is None else now
-    for setting, stem, _ in _scopes(request, username):
-        limit, window = _rate(setting)
-        if limit <= 0:
-            continue
-        key, _ = _key(stem, window, now)
+    for key, _, window, _, _ in _windows(request, username, now):
         try:
             if not cache.add(key, 1, timeout=window + 5):
                 cache.incr(key)
@@ -90,9 +80,9 @@ def failure_record(request, username: str, *, now: float | None = None) -> None:
 
 def success_record(request, username: str, *, now: float | None = None) -> None:
     now = time.time() if now is None else now
-    limit, window = _rate("AUDITORIUM_LOGIN_ACCOUNT_RATE")
+    limit, window = parse_rate(settings.AUDITORIUM_LOGIN_ACCOUNT_RATE)
     if username and limit > 0:
-        key, _ = _key("acct:" + _hash("login-user", username.strip().lower()), window, now)
+        key, _ = _key("acct:" + salted_hash("login-user", username.strip().lower()), window, now)
         try:
             cache.delete(key)
         except Exception:

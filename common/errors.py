@@ -1,6 +1,6 @@
 """The one exception type services raise for requests that cannot be carried out.
 
-Every app's services raise it; the API exception handler (`auditorium.api_errors`) and the HTML
+Every app's services raise it; the API exception handler (`common.api_errors`) and the HTML
 views turn it into the same answer for the person who made the request.
 """
 

@@ -1,0 +1,35 @@
+"""The one gate before a study's work: the headphone screen, then the practice round, then pairs or items.
+
+The listening and rating pages send an annotator to the step this names; the APIs that hand out work refuse
+while the screen stands in the way, so a client that skips the pages meets the same rule.
+"""
+
+from __future__ import annotations
+
+from common.errors import ServiceError
+
+from .practice import practice_next
+from .screening import screening_status
+
+SCREENING = "screening"
+PRACTICE = "practice"
+
+
+def screening_pending(*, study, annotator) -> bool:
+    """Whether the screen still stands between the annotator and the work: an attempt to take, or none left (failed)."""
+    return screening_status(study=study, annotator=annotator)["state"] in ("open", "failed")
+
+
+def crowd_step(*, study, annotator) -> str | None:
+    """The step the annotator must take first ("screening" or "practice", also the names of their pages), or None."""
+    if screening_pending(study=study, annotator=annotator):
+        return SCREENING
+    if practice_next(study=study, annotator=annotator) is not None:
+        return PRACTICE
+    return None
+
+
+def crowd_gate_check(*, study, annotator) -> None:
+    """Refuse (403, nothing handed out) while the annotator has the screen to pass."""
+    if screening_pending(study=study, annotator=annotator):
+        raise ServiceError("Pass the headphone check of this study first (open the study's page).", code="screening_required", status=403)
