@@ -57,6 +57,13 @@ def judge_list() -> list[dict]:
     return out
 
 
+def judges_runnable() -> list[Judge]:
+    """Judges a run can be started for now (what services.run_create checks: enabled, and the adapter finds its
+    weights and runtime); imported results are never run."""
+    judges = Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL).order_by("key")
+    return [judge for judge in judges if adapter_for(judge).availability().available]
+
+
 def run_list(*, study=None, user=None, limit: int = 100):
     """The latest runs; with `user`, only those of studies the user may reach (annotation.access)."""
     query = ScoringRun.objects.select_related("judge", "study")
