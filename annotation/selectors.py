@@ -59,6 +59,16 @@ def studies_open_to(*, user) -> QuerySet[Study]:
     return Study.objects.filter(memberships__annotator=user, memberships__is_active=True, is_active=True).order_by("name")
 
 
+# What every analysis says of the demo's seeded votes when it leaves them out (exports, reports, runs, reward training).
+SEEDED_LEFT_OUT = "seeded demo votes"
+
+
+def judgments_without_seeded(judgments: QuerySet[Judgment]) -> QuerySet[Judgment]:
+    """The votes an analysis counts by default: the demo's seeded votes (made up, no one listened) are left out,
+    as exports leave them out unless asked for them."""
+    return judgments.exclude(source=Judgment.Source.SEEDED)
+
+
 def pairs_left_for(*, study: Study, annotator, now=None, reserved: bool | None = None) -> int:
     """Pairs this annotator can still be given here: a live reservation, plus pairs with room
     they have neither judged nor skipped (the same content judged elsewhere counts as judged).
