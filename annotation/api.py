@@ -21,6 +21,14 @@ def _audio(clip: Clip | None) -> dict | None:
     return {"url": reverse("clip-audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
 
 
+def _progress(assignment: Assignment, *, study, annotator) -> dict:
+    """The same count as the home page's (selectors.pair_progress), from what the engine already counted when it has."""
+    known = getattr(assignment, "progress", None)  # the assignment just served: their live reservation
+    if known is None:
+        return selectors.annotator_progress(study=study, annotator=annotator)
+    return selectors.pair_progress(study=study, annotator=annotator, done=known["done"], planned=known["planned"], reserved=True, recent=True)
+
+
 def assignment_payload(assignment: Assignment, *, annotator) -> dict:
     """What the page may know: never system names, file names, pair kind or other annotators' answers."""
     pair = assignment.pair
@@ -47,8 +55,7 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
             "next_seq": assignment.listening_seq + 1,
             "heard": {side: float((assignment.listening.get(side) or {}).get("seconds", 0.0)) for side in ("A", "B")},
         },
-        # The engine counts progress in the query that picks the pair; other callers count it here.
-        "progress": getattr(assignment, "progress", None) or selectors.annotator_progress(study=study, annotator=annotator),
+        "progress": _progress(assignment, study=study, annotator=annotator),
     }
 
 

@@ -55,6 +55,24 @@ def has_consented(user_id: int) -> bool:
     return value
 
 
+# How many pairs an annotator could reach in a study (judged + open to them), as last counted.
+# Counting is a scan of the study's pairs: the next-pair request reuses the count for this long
+# instead of paying it on every pair; the home page counts afresh and refreshes it.
+REACHABLE_TIMEOUT = 60
+
+
+def _reachable_key(study_id: int, user_id: int) -> str:
+    return f"annotation:reachable:{study_id}:{user_id}"
+
+
+def reachable_get(study_id: int, user_id: int) -> int | None:
+    return cache_get(_reachable_key(study_id, user_id))
+
+
+def reachable_set(study_id: int, user_id: int, reachable: int) -> None:
+    cache_set_many({_reachable_key(study_id, user_id): reachable}, REACHABLE_TIMEOUT)
+
+
 def study_forget(sender=None, instance=None, **kwargs) -> None:
     cache_forget(_name_key(instance.name))
 

@@ -8,9 +8,14 @@ _SECTIONS = (
     ("arena:leaderboard", "leaderboard"),
     ("benchmarks:", "benchmarks"),
     ("arena:", "arena"),
+    # Reward training starts from the judges page and its result is a judge: it belongs there.
     ("scoring:judge", "judges"),
+    ("scoring:reward", "judges"),
+    ("scoring:training", "judges"),
     ("scoring:run", "runs"),
-    ("scoring:", "reports"),
+    # Named, not "scoring:": a new scoring page must pick its entry instead of passing for a report.
+    ("scoring:report", "reports"),
+    ("scoring:study-report", "reports"),
     ("study-manage", "manage"),
     ("study-", "manage"),
     ("pairs-import", "manage"),

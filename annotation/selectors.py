@@ -74,18 +74,30 @@ def studies_open_to(*, user) -> QuerySet[Study]:
     return Study.objects.filter(memberships__annotator=user, memberships__is_active=True, is_active=True).order_by("name")
 
 
-def pairs_left_for(*, study: Study, annotator, now=None) -> int:
+# What every analysis says of the demo's seeded votes when it leaves them out (exports, reports, runs, reward training).
+SEEDED_LEFT_OUT = "seeded demo votes"
+
+
+def judgments_without_seeded(judgments: QuerySet[Judgment]) -> QuerySet[Judgment]:
+    """The votes an analysis counts by default: the demo's seeded votes (made up, no one listened) are left out,
+    as exports leave them out unless asked for them."""
+    return judgments.exclude(source=Judgment.Source.SEEDED)
+
+
+def pairs_left_for(*, study: Study, annotator, now=None, reserved: bool | None = None) -> int:
     """Pairs this annotator can still be given here: a live reservation, plus pairs with room
     they have neither judged nor skipped (the same content judged elsewhere counts as judged).
 
     Mirrors the assignment engine's candidate rules (services/assignment.py) as one count.
+    `reserved`: whether they hold a live reservation here, when the caller knows.
     """
     now = now or timezone.now()
     if not study.is_active:
         return 0
     live = Q(state=Assignment.State.ACTIVE, lock_expires_at__gt=now)
     mine = Assignment.objects.filter(annotator=annotator, pair__study=study)
-    reserved = mine.filter(live).exists()
+    if reserved is None:
+        reserved = mine.filter(live).exists()
     content_key = Concat(Cast("condition_id", CharField()), Value("/"), "clip_key", output_field=CharField())
     judged_content = (
         Judgment.objects.filter(annotator=annotator)
@@ -110,23 +122,45 @@ def pairs_left_for(*, study: Study, annotator, now=None) -> int:
 def annotator_progress(*, study: Study, annotator, now=None) -> dict:
     """The one account of an annotator's progress that the home page and the listening page show.
 
-    `target` is what they can reach: the study's per-annotator target (or its pair count),
-    lowered to what is judged plus what is still open to them, so "all done" and
-    "3 of 3" agree. `state` is "open", "finished" (nothing left for them) or "closed".
+    Rating studies (acr, multi) count rated items (`unit` "clips" or "sets"); pair studies count
+    judged pairs (`pair_progress`).
     """
     if hasattr(study, "rating_task"):
-        # Rating studies (acr, multi) count rated items instead of judged pairs.
         from .ratings.selectors import rating_progress
 
         return rating_progress(study=study, annotator=annotator, now=now)
-    done = Judgment.objects.filter(pair__study=study, annotator=annotator).count()
-    planned = study.annotator_target or study.pairs.count()
-    left = pairs_left_for(study=study, annotator=annotator, now=now)
+    return pair_progress(study=study, annotator=annotator, now=now)
+
+
+def pair_progress(
+    *, study: Study, annotator, now=None, done: int | None = None, planned: int | None = None, reserved: bool | None = None, recent: bool = False
+) -> dict:
+    """An annotator's progress in a pair study.
+
+    `target` is what they can reach: the study's per-annotator target (or its pair count),
+    lowered to what is judged plus what is still open to them (pairs already filled by others
+    are not), so "all done" and "3 of 3" agree. `state` is "open", "finished" (nothing left for
+    them) or "closed". The next-pair request passes what the engine already counted (`done`,
+    `planned`, `reserved`) and `recent=True`: the open pairs as counted within the last minute (by the home
+    page or an earlier pair) stand, less what was judged since, so the hot path adds no query.
+    """
+    from . import cached
+
+    if done is None:
+        done = Judgment.objects.filter(pair__study=study, annotator=annotator).count()
+    if planned is None:
+        planned = study.annotator_target or study.pairs.count()
+    reachable = cached.reachable_get(study.pk, annotator.pk) if recent and study.is_active else None
+    if reachable is None:
+        left = pairs_left_for(study=study, annotator=annotator, now=now, reserved=reserved)
+        cached.reachable_set(study.pk, annotator.pk, done + left)
+    else:
+        left = max(0, reachable - done)
     if study.annotator_target:
         left = min(left, max(0, study.annotator_target - done))
     target = max(done, min(planned, done + left))
     state = "closed" if not study.is_active else ("open" if left > 0 else "finished")
-    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state}
+    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state, "unit": "pairs"}
 
 
 def annotator_home_studies(*, user, now=None) -> list[dict]:

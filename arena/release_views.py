@@ -37,7 +37,7 @@ def release(request: HttpRequest) -> HttpResponse:
         if not researcher:
             return forbidden(request, "Only researchers can build a release.")
         try:
-            build = release_build_create(
+            release_build_create(
                 user=request.user,
                 audio=request.POST.get("audio") == "on",
                 parquet=request.POST.get("parquet") == "on",
@@ -45,8 +45,7 @@ def release(request: HttpRequest) -> HttpResponse:
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
-        else:
-            messages.success(request, f"Release #{build.pk} is queued; this page follows its progress.")
+        # No flash message for a build that was queued: the page's own note follows its state (see below).
         return redirect("arena:release")
     builds = release_builds(everyone=not researcher)
     context = {
@@ -54,8 +53,10 @@ def release(request: HttpRequest) -> HttpResponse:
         "researcher": researcher,
         "public": bool(settings.ARENA_RELEASE_PUBLIC),
         "battles": voted_battles(),
-        "building": any(b.state in (ReleaseBuild.State.PENDING, ReleaseBuild.State.RUNNING) for b in builds),
+        # Inside the table's section, which the page redraws when a row changes state, so it never outlives the build.
+        "active": next((b for b in builds if b.state in (ReleaseBuild.State.PENDING, ReleaseBuild.State.RUNNING)), None),
     }
+    context["building"] = context["active"] is not None
     return render(request, "arena/release.html", context)
 
 

@@ -28,6 +28,7 @@ from django.db.models.functions import Cast, Length
 from scipy.stats import beta, binom, binomtest
 
 from annotation.models import Judgment, Study
+from annotation.selectors import judgments_without_seeded
 from common.errors import ServiceError
 
 from .evaluation import BUCKETS, DIMENSIONS, confidence_buckets
@@ -119,7 +120,7 @@ def votes_frame(*, study: Study, include_seeded: bool = False) -> pd.DataFrame:
     """Every judgment of the study by an annotator who has not withdrawn, one row each; the demo's seeded votes only when asked for."""
     judgments = Judgment.objects.filter(pair__study=study)
     if not include_seeded:
-        judgments = judgments.exclude(source=Judgment.Source.SEEDED)
+        judgments = judgments_without_seeded(judgments)
     rows = (
         judgments.exclude(annotator__annotator_profile__withdrawn_at__isnull=False)
         .annotate(

@@ -8,6 +8,7 @@ from django.http import Http404
 
 from annotation.access import runs_visible_to, studies_visible_to, trainings_visible_to
 from annotation.models import Judgment, Study
+from annotation.selectors import judgments_without_seeded
 
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY
 from .judges import adapter_for, templates_for
@@ -55,6 +56,13 @@ def judge_list() -> list[dict]:
             }
         )
     return out
+
+
+def judges_runnable() -> list[Judge]:
+    """Judges a run can be started for now (what services.run_create checks: enabled, and the adapter finds its
+    weights and runtime); imported results are never run."""
+    judges = Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL).order_by("key")
+    return [judge for judge in judges if adapter_for(judge).availability().available]
 
 
 def run_list(*, study=None, user=None, limit: int = 100):
@@ -159,10 +167,17 @@ def _label_for(pair_clip_a: int, pair_clip_b: int, clip_id: int | None) -> str |
     return None
 
 
+def seeded_votes_on(*, run: ScoringRun) -> int:
+    """The demo's seeded votes on the pairs a run judged: left out of its comparison with humans."""
+    judged = Verdict.objects.filter(run=run).values("pair_id")
+    return Judgment.objects.filter(pair_id__in=judged, source=Judgment.Source.SEEDED).count()
+
+
 def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
     """One row per counted human vote on a pair the run judged: evaluation's plain rows.
 
-    Votes of annotators who withdrew consent or were excluded by a researcher are left out.
+    Votes of annotators who withdrew consent or were excluded by a researcher are left out, and so are the demo's
+    seeded votes (`seeded_votes_on` counts them for the page).
     """
     verdicts = {
         v.pair_id: v
@@ -171,7 +186,7 @@ def run_comparison_rows(*, run: ScoringRun) -> list[dict]:
     if not verdicts:
         return []
     judgments = (
-        Judgment.objects.filter(pair_id__in=verdicts.keys())
+        judgments_without_seeded(Judgment.objects.filter(pair_id__in=verdicts.keys()))
         .exclude(Q(annotator__annotator_profile__withdrawn_at__isnull=False) | Q(annotator__annotator_profile__excluded_at__isnull=False))
         .values_list(
             "pair_id", "annotator_id", "alignment_choice_id", "musicality_choice_id", "alignment_tie", "musicality_tie", "alignment_confidence", "musicality_confidence"

@@ -32,7 +32,7 @@ from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
 from .judges.base import jsonable, pair_outcome, store_fill
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
-from .selectors import run_comparison_rows, run_progress, run_verdict_stats
+from .selectors import run_comparison_rows, run_progress, run_verdict_stats, seeded_votes_on
 
 logger = logging.getLogger(__name__)
 
@@ -402,6 +402,7 @@ def run_compare(*, run: ScoringRun) -> dict:
         "judge": run.judge.key,
         "dimensions": list(adapter_for(run.judge).dimensions),
         "human_rows": len(rows),
+        "seeded_left_out": seeded_votes_on(run=run),
         "preference": evaluate(rows, view=VOTE),
         "verdicts": run_verdict_stats(run=run),
     }

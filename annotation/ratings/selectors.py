@@ -81,7 +81,7 @@ def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
 
 
 def rating_progress(*, study: Study, annotator, now=None) -> dict:
-    """The annotator's progress in a rating study, in the shape of annotation.selectors.annotator_progress (home page, API)."""
+    """The annotator's progress in a rating study, in the shape of annotation.selectors.pair_progress (home page, API), counted in `unit`."""
     from django.db.models import Exists, F, OuterRef
     from django.utils import timezone
 
@@ -98,4 +98,6 @@ def rating_progress(*, study: Study, annotator, now=None) -> dict:
         left = min(left, max(0, study.annotator_target - done))
     target = max(done, min(planned, done + left))
     state = "closed" if not study.is_active else ("open" if left > 0 else "finished")
-    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state}
+    # An ACR item is one clip; a multi-stimulus item is a condition's set of clips on one page.
+    unit = "clips" if study.rating_task.task == TaskType.ACR else "sets"
+    return {"done": done, "target": target, "planned": max(planned, done), "left": left, "state": state, "unit": unit}

@@ -101,7 +101,7 @@ def assignment_next(*, study: Study, annotator, now=None, consented: bool | None
     """The annotator's next pair: their live lock if any, else a fresh lock on a pair with room, else None.
 
     The returned assignment carries its pair's content (condition, reference, clips) and
-    `progress` ({"done", "target"}), so showing it needs no further query. `consented`: the
+    `progress` ({"done", "planned"}: judged here, and the study's target or pair count). `consented`: the
     annotator's consent as the caller already read it from the cache (read here if not given).
     """
     now = now or timezone.now()
@@ -112,8 +112,9 @@ def assignment_next(*, study: Study, annotator, now=None, consented: bool | None
         raise ServiceError("Consent is needed before the first task.", code="consent_required", status=403)
     if not study.is_active:
         return None
-    target = study.annotator_target or membership.n_pairs
-    progress = {"done": membership.n_done, "target": max(target, membership.n_done)}
+    # What the counters give for free; the caller turns it into the shown progress (selectors.pair_progress).
+    planned = study.annotator_target or membership.n_pairs
+    progress = {"done": membership.n_done, "planned": max(planned, membership.n_done)}
 
     if membership.current_id is not None:
         current = Assignment.objects.select_related(*(f"pair__{path}" for path in CONTENT)).get(pk=membership.current_id)

@@ -15,8 +15,8 @@ from auditorium.ranged import ranged_file_response
 from common.errors import ServiceError
 from common.guards import forbidden
 from common.roles import is_researcher
+from scoring import selectors as scoring_selectors
 from scoring.evaluation import DIMENSIONS, MODALITIES
-from scoring.models import Judge
 
 from . import audio, plots, runners, selectors, services
 from .models import Benchmark, JudgeEndpoint, Submission, Team
@@ -114,7 +114,7 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
         "teams": teams,
         "endpoints": JudgeEndpoint.objects.filter(team__in=teams).select_related("team").order_by("team__name", "name"),
         "all_teams": Team.objects.filter(Q(benchmark__isnull=True) | Q(benchmark=bench)) if is_researcher(request.user) else [],
-        "judges": Judge.objects.filter(enabled=True).exclude(kind=Judge.Kind.EXTERNAL) if is_researcher(request.user) else [],
+        "judges": scoring_selectors.judges_runnable() if is_researcher(request.user) else [],
         "researcher": is_researcher(request.user),
         "can_download": selectors.can_download_export(request.user, bench),
         "can_close": selectors.can_close(request.user, bench),

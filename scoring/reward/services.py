@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.models import Clip, Condition, Judgment, Pair, Study
-from annotation.selectors import study_writable_by
+from annotation.selectors import SEEDED_LEFT_OUT, judgments_without_seeded, study_writable_by
 from annotation.services import pair_priorities_replace
 from auditorium.runtime import pick_device
 from common.errors import ServiceError
@@ -119,13 +119,15 @@ def training_options_clean(options: dict | None) -> dict:
 
 def study_vote_rows(*, study: Study) -> tuple[list[dict], dict]:
     """One row per counted vote on a regular pair (data.py's shape), and what was left out and why."""
-    base = Judgment.objects.filter(pair__study=study)
+    everything = Judgment.objects.filter(pair__study=study)
+    base = judgments_without_seeded(everything)
     counted = Q(
         annotator__annotator_profile__isnull=False,
         annotator__annotator_profile__withdrawn_at__isnull=True,
         annotator__annotator_profile__excluded_at__isnull=True,
     )
     left_out = {
+        SEEDED_LEFT_OUT: everything.count() - base.count(),
         "annotator withdrew consent": base.filter(annotator__annotator_profile__withdrawn_at__isnull=False).count(),
         "annotator excluded": base.filter(annotator__annotator_profile__withdrawn_at__isnull=True, annotator__annotator_profile__excluded_at__isnull=False).count(),
         "gold or catch pair": base.filter(counted).exclude(pair__kind=Pair.Kind.REGULAR).count(),
@@ -218,9 +220,10 @@ def training_create(*, study: Study, feature_judge: Judge, seed: int = 0, option
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise ServiceError("seed must be a whole number from 0 to 2147483647.", code="bad_seed")
     cleaned = training_options_clean(options)
-    rows, _ = study_vote_rows(study=study)
+    rows, left_out = study_vote_rows(study=study)
     if len(rows) < MIN_VOTES:
-        raise ServiceError(f"Study {study.name} has {len(rows)} counted vote(s) on regular pairs; a reward model needs at least {MIN_VOTES}.", code="too_few_votes")
+        seeded = f" ({left_out[SEEDED_LEFT_OUT]} {SEEDED_LEFT_OUT} are not counted)" if left_out.get(SEEDED_LEFT_OUT) else ""
+        raise ServiceError(f"Study {study.name} has {len(rows)} counted vote(s) on regular pairs{seeded}; a reward model needs at least {MIN_VOTES}.", code="too_few_votes")
     creator = user if getattr(user, "is_authenticated", False) else None
     with transaction.atomic():
         if creator is not None:
@@ -329,6 +332,8 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         "key": judge.key,
         "heldout": _headline(metrics[VOTE]),
         "heldout_majority": _headline(metrics[MAJORITY]),
+        # What was trained on and what was left out (seeded demo votes among it), as the card says.
+        "data": card["data"],
         "split": split.info,
         "training_seed": run.seed,
         "split_seeds": list(split_seeds),

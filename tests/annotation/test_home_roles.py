@@ -86,6 +86,30 @@ class HomePerRoleTests(TestCase):
         self.assertRegex(nav(self.client.get(reverse("arena:leaderboard"))), r'aria-current="page">Leaderboard<')
         self.assertRegex(home, r'aria-current="page">My studies<')
 
+    def test_each_scoring_page_marks_its_own_entry_of_the_navigation(self):
+        from scoring.models import Judge, ScoringRun, TrainingRun
+
+        self.client.force_login(self.researcher)
+        judge = Judge.objects.create(key="sig", kind=Judge.Kind.SIGNAL)
+        run = ScoringRun.objects.create(judge=judge, study=self.mine, label="sig v1")
+        training = TrainingRun.objects.create(study=self.mine, feature_judge=judge, created_by=self.researcher)
+        expected = {
+            reverse("scoring:judge-list"): "Judges",
+            reverse("scoring:training-detail", args=[training.pk]): "Judges",
+            reverse("scoring:run-list"): "Scoring runs",
+            reverse("scoring:run-detail", args=[run.pk]): "Scoring runs",
+            reverse("scoring:report-list"): "Reports",
+            reverse("scoring:study-report", args=["mine"]): "Reports",
+        }
+        for path, entry in expected.items():
+            response = self.client.get(path)
+            self.assertEqual(response.status_code, 200, path)
+            self.assertEqual(re.findall(r'aria-current="page">([^<]+)<', nav(response)), [entry], path)
+        # A refused training request shows the judges page again, under its own entry.
+        refused = self.client.post(reverse("scoring:reward-train"), {"study": "", "features": ""})
+        self.assertEqual(refused.status_code, 400)
+        self.assertEqual(re.findall(r'aria-current="page">([^<]+)<', nav(refused)), ["Judges"])
+
     def test_anonymous_arena_visitors_get_the_arena_links_only(self):
         page = nav(self.client.get(reverse("arena:arena")))
         self.assertIn(">Arena</a>", page)

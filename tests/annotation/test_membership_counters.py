@@ -45,7 +45,7 @@ def test_counters_follow_draws_submits_skips_deletes_and_late_membership():
     assert membership.n_done == 3 and membership.n_draws == 3
     # The answer's progress comes from the counters.
     following = services.assignment_next(study=study, annotator=users[0])
-    assert following.progress["done"] == 3 and following.progress["target"] == len(pairs)
+    assert following.progress["done"] == 3 and following.progress["planned"] == len(pairs)
 
     Judgment.objects.filter(annotator=users[0]).first().delete()
     Assignment.objects.filter(annotator=users[2], state=Assignment.State.SKIPPED).delete()

@@ -51,3 +51,43 @@ class ProgressAgreesTests(TestCase):
         self.assertEqual(answer["state"], "closed")
         self.assertIn("closed", answer["detail"])
         self.assertNotIn("Thank you", answer["detail"])
+
+
+class ProgressCountsReachablePairsTests(TestCase):
+    """Pairs other annotators already filled are not counted as the annotator's to do, on either page."""
+
+    def test_home_and_the_served_pair_give_the_same_target_without_full_pairs(self):
+        study = StudyFactory(name="filled", overlap_target=1)
+        full = [PairFactory(study=study, overlap=1) for _ in range(4)]
+        for _ in range(3):
+            PairFactory(study=study, overlap=1)
+        me, other = AnnotatorFactory(username="me"), AnnotatorFactory(username="other")
+        StudyAnnotatorFactory(study=study, annotator=me)
+        StudyAnnotatorFactory(study=study, annotator=other)
+        for pair in full:
+            JudgmentFactory(pair=pair, annotator=other)
+        self.client.force_login(me)
+        self.assertContains(self.client.get(reverse("home")), 'data-progress="filled">0 of 3 pairs judged by you<')
+        served = self.client.post(reverse("api-assignment-next", args=[study.name])).json()["assignment"]
+        self.assertEqual((served["progress"]["done"], served["progress"]["target"]), (0, 3))
+        # The same pair comes back while reserved: it still counts once.
+        again = self.client.post(reverse("api-assignment-next", args=[study.name])).json()["assignment"]
+        self.assertEqual(again["id"], served["id"])
+        self.assertEqual(again["progress"]["target"], 3)
+        self.assertContains(self.client.get(reverse("home")), 'data-progress="filled">0 of 3 pairs judged by you<')
+
+
+class RatingStudiesCountRatedItemsTests(TestCase):
+    def test_rating_studies_say_clips_or_sets_rated_not_pairs_judged(self):
+        from annotation import services
+        from tests.ratings_helpers import rating_study
+
+        me = AnnotatorFactory(username="rater")
+        for name, task in (("acr-study", "acr"), ("multi-study", "multi")):
+            study = rating_study(task=task, items=2, name=name)
+            services.study_annotator_add(study=study, user=me)
+        self.client.force_login(me)
+        home = self.client.get(reverse("home")).content.decode()
+        self.assertIn('data-progress="acr-study">0 of 2 clips rated by you<', home)
+        self.assertIn('data-progress="multi-study">0 of 2 sets rated by you<', home)
+        self.assertNotIn("pairs judged", home)

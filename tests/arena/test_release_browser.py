@@ -52,6 +52,7 @@ class ReleasePageBrowserTests(OtherProcessLiveTestCase):
         build = ReleaseBuild.objects.get()
         row = page.locator(f'#builds tr[data-build="{build.pk}"]')
         self.assertEqual(row.locator('[data-field="state"]').inner_text(), "pending")
+        self.assertEqual(page.locator("#release-active").inner_text(), f"Release #{build.pk} is queued; this page follows its progress.")
         self.assertEqual(page.locator("#release-status").inner_text(), "updating every 2 s")
         self.assertTrue(page.locator("#build-release").is_disabled())
         page.screenshot(path=str(self.shots / "release-queued.png"), full_page=True)
@@ -60,6 +61,9 @@ class ReleasePageBrowserTests(OtherProcessLiveTestCase):
         build.refresh_from_db()
         self.assertEqual((build.state, build.battles, build.audio_files), ("done", 4, 8))
         self.assertEqual(page.locator("#release-status").inner_text(), "up to date")
+        # The note went with the row's state: nothing on the page says the build is still queued.
+        self.assertEqual(page.locator("#release-active").count(), 0)
+        self.assertNotIn("is queued", page.locator("main").inner_text())
         page.screenshot(path=str(self.shots / "release-done.png"), full_page=True)
         with page.expect_download() as info:
             page.locator(f'#builds tr[data-build="{build.pk}"] a[download]').click()

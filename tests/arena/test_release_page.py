@@ -51,6 +51,8 @@ def test_a_researcher_builds_follows_and_downloads_the_release(votes, django_cap
     assert status["state"] == "done" and status["battles"] == 3 and status["size_bytes"] == build.size_bytes
     page = client.get("/arena/release/").content.decode()
     assert build.file_name in page and f"/arena/release/{build.pk}/download/" in page
+    # The build is done by the first page after the request: nothing says it is queued.
+    assert "is queued" not in page and 'id="release-active"' not in page
     download = client.get(f"/arena/release/{build.pk}/download/")
     assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment") and build.file_name in download["Content-Disposition"]
     archive, names = zip_names(download)
@@ -119,3 +121,18 @@ def test_who_may_see_build_and_download(votes, settings):
     assert annotator.post("/arena/release/", {"audio": "on"}).status_code == 403
     assert Client().post("/arena/release/").status_code == 403
     assert ReleaseBuild.objects.count() == 2
+
+
+def test_the_queued_note_follows_the_build_state(votes, django_capture_on_commit_callbacks):
+    client = signed_in("res", ["researcher"])
+    with django_capture_on_commit_callbacks(execute=False):  # queued, no worker has taken it
+        assert client.post("/arena/release/", {"audio": "on"}).status_code == 302
+    build = ReleaseBuild.objects.get()
+    page = client.get("/arena/release/").content.decode()
+    assert f"Release #{build.pk} is queued; this page follows its progress." in page
+    ReleaseBuild.objects.filter(pk=build.pk).update(state=ReleaseBuild.State.RUNNING)
+    page = client.get("/arena/release/").content.decode()
+    assert f"Release #{build.pk} is being built" in page and "is queued" not in page
+    release_build_execute(build_id=build.pk)
+    page = client.get("/arena/release/").content.decode()
+    assert "is queued" not in page and "is being built" not in page

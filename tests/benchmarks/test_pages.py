@@ -120,3 +120,20 @@ def test_create_team_leaves_no_team_behind_when_the_file_is_refused(tmp_path):
     with pytest.raises(CommandError, match="not an item of this benchmark"):
         call_command("benchmark_submit", "ct", "--team", "new-team", "--create-team", "--file", str(bad))
     assert not Team.objects.filter(name="new-team").exists()
+
+
+def test_the_in_platform_menu_lists_only_judges_that_can_run_here(researcher, tmp_path):
+    study, _ = known_study(n_pairs=6, name="menu")
+    _own(study)
+    services.benchmark_create(name="menu", study=study, bootstrap_rounds=100)
+    Judge.objects.create(key="signal", kind=Judge.Kind.SIGNAL)
+    Judge.objects.create(key="clap-absent", kind=Judge.Kind.CLAP, weights=str(tmp_path / "no-such-clap"))
+    Judge.objects.create(key="signal-off", kind=Judge.Kind.SIGNAL, enabled=False)
+    page = researcher.get("/benchmarks/menu/").content.decode()
+    menu = page[page.index('id="j-judge"') : page.index("</select>", page.index('id="j-judge"'))]
+    assert 'value="signal"' in menu
+    assert "clap-absent" not in menu and "signal-off" not in menu
+    # The run refuses the judge the menu leaves out, for the same reason.
+    Team.objects.create(name="house")
+    refused = researcher.post("/api/benchmarks/menu/runs/", {"team": "house", "judge": "clap-absent"}, content_type="application/json")
+    assert refused.status_code == 409

@@ -95,7 +95,7 @@ def test_home_progress_counts_rated_items(client):
 
     study = rating_study(task="acr", items=2, overlap_target=1)
     user = member(study)
-    assert annotator_progress(study=study, annotator=user) == {"done": 0, "target": 2, "planned": 2, "left": 2, "state": "open"}
+    assert annotator_progress(study=study, annotator=user) == {"done": 0, "target": 2, "planned": 2, "left": 2, "state": "open", "unit": "clips"}
     a = services.rating_next(study=study, annotator=user)
     listen_all(a)
     services.rating_submit(assignment_id=a.pk, annotator=user, ratings=answer_for(a), idempotency_key="h1")

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.test import TestCase, TransactionTestCase, override_settings
 from django.urls import reverse
 
-from annotation.models import Pair, Study
+from annotation.models import Judgment, Pair, Study
 from common.errors import ServiceError
 from scoring import broadcast, services
 from scoring.evaluation import VOTE, evaluate
@@ -197,6 +197,21 @@ class RewardModelTests(TestCase):
         run = _train(self.study, self.signal, seed=0)
         self.assertEqual(run.judge_id, self.model.pk)
         self.assertEqual(json.loads((MODEL_DIR / "reward" / self.model.key / CARD_FILE).read_text())["data"]["left_out_votes"], left_out)
+
+    def test_seeded_demo_votes_are_left_out_and_the_page_says_how_many(self):
+        profile = add_contrarian(self.study, username="seeded-voter")
+        seeded = Judgment.objects.filter(annotator_id=profile.user_id).update(source=Judgment.Source.SEEDED)
+        rows, left_out = reward.study_vote_rows(study=self.study)
+        self.assertNotIn(profile.user_id, {r["annotator"] for r in rows})
+        self.assertEqual(left_out, {"seeded demo votes": seeded})
+        # The model is the one trained without them, and its page says what was left out.
+        run = _train(self.study, self.signal, seed=0)
+        self.assertEqual(run.judge_id, self.model.pk)
+        researcher = UserFactory(username="res-seeded", roles=["researcher"])
+        self.study.collaborators.add(researcher)
+        self.client.force_login(researcher)
+        page = self.client.get(reverse("scoring:training-detail", kwargs={"training_id": run.pk})).content.decode()
+        self.assertIn(f"left out: seeded demo votes ({seeded})", page)
 
     def test_both_votes_are_half_targets(self):
         from decimal import Decimal

@@ -108,6 +108,23 @@ class SignalRunTests(TestCase):
         self.assertEqual(music["by_confidence"]["all"][">3"], {"accuracy": 1.0, "n": 1})
         self.assertEqual(run.summary["preference"]["alignment"]["all"]["n"], 0)
 
+    def test_seeded_demo_votes_are_left_out_of_the_comparison_and_the_page_says_how_many(self):
+        from annotation.models import Judgment
+        from tests.factories import UserFactory
+
+        pair = next(p for p in self.pairs if p.clip_a in self.clean and p.clip_b in self.bad)
+        JudgmentFactory(annotator=AnnotatorFactory(), pair=pair, musicality_choice=pair.clip_a)
+        for _ in range(2):  # made up by the demo, and against the listener
+            JudgmentFactory(annotator=AnnotatorFactory(), pair=pair, musicality_choice=pair.clip_b, source=Judgment.Source.SEEDED)
+        with self.captureOnCommitCallbacks(execute=True):
+            run = services.run_create(judge=self.judge, pair_ids=[pair.pk])
+        run.refresh_from_db()
+        self.assertEqual((run.summary["human_rows"], run.summary["seeded_left_out"]), (1, 2))
+        self.assertEqual(run.summary["preference"]["musicality"]["all"], {"accuracy": 1.0, "n": 1})
+        self.client.force_login(UserFactory(username="res-runs", roles=["admin"]))
+        page = self.client.get(f"/scoring/runs/{run.pk}/").content.decode()
+        self.assertIn("seeded demo votes excluded (2)", page)
+
     def test_bad_scope_is_refused_and_nothing_is_stored(self):
         with self.assertRaisesMessage(ServiceError, "exactly one"):
             services.run_create(judge=self.judge)
