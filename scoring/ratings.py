@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .stats import num
+from .stats import num, paired_tests, percentile_ci, significance_groups
 
 RATING_COLUMNS = ["submission_id", "annotator_id", "item_id", "clip_id", "system", "dimension", "value", "kind", "role", "expected_low", "expected_high"]
 SCREEN_REFERENCE_BELOW = 90.0
@@ -265,6 +265,19 @@ def _tau_b_small(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return (sx * sy).sum(axis=1) / np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
 
 
+def clip_resamples(n: int, *, rounds: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`rounds` resamples of n clips with replacement: the drawn indices (rounds x n) and each clip's multiplicity per round."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(rounds, n))
+    weights = np.bincount((draws + np.arange(rounds)[:, None] * n).ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
+    return draws, weights
+
+
+def weighted_srcc(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman's rho per resample (a row of multiplicities each): Pearson r of the resample's average ranks."""
+    return _weighted_pearson(_weighted_ranks(x, weights), _weighted_ranks(y, weights), weights)
+
+
 def _interval(values) -> list | None:
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
@@ -292,12 +305,10 @@ def correlations_with_intervals(pred, truth, *, groups=None, rounds: int = 1000,
         point = correlations(pred, truth)
     if point["lcc"] is None or rounds <= 0:
         return {**{k: (num(v) if k != "n" else v) for k, v in point.items()}, "intervals": None}
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(rounds, n))
-    weights = np.bincount((draws + np.arange(rounds)[:, None] * n).ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
+    draws, weights = clip_resamples(n, rounds=rounds, seed=seed)
     if groups is None:
         lcc = _weighted_pearson(pred, truth, weights)
-        srcc = _weighted_pearson(_weighted_ranks(pred, weights), _weighted_ranks(truth, weights), weights)
+        srcc = weighted_srcc(pred, truth, weights)
         ktau = [sps.kendalltau(pred[d], truth[d]).statistic for d in draws[:KENDALL_CLIP_ROUNDS]]
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -333,7 +344,91 @@ def judges_vs_humans(clip_mos: pd.DataFrame, judge_scores: pd.DataFrame, *, roun
     return out
 
 
+# --- Many judges on the same rated clips (MOS benchmarks) -----------------------------------------------------
+
+
+def compare_correlations(scores, truth, *, rounds: int, seed: int, alpha: float = 0.05) -> dict:
+    """SRCC of S judges' clip scores (S x n, NaN where a judge gave none) with the clips' MOS (n), ranked.
+
+    A missing score ranks below every score the judge gave (all missing clips tie at the bottom), so leaving a clip out
+    never helps. One set of clip resamples serves every judge: "ci" is each judge's 95 % percentile interval,
+    "p" the paired bootstrap test of every two judges (Holm-adjusted, scoring.stats.paired_tests) and "rank" 1 + the
+    number of judges significantly better (scoring.stats.significance_groups), as the pairwise leaderboard ranks.
+    """
+    scores = np.atleast_2d(np.asarray(scores, dtype=float))
+    truth = np.asarray(truth, dtype=float)
+    n_sub, n = scores.shape
+    answered = (~np.isnan(scores)).sum(axis=1)
+    filled = scores.copy()
+    for s in range(n_sub):
+        given = filled[s][~np.isnan(filled[s])]
+        filled[s][np.isnan(filled[s])] = (given.min() - 1.0) if given.size else 0.0
+    point = np.array([correlations(row, truth)["srcc"] if n else None for row in filled], dtype=float)
+    out = {"n": int(n), "srcc": [num(v) for v in point], "answered": [int(a) for a in answered], "ci": None, "p": None}
+    if rounds > 0 and n >= 3 and n_sub:
+        _, weights = clip_resamples(n, rounds=rounds, seed=seed)
+        boot = np.stack([weighted_srcc(row, truth, weights) for row in filled], axis=1)  # rounds x S
+        out["ci"] = [percentile_ci(boot[:, s]) if np.isfinite(point[s]) else None for s in range(n_sub)]
+        tests = paired_tests(np.nan_to_num(boot, nan=0.0), alpha=alpha)
+        out["p"] = tests["p"].tolist()
+        out["rank"] = [int(r) for r in significance_groups(np.nan_to_num(point, nan=-2.0), tests["significant"])]
+    else:
+        ranked = np.nan_to_num(point, nan=-2.0)
+        out["rank"] = [int(r) for r in 1 + (ranked[None, :] > ranked[:, None]).sum(axis=1)]
+    return out
+
+
+def split_half_ceiling(clip, value, *, splits: int = 100, seed: int = 0) -> dict:
+    """The human ceiling of a MOS benchmark: split-half rater correlation, Spearman-Brown corrected.
+
+    Per split, each clip's ratings are shuffled and cut in two halves (sizes floor(k/2) and the rest); the SRCC of
+    the halves' means across clips is averaged over `splits` seeded splits, then corrected to the full number of
+    raters by Spearman-Brown (2r / (1 + r)). Clips with fewer than two ratings are left out. Returns {"srcc_half",
+    "srcc" (corrected), "n" (clips), "splits"}; None figures below three clips.
+    """
+    clip, value = np.asarray(clip), np.asarray(value, dtype=float)
+    n_clips = 0
+    if len(clip):
+        _, codes, counts = np.unique(clip, return_inverse=True, return_counts=True)
+        keep = counts[codes.reshape(-1)] >= 2
+        codes, value = np.unique(codes.reshape(-1)[keep], return_inverse=True)[1].reshape(-1), value[keep]
+        n_clips = int(codes.max()) + 1 if codes.size else 0
+    if n_clips < 3:
+        return {"srcc_half": None, "srcc": None, "n": n_clips, "splits": 0}
+    size = np.bincount(codes, minlength=n_clips)
+    rng = np.random.default_rng(seed)
+    halves = []
+    for _ in range(splits):
+        order = np.lexsort((rng.random(len(codes)), codes))
+        place = np.empty(len(codes), dtype=int)
+        starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+        place[order] = np.arange(len(codes)) - starts[codes[order]]
+        first = place < size[codes] // 2
+        a = np.bincount(codes[first], weights=value[first], minlength=n_clips) / np.bincount(codes[first], minlength=n_clips)
+        b = np.bincount(codes[~first], weights=value[~first], minlength=n_clips) / np.bincount(codes[~first], minlength=n_clips)
+        r = correlations(a, b)["srcc"]
+        if r is not None:
+            halves.append(r)
+    if not halves:
+        return {"srcc_half": None, "srcc": None, "n": n_clips, "splits": 0}
+    half = float(np.mean(halves))
+    corrected = 2 * half / (1 + half) if half > -1 else None
+    return {"srcc_half": num(half), "srcc": num(corrected), "n": n_clips, "splits": len(halves)}
+
+
 # --- The section ----------------------------------------------------------------------------------------------
+
+
+def screened(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, set]:
+    """(regular items' rated clips from raters that pass, post-screening table, gold table, dropped raters): flagged
+    raters and raters who failed a trap are left out of every MOS."""
+    screening = post_screening(frame)
+    gold = gold_checks(frame)
+    flagged = set(screening.loc[screening["flagged"], "annotator_id"]) if len(screening) else set()
+    trap_failed = set(gold.loc[gold["trap_failed"] > 0, "annotator_id"]) if len(gold) else set()
+    dropped = flagged | trap_failed
+    rated = frame[(frame["kind"] == "regular") & (frame["role"] == "test") & ~frame["annotator_id"].isin(dropped)]
+    return rated, screening, gold, dropped
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -347,12 +442,7 @@ def ratings_compute(frame: pd.DataFrame, *, judge_scores: pd.DataFrame | None = 
     MOS and agreement use regular items' rated clips only, from raters that pass the post-screening;
     gold, trap, reference and anchor ratings feed the quality checks.
     """
-    screening = post_screening(frame)
-    gold = gold_checks(frame)
-    flagged = set(screening.loc[screening["flagged"], "annotator_id"]) if len(screening) else set()
-    trap_failed = set(gold.loc[gold["trap_failed"] > 0, "annotator_id"]) if len(gold) else set()
-    dropped = flagged | trap_failed
-    rated = frame[(frame["kind"] == "regular") & (frame["role"] == "test") & ~frame["annotator_id"].isin(dropped)]
+    rated, screening, gold, dropped = screened(frame)
     clips = mos_by(rated, "clip_id").merge(rater_bootstrap(rated, "clip_id", rounds=rounds, seed=seed), on=["clip_id", "dimension"], how="left")
     systems_frame = rated.assign(system=rated["system"].fillna(""))
     systems = mos_by(systems_frame, "system").merge(rater_bootstrap(systems_frame, "system", rounds=rounds, seed=seed), on=["system", "dimension"], how="left")

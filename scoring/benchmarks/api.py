@@ -20,7 +20,7 @@ from auditorium.errors import ServiceError
 from scoring.evaluation import DIMENSIONS, MODALITIES
 
 from . import runners, selectors, services
-from .models import Benchmark, Submission, Team
+from .models import Benchmark, Submission
 
 
 class CanViewLeaderboard(permissions.BasePermission):
@@ -40,7 +40,37 @@ def _visible_benchmark(request, name: str) -> Benchmark:
 
 
 def _benchmark_json(bench: Benchmark) -> dict:
-    return {"name": bench.name, "title": bench.title, "version": bench.version, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+    return {"name": bench.name, "title": bench.title, "version": bench.version, "kind": bench.kind, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+
+
+def _mos_board_json(bench: Benchmark, board: dict) -> dict:
+    rows = [
+        {
+            "submission": r["submission"],
+            "team": r["team"],
+            "name": r["name"],
+            "kind": r["kind"],
+            "group": r["rank"],
+            "srcc": r["srcc"],
+            "interval": r["ci"],
+            "n": r["n"],
+            "answered": r["answered"],
+            "own_private": r["private"],
+        }
+        for r in board["rows"]
+    ]
+    pairs = [{k: v for k, v in pair.items() if k not in ("a_name", "b_name")} for pair in board["pairs"]]
+    return {
+        "benchmark": _benchmark_json(bench),
+        "part": board["part"],
+        "dimension": board["dim"],
+        "modality": board["modality"],
+        "n": board["n"],
+        "ceiling": board["ceiling"],
+        "rows": rows,
+        "pairs": pairs,
+        "hidden": board.get("hidden", False),
+    }
 
 
 class BenchmarkListApi(APIView):
@@ -65,6 +95,8 @@ class LeaderboardApi(APIView):
         modality = request.query_params.get("modality") or None
         if dim not in DIMENSIONS or (modality and modality not in MODALITIES):
             raise ServiceError(f"dim must be one of {', '.join(DIMENSIONS)}; modality one of {', '.join(MODALITIES)}.")
+        if bench.is_mos:
+            return Response(_mos_board_json(bench, selectors.mos_leaderboard(bench, request.user, dim=dim, modality=modality)))
         board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
         rows = [
             {
@@ -109,13 +141,7 @@ class SubmissionCreateApi(APIView):
     )
     def post(self, request, name: str):
         bench = get_object_or_404(Benchmark, name=name)
-        team = Team.objects.filter(name=request.data.get("team", ""), members=request.user).first()
-        if team is None:
-            raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
-        upload = request.FILES.get("file")
-        if upload is None:
-            raise ServiceError("Attach the prediction file as `file`.", code="no_file")
-        submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.data.get("label", ""), user=request.user)
+        submission = services.submission_upload(benchmark=bench, user=request.user, team=request.data.get("team", ""), upload=request.FILES.get("file"), label=request.data.get("label", ""))
         return Response({"submission": submission.pk, "format": submission.file_format, "answered": submission.predictions.count(), "items": bench.n_items}, status=status.HTTP_201_CREATED)
 
 
