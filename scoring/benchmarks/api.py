@@ -43,22 +43,26 @@ def _benchmark_json(bench: Benchmark) -> dict:
     return {"name": bench.name, "title": bench.title, "version": bench.version, "kind": bench.kind, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
 
 
+def _row_json(r: dict, figure: str) -> dict:
+    """One leaderboard row as the API answers it; `figure` is what the board ranks on (accuracy, or SRCC for MOS)."""
+    return {
+        "submission": r["submission"],
+        "team": r["team"],
+        "name": r["name"],
+        "kind": r["kind"],
+        "group": r["rank"],
+        figure: r[figure],
+        "interval": r["ci"],
+        "n": r["n"],
+        "answered": r["answered"],
+        "timeouts": r["timeouts"],
+        "failures": r["failures"],
+        "own_private": r["private"],
+    }
+
+
 def _mos_board_json(bench: Benchmark, board: dict) -> dict:
-    rows = [
-        {
-            "submission": r["submission"],
-            "team": r["team"],
-            "name": r["name"],
-            "kind": r["kind"],
-            "group": r["rank"],
-            "srcc": r["srcc"],
-            "interval": r["ci"],
-            "n": r["n"],
-            "answered": r["answered"],
-            "own_private": r["private"],
-        }
-        for r in board["rows"]
-    ]
+    rows = [_row_json(r, "srcc") for r in board["rows"]]
     pairs = [{k: v for k, v in pair.items() if k not in ("a_name", "b_name")} for pair in board["pairs"]]
     return {
         "benchmark": _benchmark_json(bench),
@@ -98,23 +102,7 @@ class LeaderboardApi(APIView):
         if bench.is_mos:
             return Response(_mos_board_json(bench, selectors.mos_leaderboard(bench, request.user, dim=dim, modality=modality)))
         board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
-        rows = [
-            {
-                "submission": r["submission"],
-                "team": r["team"],
-                "name": r["name"],
-                "kind": r["kind"],
-                "group": r["rank"],
-                "accuracy": r["accuracy"],
-                "interval": r["ci"],
-                "n": r["n"],
-                "answered": r["answered"],
-                "timeouts": r["timeouts"],
-                "failures": r["failures"],
-                "own_private": r["private"],
-            }
-            for r in board["rows"]
-        ]
+        rows = [_row_json(r, "accuracy") for r in board["rows"]]
         return Response(
             {
                 "benchmark": _benchmark_json(bench),

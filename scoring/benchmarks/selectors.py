@@ -268,15 +268,14 @@ def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: 
     return out
 
 
-def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
-    """The leaderboard as this user may see it: ranked rows on the ranked part (+ private figures for researchers while open)."""
-    part = disclosure.ranked_part(benchmark)
-    table = scores(benchmark, part=part, dim=dim, modality=modality)
+def _ranked_rows(benchmark: Benchmark, user, table: dict, *, table_of, figure: str, dim: str, modality: str | None) -> tuple[list[dict], dict]:
+    """A leaderboard's rows in ranked order with each submission's name, team and kind, and its own private figures
+    for whom the disclosure rule lets see them while the benchmark is open; and the submissions by id."""
     subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
     own_private = {}
     if benchmark.is_open and not benchmark.is_dev and disclosure.private_before_close(user):
-        private = scores(benchmark, part=PRIVATE, dim=dim, modality=modality)
-        own_private = {row["submission"]: {k: row[k] for k in ("accuracy", "ci", "n")} for row in private["rows"]}
+        private = table_of(benchmark, part=PRIVATE, dim=dim, modality=modality)
+        own_private = {row["submission"]: {k: row[k] for k in (figure, "ci", "n")} for row in private["rows"]}
     rows = []
     for row in table["rows"]:
         sub = subs[row["submission"]]
@@ -292,7 +291,23 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
                 "failures": sub.n_errors,
             }
         )
-    rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
+    rows.sort(key=lambda r: (r["rank"], -(r[figure] or 0.0), r["submission"]))
+    return rows, subs
+
+
+def _ordered_pairs(table: dict, figure: str):
+    """Every two submissions of a table as (i, j, better, other): indices into its rows, the better figure first."""
+    point = [r[figure] or 0.0 for r in table["rows"]]
+    for i in range(len(point)):
+        for j in range(i + 1, len(point)):
+            yield (i, j, i, j) if point[i] >= point[j] else (i, j, j, i)
+
+
+def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
+    """The leaderboard as this user may see it: ranked rows on the ranked part (+ private figures for researchers while open)."""
+    part = disclosure.ranked_part(benchmark)
+    table = scores(benchmark, part=part, dim=dim, modality=modality)
+    rows, subs = _ranked_rows(benchmark, user, table, table_of=scores, figure="accuracy", dim=dim, modality=modality)
     pairwise = {"submissions": [r["submission"] for r in table["rows"]], "p": table["p"], "mcnemar": table["mcnemar"]}
     return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows, "pairwise": pairwise, "pairs": pair_rows(table, subs)}
 
@@ -300,26 +315,21 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
 def pair_rows(table: dict, subs: dict) -> list[dict]:
     """Every two submissions on the same items: the paired bootstrap and McNemar's exact test side by side."""
     ids = [r["submission"] for r in table["rows"]]
-    acc = [r["accuracy"] for r in table["rows"]]
     mc = table["mcnemar"]
-    out = []
-    for i in range(len(ids)):
-        for j in range(i + 1, len(ids)):
-            first, second = (i, j) if (acc[i] or 0.0) >= (acc[j] or 0.0) else (j, i)
-            out.append(
-                {
-                    "a": ids[first],
-                    "b": ids[second],
-                    "a_name": subs[ids[first]].display_name,
-                    "b_name": subs[ids[second]].display_name,
-                    "bootstrap_p": None if table["p"] is None else table["p"][i][j],
-                    "a_only": mc["discordant"][first][second],
-                    "b_only": mc["discordant"][second][first],
-                    "mcnemar_p": mc["p"][i][j],
-                    "mcnemar_p_holm": mc["p_holm"][i][j],
-                }
-            )
-    return out
+    return [
+        {
+            "a": ids[first],
+            "b": ids[second],
+            "a_name": subs[ids[first]].display_name,
+            "b_name": subs[ids[second]].display_name,
+            "bootstrap_p": None if table["p"] is None else table["p"][i][j],
+            "a_only": mc["discordant"][first][second],
+            "b_only": mc["discordant"][second][first],
+            "mcnemar_p": mc["p"][i][j],
+            "mcnemar_p_holm": mc["p_holm"][i][j],
+        }
+        for i, j, first, second in _ordered_pairs(table, "accuracy")
+    ]
 
 
 def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min_confidence: float = 4.0, limit: int = 50) -> list[dict]:
@@ -415,23 +425,12 @@ def mos_leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | Non
     """A MOS benchmark's leaderboard as this user may see it (disclosure.shape_mos_board): ranked by SRCC on the ranked part."""
     part = disclosure.ranked_part(benchmark)
     table = mos_scores(benchmark, part=part, dim=dim, modality=modality)
-    subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
-    own_private = {}
-    if benchmark.is_open and disclosure.private_before_close(user):
-        private = mos_scores(benchmark, part=PRIVATE, dim=dim, modality=modality)
-        own_private = {row["submission"]: {k: row[k] for k in ("srcc", "ci", "n")} for row in private["rows"]}
-    rows = [
-        {**row, "name": subs[row["submission"]].display_name, "team": subs[row["submission"]].team.name, "kind": subs[row["submission"]].kind, "private": own_private.get(row["submission"])}
-        for row in table["rows"]
-    ]
-    rows.sort(key=lambda r: (r["rank"], -(r["srcc"] if r["srcc"] is not None else -2.0), r["submission"]))
+    rows, subs = _ranked_rows(benchmark, user, table, table_of=mos_scores, figure="srcc", dim=dim, modality=modality)
     ids = [r["submission"] for r in table["rows"]]
-    point = [r["srcc"] if r["srcc"] is not None else -2.0 for r in table["rows"]]
-    pairs = []
-    for i in range(len(ids)):
-        for j in range(i + 1, len(ids)):
-            first, second = (i, j) if point[i] >= point[j] else (j, i)
-            pairs.append({"a": ids[first], "b": ids[second], "a_name": subs[ids[first]].display_name, "b_name": subs[ids[second]].display_name, "bootstrap_p": None if table["p"] is None else table["p"][i][j]})
+    pairs = [
+        {"a": ids[first], "b": ids[second], "a_name": subs[ids[first]].display_name, "b_name": subs[ids[second]].display_name, "bootstrap_p": None if table["p"] is None else table["p"][i][j]}
+        for i, j, first, second in _ordered_pairs(table, "srcc")
+    ]
     board = {"part": part, "dim": dim, "modality": modality, "n": table["n"], "ceiling": table["ceiling"], "rows": rows, "pairs": pairs}
     return disclosure.shape_mos_board(board, user, benchmark)
 

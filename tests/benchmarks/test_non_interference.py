@@ -37,6 +37,25 @@ def _flipped(labels: dict) -> dict:
     return out
 
 
+def _teams(bench) -> tuple:
+    """Two teams made for the benchmark, with one member each: ours (alice) and theirs (bob)."""
+    ours, theirs = Team.objects.create(name="ours", benchmark=bench), Team.objects.create(name="theirs", benchmark=bench)
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    ours.members.add(alice)
+    theirs.members.add(bob)
+    return ours, theirs, alice, bob
+
+
+def _read_as_both(world: dict, alice: Client, seen: dict) -> dict:
+    """Every route read by alice (after her uploads) and by the other team's member."""
+    world["submission_ids"] = list(Submission.objects.filter(benchmark=world["bench"]).order_by("id").values_list("id", flat=True))
+    seen["alice"] = read_everything(alice, world)
+    bob = Client()
+    bob.force_login(world["bob"])
+    seen["bob"] = read_everything(bob, world)
+    return seen
+
+
 def build(*, flip_private: bool = False, swap: frozenset = frozenset()) -> dict:
     study, _ = known_study(n_pairs=N_ITEMS, name="twins-study")
     bench = services.benchmark_create(name=NAME, study=study, seed=3, bootstrap_rounds=200)
@@ -56,10 +75,7 @@ def build(*, flip_private: bool = False, swap: frozenset = frozenset()) -> dict:
     # The export's MANIFEST holds a checksum of benchmark.json, which holds the creation time.
     Benchmark.objects.filter(pk=bench.pk).update(created_at=datetime(2026, 1, 1, tzinfo=UTC))
     bench.refresh_from_db()
-    ours, theirs = Team.objects.create(name="ours", benchmark=bench), Team.objects.create(name="theirs", benchmark=bench)
-    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
-    ours.members.add(alice)
-    theirs.members.add(bob)
+    ours, theirs, alice, bob = _teams(bench)
     JudgeEndpoint.objects.create(team=ours, name="judge", url="http://judge.example.org/", secret="0" * 64)
     ids = [i.item_id for i in items]
     # The other team's file: a stated probability per twin pair, so its page has bins.
@@ -87,12 +103,7 @@ def act(world: dict) -> dict:
     seen["bad form"] = (response.status_code, response.redirect_chain, read_body(response))
     response = alice.post(f"/api/benchmarks/{bench.name}/runs/", {"team": "ours", "endpoint": "judge"}, content_type="application/json")
     seen["run api"] = (response.status_code, response.content)
-    world["submission_ids"] = list(Submission.objects.filter(benchmark=bench).order_by("id").values_list("id", flat=True))
-    seen["alice"] = read_everything(alice, world)
-    bob = Client()
-    bob.force_login(world["bob"])
-    seen["bob"] = read_everything(bob, world)
-    return seen
+    return _read_as_both(world, alice, seen)
 
 
 def read_body(response) -> bytes:
@@ -163,10 +174,7 @@ def build_mos(*, reverse_private: bool = False) -> dict:
         BenchmarkItem.objects.bulk_update(items, ["labels"])
     Benchmark.objects.filter(pk=bench.pk).update(created_at=datetime(2026, 1, 1, tzinfo=UTC))
     bench.refresh_from_db()
-    ours, theirs = Team.objects.create(name="ours", benchmark=bench), Team.objects.create(name="theirs", benchmark=bench)
-    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
-    ours.members.add(alice)
-    theirs.members.add(bob)
+    _, theirs, alice, bob = _teams(bench)
     ids = [i.item_id for i in items]
     services.submission_from_file(benchmark=bench, team=theirs, data=jsonl([{"id": i, "score": (n * 7) % 11} for n, i in enumerate(ids)]), label="theirs")
     return {"bench": bench, "study": study, "ids": ids, "alice": alice, "bob": bob, "team_names": ["ours", "theirs"], "audio_token": audio.token(bench, items[0].clip_a)}
@@ -190,12 +198,7 @@ def act_mos(world: dict) -> dict:
     seen["bad api"] = (response.status_code, response.content)
     response = alice.post(f"/api/benchmarks/{bench.name}/runs/", {"team": "ours", "endpoint": "judge"}, content_type="application/json")
     seen["run api"] = (response.status_code, response.content)
-    world["submission_ids"] = list(Submission.objects.filter(benchmark=bench).order_by("id").values_list("id", flat=True))
-    seen["alice"] = read_everything(alice, world)
-    bob = Client()
-    bob.force_login(world["bob"])
-    seen["bob"] = read_everything(bob, world)
-    return seen
+    return _read_as_both(world, alice, seen)
 
 
 def test_private_mos_values_do_not_reach_a_team():
