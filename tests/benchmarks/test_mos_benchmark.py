@@ -171,3 +171,16 @@ def test_judge_runs_are_refused_on_a_mos_benchmark_and_nothing_is_stored():
     response = client.post(f"/api/benchmarks/{bench.name}/runs/", {"team": team.name, "endpoint": "judge"}, content_type="application/json")
     assert response.status_code == 400 and response.json()["code"] == "mos_files_only"
     assert not bench.submissions.exists()
+
+
+def test_the_scores_command_prints_srcc_for_a_mos_benchmark():
+    from django.core.management import call_command
+
+    bench, truth = _bench(n_clips=20)
+    team, _ = _team(bench)
+    services.submission_from_file(benchmark=bench, team=team, data=jsonl([{"id": i, "score": s["musicality"]} for i, s in truth.items()]), label="oracle")
+    out = io.StringIO()
+    call_command("benchmark_scores", bench.name, "--part", "all", "--json", stdout=out)
+    block = json.loads(out.getvalue())["dimensions"]["musicality"]
+    assert block["n"] == 20 and block["submissions"][0]["srcc"] == pytest.approx(1.0) and block["submissions"][0]["label"] == "oracle"
+    assert block["ceiling"]["srcc"] is not None
