@@ -93,7 +93,7 @@ class StudyForm(forms.ModelForm):
             # The task type and rating items are set once, when the study is made (a study holds pairs or ratings, never both).
             self.fields.update(_rating_fields())
         for field in self.fields.values():
-            if isinstance(field.widget, forms.CheckboxInput):
+            if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
             field.widget.attrs.setdefault("class", "input")
         # The headphone-check settings may be left out of a post (older pages, API-like clients): they keep their value.
