@@ -7,7 +7,11 @@ import re
 from django import forms
 from django.contrib.auth import get_user_model
 
-from .models import Study
+from common.errors import ServiceError
+
+from .models import Dimension, Study
+from .ratings import services as rating_services
+from .ratings.models import TaskType
 from .services import STUDY_PARAMETERS
 
 
@@ -85,8 +89,11 @@ class StudyForm(forms.ModelForm):
         if self.instance.pk:
             self.fields["name"].disabled = True
             self.fields["name"].help_text = "Used in URLs and exports; fixed once the study exists."
+        else:
+            # The task type and rating items are set once, when the study is made (a study holds pairs or ratings, never both).
+            self.fields.update(_rating_fields())
         for field in self.fields.values():
-            if isinstance(field.widget, forms.CheckboxInput):
+            if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
             field.widget.attrs.setdefault("class", "input")
         # The headphone-check settings may be left out of a post (older pages, API-like clients): they keep their value.
@@ -98,7 +105,53 @@ class StudyForm(forms.ModelForm):
         for name in SCREENING_FIELDS:
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = getattr(self.instance, name)
+        if "task_type" in self.fields:
+            self._clean_rating(cleaned)
         return cleaned
+
+    def _clean_rating(self, cleaned: dict) -> None:
+        """Rating dimensions and clip sets only for acr and multi studies, at least one dimension there, and clip sets
+        read into items (annotation.ratings.services.clip_sets_parse); rating_study_create stores them."""
+        task = cleaned["task_type"] = cleaned.get("task_type") or TaskType.PAIRWISE
+        text = cleaned.get("clip_sets") or ""
+        if task == TaskType.PAIRWISE:
+            if cleaned.get("rating_dimensions"):
+                self.add_error("rating_dimensions", "Dimensions are asked by acr and multi studies only; a pairwise study asks both.")
+            if text.strip():
+                self.add_error("clip_sets", "Clip sets are rating items: pick acr or multi, or leave the box empty and import pairs later.")
+            cleaned["rating_dimensions"], cleaned["clip_sets"] = [], []
+            return
+        if not cleaned.get("rating_dimensions"):
+            self.add_error("rating_dimensions", "Pick at least one dimension to rate.")
+        try:
+            cleaned["clip_sets"] = rating_services.clip_sets_parse(text, task=task)
+        except ServiceError as exc:
+            self.add_error("clip_sets", exc.message)
+
+
+def _rating_fields() -> dict:
+    return {
+        "task_type": forms.ChoiceField(
+            label="Task type",
+            choices=TaskType.choices,
+            initial=TaskType.PAIRWISE,
+            # Left out (older pages, scripts): pairwise, as before the choice existed.
+            required=False,
+            help_text="Pairwise: two clips, a preference per dimension. acr: one clip rated 1-5. multi: a condition's clips on one page, 0-100 each. Fixed once the study exists.",
+        ),
+        "rating_dimensions": forms.MultipleChoiceField(
+            label="Dimensions to rate (acr and multi)",
+            choices=Dimension.choices,
+            required=False,
+            widget=forms.CheckboxSelectMultiple,
+        ),
+        "clip_sets": forms.CharField(
+            label="Rating items: clip sets (acr and multi)",
+            required=False,
+            widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+            help_text=rating_services.CLIP_SETS_HELP + " Items can also be added later in code or the admin.",
+        ),
+    }
 
 
 SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries", "screening_existing_members")

@@ -29,6 +29,7 @@ from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
 from .forms import ConsentForm, ConsentWithdrawForm, PairUploadForm, StudyAnnotatorAddForm, StudyCollaboratorsForm, StudyExportForm, StudyForm
 from .models import Clip, Study
+from .ratings import services as rating_services
 
 PAIRS_PER_PAGE = 50
 
@@ -225,7 +226,7 @@ def study_create(request: HttpRequest) -> HttpResponse:
         form = StudyForm(request.POST)
         if form.is_valid():
             try:
-                study = services.study_create(owner=request.user, **form.cleaned_data)
+                study = rating_services.rating_study_create(owner=request.user, **form.cleaned_data)
             except ServiceError as exc:
                 _form_error(form, exc)
             else:

@@ -8,7 +8,8 @@ section on frames (scoring.ratings.ratings_compute: MOS per clip and system with
 rater bootstrap, Krippendorff's alpha interval and ordinal, ICC(2,k), rater bias and consistency,
 gold checks, judges against the MOS at clip and system level with clip-resampled intervals).
 Baseline: the pairwise report on frames (scoring.report.report_compute) on bench/report.py's
-synthetic 100,000 votes, same bootstrap rounds, in the same process. Medians of --repeat runs.
+synthetic 100,000 votes, same bootstrap rounds, in the same process. Medians of --repeat runs (wall clock) and
+the mean CPU seconds of this process per run, with the load average before and after.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -71,14 +73,22 @@ def main() -> None:
 
     frame, judges = synthetic_ratings(args.ratings)
     print(f"ratings: {len(frame):,} on {frame['clip_id'].nunique():,} clips, {frame['annotator_id'].nunique()} raters, 2 dimensions, 2 judges")
+    print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} at the start")
+    cpu = time.process_time()
     t_ratings, section = median_time(lambda: ratings.ratings_compute(frame, judge_scores=judges, rounds=args.bootstrap, seed=0), args.repeat)
+    cpu_ratings = (time.process_time() - cpu) / args.repeat
     raw_votes, pairs, verdicts, sources = synthetic(args.ratings)
     votes = agreement.votes_frame_prepare(raw_votes)
     options = report.ReportOptions(rounds=args.bootstrap)
+    cpu = time.process_time()
     t_pairs, _ = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
-    print(f"ratings report on frames ({args.bootstrap} bootstrap rounds): {t_ratings:.3f} s  ({section['ratings']:,} ratings kept, {len(section['mos_clips']):,} clip MOS rows)")
-    print(f"pairwise report on frames, {len(votes):,} votes, same rounds: {t_pairs:.3f} s")
-    print(f"ratio ratings / pairwise: {t_ratings / t_pairs:.2f}")
+    cpu_pairs = (time.process_time() - cpu) / args.repeat
+    # CPU seconds (this process, all its threads) beside the wall clock: on a shared machine the wall clock counts
+    # the time other processes held the cores.
+    print(f"ratings report on frames ({args.bootstrap} bootstrap rounds): {t_ratings:.3f} s wall, {cpu_ratings:.3f} s CPU  ({section['ratings']:,} ratings kept, {len(section['mos_clips']):,} clip MOS rows)")
+    print(f"pairwise report on frames, {len(votes):,} votes, same rounds: {t_pairs:.3f} s wall, {cpu_pairs:.3f} s CPU")
+    print(f"ratio ratings / pairwise: {t_ratings / t_pairs:.2f} wall, {cpu_ratings / cpu_pairs:.2f} CPU")
+    print(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

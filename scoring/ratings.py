@@ -22,6 +22,7 @@ RATING_COLUMNS; scoring/ratings_report.py reads the frame from a study and build
 
 from __future__ import annotations
 
+import functools
 import math
 
 import krippendorff
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .stats import num
+from .stats import num, paired_tests, percentile_ci, significance_groups
 
 RATING_COLUMNS = ["submission_id", "annotator_id", "item_id", "clip_id", "system", "dimension", "value", "kind", "role", "expected_low", "expected_high"]
 SCREEN_REFERENCE_BELOW = 90.0
@@ -66,6 +67,12 @@ def mos_by(frame: pd.DataFrame, key: str, level: float = 0.95) -> pd.DataFrame:
 
 def _percentiles(samples: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
     """Row-wise percentiles (linear interpolation, as np.percentile) ignoring NaN, without nanpercentile's per-row loop."""
+    if samples.shape[1] and not np.isnan(samples).any():
+        # Every row complete: the few order statistics needed are found by partitioning, not a full sort.
+        positions = [q / 100.0 * (samples.shape[1] - 1) for q in qs]
+        kth = sorted({int(np.floor(p)) for p in positions} | {min(int(np.floor(p)) + 1, samples.shape[1] - 1) for p in positions})
+        parted = np.partition(samples, kth, axis=1)
+        return [parted[:, int(np.floor(p))] + (parted[:, min(int(np.floor(p)) + 1, samples.shape[1] - 1)] - parted[:, int(np.floor(p))]) * (p - np.floor(p)) for p in positions]
     ordered = np.sort(samples, axis=1)  # NaN sort last
     valid = (~np.isnan(ordered)).sum(axis=1)
     out = []
@@ -247,14 +254,38 @@ def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray
         return (sxy - sx * sy / total) / np.sqrt((sxx - sx * sx / total) * (syy - sy * sy / total))
 
 
+def _rank_groups(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per resample (a row of multiplicities each): the average rank (1-based, ties averaged) of each distinct value
+    of x and the weight it carries (rounds x values), and each item's value index.
+
+    A value's weight per round is a product with the items' one-hot levels (few distinct values, as a MOS on a 1-5
+    scale) or, with many, a sum over its contiguous run once the columns are in value order; its rank is the weight
+    below it plus the average place within its ties."""
+    values, inverse = np.unique(x, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if 8 * len(values) < len(inverse):
+        group = w @ _onehot(inverse, len(values))
+    else:
+        order = np.argsort(inverse, kind="stable")
+        group = w[:, order]
+        if len(values) < len(inverse):
+            starts = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(values)))[:-1]))
+            group = np.add.reduceat(group, starts, axis=1)
+    ranks = np.cumsum(group, axis=1)
+    ranks -= (group - 1) / 2
+    return ranks, group, inverse
+
+
+def _onehot(codes: np.ndarray, width: int) -> np.ndarray:
+    out = np.zeros((len(codes), width))
+    out[np.arange(len(codes)), codes] = 1.0
+    return out
+
+
 def _weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties averaged) of each item within each weighted resample (rounds x n)."""
-    values, inverse = np.unique(x, return_inverse=True)
-    rows = w.shape[0]
-    cells = (np.arange(rows)[:, None] * len(values) + inverse[None, :]).ravel()
-    group = np.bincount(cells, weights=w.ravel(), minlength=rows * len(values)).reshape(rows, len(values))
-    below = np.cumsum(group, axis=1) - group
-    return (below + (group + 1) / 2)[:, inverse]
+    ranks, _, inverse = _rank_groups(x, w)
+    return ranks[:, inverse]
 
 
 def _tau_b_small(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -263,6 +294,48 @@ def _tau_b_small(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
     with np.errstate(invalid="ignore", divide="ignore"):
         return (sx * sy).sum(axis=1) / np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1))
+
+
+@functools.lru_cache(maxsize=4)
+def clip_resamples(n: int, *, rounds: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`rounds` resamples of n clips with replacement: the drawn indices (rounds x n) and each clip's multiplicity per round.
+
+    The same (n, rounds, seed) gives the same resamples, so they are drawn once and shared (read-only) by every judge
+    and dimension of a report."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(rounds, n))
+    weights = np.bincount((draws + np.arange(rounds)[:, None] * n).ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
+    draws.setflags(write=False)
+    weights.setflags(write=False)
+    return draws, weights
+
+
+def weighted_srcc(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman's rho per resample (a row of multiplicities each): Pearson r of the resample's average ranks.
+
+    The ranks of N drawn items sum to N(N+1)/2 whatever the ties, and their squares are a sum over distinct values, so
+    only the cross term needs a pass over the items."""
+    rx, gx, ix = _rank_groups(x, weights)
+    ry, gy, iy = _rank_groups(y, weights)
+    if gy.shape[1] > gx.shape[1]:
+        x, rx, gx, ix, y, ry, gy, iy = y, ry, gy, iy, x, rx, gx, ix
+    total = weights.sum(axis=1)
+    centre = total * ((total + 1) / 2) ** 2
+    sxx = np.einsum("ij,ij,ij->i", gx, rx, rx) - centre
+    syy = np.einsum("ij,ij,ij->i", gy, ry, ry) - centre
+    if gy.shape[1] <= 256:
+        # y has few levels: sum w * rank_x per level of y (one matrix product), then against y's ranks. With every x
+        # distinct, gx already holds the weights in x's order and rx the matching ranks.
+        if gx.shape[1] == len(x):
+            order = np.argsort(ix)
+            per_level = (gx * rx) @ _onehot(iy[order], gy.shape[1])
+        else:
+            per_level = (weights * rx[:, ix]) @ _onehot(iy, gy.shape[1])
+        sxy = np.einsum("ij,ij->i", per_level, ry) - centre
+    else:
+        sxy = np.einsum("ij,ij,ij->i", weights, rx[:, ix], ry[:, iy]) - centre
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sxy / np.sqrt(sxx * syy)
 
 
 def _interval(values) -> list | None:
@@ -292,12 +365,10 @@ def correlations_with_intervals(pred, truth, *, groups=None, rounds: int = 1000,
         point = correlations(pred, truth)
     if point["lcc"] is None or rounds <= 0:
         return {**{k: (num(v) if k != "n" else v) for k, v in point.items()}, "intervals": None}
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(rounds, n))
-    weights = np.bincount((draws + np.arange(rounds)[:, None] * n).ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
+    draws, weights = clip_resamples(n, rounds=rounds, seed=seed)
     if groups is None:
         lcc = _weighted_pearson(pred, truth, weights)
-        srcc = _weighted_pearson(_weighted_ranks(pred, weights), _weighted_ranks(truth, weights), weights)
+        srcc = weighted_srcc(pred, truth, weights)
         ktau = [sps.kendalltau(pred[d], truth[d]).statistic for d in draws[:KENDALL_CLIP_ROUNDS]]
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -333,7 +404,91 @@ def judges_vs_humans(clip_mos: pd.DataFrame, judge_scores: pd.DataFrame, *, roun
     return out
 
 
+# --- Many judges on the same rated clips (MOS benchmarks) -----------------------------------------------------
+
+
+def compare_correlations(scores, truth, *, rounds: int, seed: int, alpha: float = 0.05) -> dict:
+    """SRCC of S judges' clip scores (S x n, NaN where a judge gave none) with the clips' MOS (n), ranked.
+
+    A missing score ranks below every score the judge gave (all missing clips tie at the bottom), so leaving a clip out
+    never helps. One set of clip resamples serves every judge: "ci" is each judge's 95 % percentile interval,
+    "p" the paired bootstrap test of every two judges (Holm-adjusted, scoring.stats.paired_tests) and "rank" 1 + the
+    number of judges significantly better (scoring.stats.significance_groups), as the pairwise leaderboard ranks.
+    """
+    scores = np.atleast_2d(np.asarray(scores, dtype=float))
+    truth = np.asarray(truth, dtype=float)
+    n_sub, n = scores.shape
+    answered = (~np.isnan(scores)).sum(axis=1)
+    filled = scores.copy()
+    for s in range(n_sub):
+        given = filled[s][~np.isnan(filled[s])]
+        filled[s][np.isnan(filled[s])] = (given.min() - 1.0) if given.size else 0.0
+    point = np.array([correlations(row, truth)["srcc"] if n else None for row in filled], dtype=float)
+    out = {"n": int(n), "srcc": [num(v) for v in point], "answered": [int(a) for a in answered], "ci": None, "p": None}
+    if rounds > 0 and n >= 3 and n_sub:
+        _, weights = clip_resamples(n, rounds=rounds, seed=seed)
+        boot = np.stack([weighted_srcc(row, truth, weights) for row in filled], axis=1)  # rounds x S
+        out["ci"] = [percentile_ci(boot[:, s]) if np.isfinite(point[s]) else None for s in range(n_sub)]
+        tests = paired_tests(np.nan_to_num(boot, nan=0.0), alpha=alpha)
+        out["p"] = tests["p"].tolist()
+        out["rank"] = [int(r) for r in significance_groups(np.nan_to_num(point, nan=-2.0), tests["significant"])]
+    else:
+        ranked = np.nan_to_num(point, nan=-2.0)
+        out["rank"] = [int(r) for r in 1 + (ranked[None, :] > ranked[:, None]).sum(axis=1)]
+    return out
+
+
+def split_half_ceiling(clip, value, *, splits: int = 100, seed: int = 0) -> dict:
+    """The human ceiling of a MOS benchmark: split-half rater correlation, Spearman-Brown corrected.
+
+    Per split, each clip's ratings are shuffled and cut in two halves (sizes floor(k/2) and the rest); the SRCC of
+    the halves' means across clips is averaged over `splits` seeded splits, then corrected to the full number of
+    raters by Spearman-Brown (2r / (1 + r)). Clips with fewer than two ratings are left out. Returns {"srcc_half",
+    "srcc" (corrected), "n" (clips), "splits"}; None figures below three clips.
+    """
+    clip, value = np.asarray(clip), np.asarray(value, dtype=float)
+    n_clips = 0
+    if len(clip):
+        _, codes, counts = np.unique(clip, return_inverse=True, return_counts=True)
+        keep = counts[codes.reshape(-1)] >= 2
+        codes, value = np.unique(codes.reshape(-1)[keep], return_inverse=True)[1].reshape(-1), value[keep]
+        n_clips = int(codes.max()) + 1 if codes.size else 0
+    if n_clips < 3:
+        return {"srcc_half": None, "srcc": None, "n": n_clips, "splits": 0}
+    size = np.bincount(codes, minlength=n_clips)
+    rng = np.random.default_rng(seed)
+    halves = []
+    for _ in range(splits):
+        order = np.lexsort((rng.random(len(codes)), codes))
+        place = np.empty(len(codes), dtype=int)
+        starts = np.concatenate([[0], np.cumsum(size)[:-1]])
+        place[order] = np.arange(len(codes)) - starts[codes[order]]
+        first = place < size[codes] // 2
+        a = np.bincount(codes[first], weights=value[first], minlength=n_clips) / np.bincount(codes[first], minlength=n_clips)
+        b = np.bincount(codes[~first], weights=value[~first], minlength=n_clips) / np.bincount(codes[~first], minlength=n_clips)
+        r = correlations(a, b)["srcc"]
+        if r is not None:
+            halves.append(r)
+    if not halves:
+        return {"srcc_half": None, "srcc": None, "n": n_clips, "splits": 0}
+    half = float(np.mean(halves))
+    corrected = 2 * half / (1 + half) if half > -1 else None
+    return {"srcc_half": num(half), "srcc": num(corrected), "n": n_clips, "splits": len(halves)}
+
+
 # --- The section ----------------------------------------------------------------------------------------------
+
+
+def screened(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, set]:
+    """(regular items' rated clips from raters that pass, post-screening table, gold table, dropped raters): flagged
+    raters and raters who failed a trap are left out of every MOS."""
+    screening = post_screening(frame)
+    gold = gold_checks(frame)
+    flagged = set(screening.loc[screening["flagged"], "annotator_id"]) if len(screening) else set()
+    trap_failed = set(gold.loc[gold["trap_failed"] > 0, "annotator_id"]) if len(gold) else set()
+    dropped = flagged | trap_failed
+    rated = frame[(frame["kind"] == "regular") & (frame["role"] == "test") & ~frame["annotator_id"].isin(dropped)]
+    return rated, screening, gold, dropped
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -347,12 +502,7 @@ def ratings_compute(frame: pd.DataFrame, *, judge_scores: pd.DataFrame | None = 
     MOS and agreement use regular items' rated clips only, from raters that pass the post-screening;
     gold, trap, reference and anchor ratings feed the quality checks.
     """
-    screening = post_screening(frame)
-    gold = gold_checks(frame)
-    flagged = set(screening.loc[screening["flagged"], "annotator_id"]) if len(screening) else set()
-    trap_failed = set(gold.loc[gold["trap_failed"] > 0, "annotator_id"]) if len(gold) else set()
-    dropped = flagged | trap_failed
-    rated = frame[(frame["kind"] == "regular") & (frame["role"] == "test") & ~frame["annotator_id"].isin(dropped)]
+    rated, screening, gold, dropped = screened(frame)
     clips = mos_by(rated, "clip_id").merge(rater_bootstrap(rated, "clip_id", rounds=rounds, seed=seed), on=["clip_id", "dimension"], how="left")
     systems_frame = rated.assign(system=rated["system"].fillna(""))
     systems = mos_by(systems_frame, "system").merge(rater_bootstrap(systems_frame, "system", rounds=rounds, seed=seed), on=["system", "dimension"], how="left")

@@ -25,13 +25,14 @@ import json
 import math
 from collections import defaultdict
 from itertools import combinations
+from pathlib import Path, PurePosixPath
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from scipy import stats as sps
 
 from annotation.models import AnnotatorProfile, Clip, Study
-from annotation.services import condition_get_or_create, profile_ensure
+from annotation.services import clip_ingest, condition_get_or_create, profile_ensure, system_get_or_create
 from common.errors import ServiceError
 
 from . import services
@@ -173,6 +174,18 @@ def ratings_export(*, study: Study) -> dict[str, bytes]:
     return files
 
 
+def ratings_export_audio(*, study: Study) -> dict[str, Clip]:
+    """{audio/<sha256><ext>: clip} of every clip an export of the study names (rated clips, references, anchors and
+    conditions' references): the files an import brings from the export's folder."""
+    clips: dict[str, Clip] = {}
+    for item in study.rating_items.select_related("condition__reference").prefetch_related("item_clips__clip"):
+        for member in item.item_clips.all():
+            clips[audio_path(member.clip)] = member.clip
+        if item.condition.reference is not None:
+            clips[audio_path(item.condition.reference)] = item.condition.reference
+    return dict(sorted(clips.items()))
+
+
 def _rows(data: bytes, name: str) -> list[dict]:
     rows = []
     for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
@@ -187,12 +200,49 @@ def _rows(data: bytes, name: str) -> list[dict]:
     return rows
 
 
+def _sha_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
 def _clip_for(path: str, *, line: int) -> Clip:
-    sha = path.rsplit("/", 1)[-1].split(".", 1)[0]
-    clip = Clip.objects.filter(sha256=sha).first()
+    clip = Clip.objects.filter(sha256=_sha_of(path)).first()
     if clip is None:
-        raise ServiceError(f"ratings.jsonl line {line}: no clip {path} here; import the study's audio first.", code="missing_clip")
+        raise ServiceError(f"ratings.jsonl line {line}: no clip {path} here; give the export's folder (its audio/ files) as the audio root.", code="missing_clip")
     return clip
+
+
+def _audio_file(root: Path, path: str, *, line: int) -> Path:
+    """The file an export row names under the audio root: audio/<sha256><ext>, never outside the root."""
+    rel = PurePosixPath(path)
+    if path.startswith(("/", "\\")) or ".." in rel.parts or len(rel.parts) != 2 or rel.parts[0] != "audio":
+        raise ServiceError(f"ratings.jsonl line {line}: {path[:120]!r} is not an export's audio/<sha256> path.", code="bad_row")
+    resolved = (root / rel).resolve()
+    if not resolved.is_relative_to(root) or not resolved.is_file():
+        raise ServiceError(f"ratings.jsonl line {line}: {path} is neither a clip here nor a file under the audio root.", code="missing_clip")
+    return resolved
+
+
+def _audio_bring(rows: list[dict], *, root: Path, written: list[Clip]) -> None:
+    """Store every clip the rows name that is not here yet from the audio root (annotation.services.clip_ingest, as the
+    pair import does): rated clips with their system, hidden references, anchors and conditions' references as references.
+    A file whose stored content does not hash to the name the row gives it is refused: the row would name another clip."""
+    wanted: dict[str, tuple[int, str, str]] = {}
+    for line, row in enumerate(rows, start=1):
+        if row["ref-audio-path"]:
+            wanted.setdefault(row["ref-audio-path"], (line, "", Clip.Kind.REFERENCE))
+        generated = row["role"] == "test"
+        wanted[row["audio-path"]] = (line, row["model"] if generated else "", Clip.Kind.GENERATED if generated else Clip.Kind.REFERENCE)
+    have = set(Clip.objects.filter(sha256__in=[_sha_of(p) for p in wanted]).values_list("sha256", flat=True))
+    for path, (line, model, kind) in sorted(wanted.items()):
+        if _sha_of(path) in have:
+            continue
+        source = _audio_file(root, path, line=line)
+        system = system_get_or_create(name=model) if model else None
+        clip, created = clip_ingest(path=source, system=system, kind=kind, original_name=path)
+        if created:
+            written.append(clip)
+        if clip.sha256 != _sha_of(path):
+            raise ServiceError(f"ratings.jsonl line {line}: the audio in {path} is not the clip its name says (stored as {clip.sha256[:12]}...).", code="audio_mismatch")
 
 
 def _annotator(pseudonym: str):
@@ -206,15 +256,34 @@ def _annotator(pseudonym: str):
     return user
 
 
-@transaction.atomic
-def ratings_import(*, files: dict[str, bytes], name: str, owner=None) -> Study:
-    """A new rating study from an export's datasheet.json and ratings.jsonl (its clips must be here already)."""
+def ratings_import(*, files: dict[str, bytes], name: str, owner=None, audio_root: str | Path | None = None) -> Study:
+    """A new rating study from an export's datasheet.json and ratings.jsonl. Clips not here yet are brought from
+    `audio_root` (the export's folder, which holds its audio/ files); without it they must be here already. All of it,
+    the stored audio files included, or (one refusal) none."""
+    written: list[Clip] = []
+    try:
+        with transaction.atomic():
+            return _ratings_import(files=files, name=name, owner=owner, audio_root=audio_root, written=written)
+    except BaseException:
+        for clip in written:
+            # A clip of the same content committed meanwhile by someone else keeps its (identical) file.
+            if not Clip.objects.filter(sha256=clip.sha256, file=clip.file.name).exists():
+                clip.file.delete(save=False)
+        raise
+
+
+def _ratings_import(*, files: dict[str, bytes], name: str, owner, audio_root, written: list[Clip]) -> Study:
     if "datasheet.json" not in files or "ratings.jsonl" not in files:
         raise ServiceError("An import needs datasheet.json and ratings.jsonl from a rating study's export.", code="missing_file")
     if Study.objects.filter(name=name).exists():
         raise ServiceError(f"A study named {name!r} exists already; choose another name.", code="duplicate_study", status=409)
     sheet = json.loads(files["datasheet.json"])
     rows = _rows(files["ratings.jsonl"], "ratings.jsonl")
+    if audio_root is not None:
+        root = Path(audio_root).resolve()
+        if not root.is_dir():
+            raise ServiceError(f"Audio root {str(audio_root)!r} is not a folder.", code="bad_audio_root")
+        _audio_bring(rows, root=root, written=written)
     study = Study.objects.create(
         name=name, title=sheet.get("title", ""), instructions=sheet.get("instructions", ""), licence=sheet.get("licence", ""),
         min_listen_seconds=sheet.get("min_listen_seconds", 10.0), owner=owner, is_active=False,

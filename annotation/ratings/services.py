@@ -58,6 +58,92 @@ def rating_task_set(*, study: Study, task: str, dimensions: list[str]) -> Rating
     return config
 
 
+CLIP_SETS_HELP = (
+    "One item per line: the clips' sha256 (or their first 12 or more characters) separated by spaces; in a multi study "
+    "ref=<clip> and anchor=<clip> add the hidden reference and low anchor. The prompt follows a | sign; without one the "
+    "item takes the condition of the first clip's earliest pair or rating item."
+)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _clip_named(token: str, *, line: int) -> Clip:
+    key = token.strip().lower()
+    if len(key) < 12 or len(key) > 64 or not set(key) <= _HEX:
+        raise ServiceError(f"Line {line}: {token[:70]!r} is not a clip's sha256 (12 to 64 hex characters).", code="bad_clip_sets")
+    found = list(Clip.objects.filter(sha256__startswith=key)[:2])
+    if len(found) != 1:
+        raise ServiceError(f"Line {line}: {'no clip' if not found else 'more than one clip'} starts with {key}.", code="bad_clip_sets")
+    return found[0]
+
+
+def clip_sets_parse(text: str, *, task: str) -> list[dict]:
+    """The items a study form's clip-set box names (CLIP_SETS_HELP): [{"clips", "reference", "anchor", "prompt"}], each
+    checked against the task (acr: exactly one clip; multi: 2 to MAX_MULTI_CLIPS, reference and anchor included)."""
+    items = []
+    for line, raw in enumerate((text or "").splitlines(), start=1):
+        body, _, prompt = raw.partition("|")
+        if not body.strip() or body.lstrip().startswith("#"):
+            continue
+        entry: dict = {"clips": [], "reference": None, "anchor": None, "prompt": prompt.strip()}
+        for token in body.split():
+            role, _, name = token.partition("=") if "=" in token else ("", "", token)
+            if role not in ("", "ref", "anchor"):
+                raise ServiceError(f"Line {line}: {role}= is not a role; use ref= or anchor=.", code="bad_clip_sets")
+            if role and task != TaskType.MULTI:
+                raise ServiceError(f"Line {line}: a reference or anchor belongs to a multi-stimulus item.", code="bad_clip_sets")
+            clip = _clip_named(name, line=line)
+            if role:
+                entry["reference" if role == "ref" else "anchor"] = clip
+            else:
+                entry["clips"].append(clip)
+        shown = [c for c in (*entry["clips"], entry["reference"], entry["anchor"]) if c is not None]
+        if len({c.pk for c in shown}) != len(shown):
+            raise ServiceError(f"Line {line}: a clip is named twice.", code="bad_clip_sets")
+        if task == TaskType.ACR and len(entry["clips"]) != 1:
+            raise ServiceError(f"Line {line}: an acr item is exactly one clip.", code="bad_clip_sets")
+        if task == TaskType.MULTI and not (1 <= len(entry["clips"]) and 2 <= len(shown) <= MAX_MULTI_CLIPS):
+            raise ServiceError(f"Line {line}: a multi-stimulus item shows 2 to {MAX_MULTI_CLIPS} clips, reference and anchor included.", code="bad_clip_sets")
+        if not entry["prompt"]:
+            entry["condition"] = _condition_of(entry["clips"][0])
+            if entry["condition"] is None:
+                raise ServiceError(f"Line {line}: the clip belongs to no pair or item yet; give its prompt after a | sign.", code="bad_clip_sets")
+        items.append(entry)
+    return items
+
+
+def _condition_of(clip: Clip) -> Condition | None:
+    """The condition a clip was already given under (its first pair or rating item), for a clip set named without a prompt."""
+    from annotation.models import Pair
+
+    pair = Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip)).select_related("condition").order_by("id").first()
+    if pair is not None:
+        return pair.condition
+    member = RatingItemClip.objects.filter(clip=clip).select_related("item__condition").order_by("id").first()
+    return member.item.condition if member is not None else None
+
+
+@transaction.atomic
+def rating_study_create(*, owner=None, task_type: str = TaskType.PAIRWISE, rating_dimensions=(), clip_sets: list[dict] | None = None, **parameters) -> Study:
+    """A new study (annotation.services.study_create) with its task type: a pairwise study as before, or a rating study
+    with its dimensions and the items of `clip_sets` (clip_sets_parse) added. All of it, or (one refusal) none."""
+    from annotation.services import condition_get_or_create, study_create
+
+    if task_type == TaskType.PAIRWISE:
+        if rating_dimensions or clip_sets:
+            message = "Rating dimensions and clip sets belong to an acr or multi study; pick one of those task types."
+            raise ServiceError(message, code="bad_task", extra={"errors": {"task_type": [message]}})
+        return study_create(owner=owner, **parameters)
+    study = study_create(owner=owner, **parameters)
+    try:
+        rating_task_set(study=study, task=task_type, dimensions=list(rating_dimensions))
+    except ServiceError as exc:
+        raise ServiceError(exc.message, code=exc.code, extra={"errors": {"rating_dimensions": [exc.message]}}) from None
+    for entry in clip_sets or []:
+        condition = entry.get("condition") or condition_get_or_create(prompt=entry["prompt"])[0]
+        rating_item_add(study=study, condition=condition, clips=entry["clips"], reference=entry["reference"], anchor=entry["anchor"])
+    return study
+
+
 def _expected_clean(expected, *, clip_ids: list[int], dimensions: list[str], scale: tuple[int, int]) -> dict:
     clean = {}
     for key, ranges in (expected or {}).items():
@@ -392,6 +478,8 @@ def _submit(*, assignment_id, annotator, ratings, key, rationale, listening_log,
 
 __all__ = [
     "LABELS",
+    "clip_sets_parse",
+    "rating_study_create",
     "rating_item_add",
     "rating_listening_record",
     "rating_next",

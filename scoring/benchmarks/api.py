@@ -20,7 +20,7 @@ from common.errors import ServiceError
 from scoring.evaluation import DIMENSIONS, MODALITIES
 
 from . import runners, selectors, services
-from .models import Benchmark, Submission, Team
+from .models import Benchmark, Submission
 
 
 class CanViewLeaderboard(permissions.BasePermission):
@@ -40,7 +40,41 @@ def _visible_benchmark(request, name: str) -> Benchmark:
 
 
 def _benchmark_json(bench: Benchmark) -> dict:
-    return {"name": bench.name, "title": bench.title, "version": bench.version, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+    return {"name": bench.name, "title": bench.title, "version": bench.version, "kind": bench.kind, "state": bench.state, "dev": bench.is_dev, "demo": bench.is_demo, "n_items": bench.n_items, "created_at": bench.created_at.isoformat()}
+
+
+def _row_json(r: dict, figure: str) -> dict:
+    """One leaderboard row as the API answers it; `figure` is what the board ranks on (accuracy, or SRCC for MOS)."""
+    return {
+        "submission": r["submission"],
+        "team": r["team"],
+        "name": r["name"],
+        "kind": r["kind"],
+        "group": r["rank"],
+        figure: r[figure],
+        "interval": r["ci"],
+        "n": r["n"],
+        "answered": r["answered"],
+        "timeouts": r["timeouts"],
+        "failures": r["failures"],
+        "own_private": r["private"],
+    }
+
+
+def _mos_board_json(bench: Benchmark, board: dict) -> dict:
+    rows = [_row_json(r, "srcc") for r in board["rows"]]
+    pairs = [{k: v for k, v in pair.items() if k not in ("a_name", "b_name")} for pair in board["pairs"]]
+    return {
+        "benchmark": _benchmark_json(bench),
+        "part": board["part"],
+        "dimension": board["dim"],
+        "modality": board["modality"],
+        "n": board["n"],
+        "ceiling": board["ceiling"],
+        "rows": rows,
+        "pairs": pairs,
+        "hidden": board.get("hidden", False),
+    }
 
 
 class BenchmarkListApi(APIView):
@@ -65,24 +99,10 @@ class LeaderboardApi(APIView):
         modality = request.query_params.get("modality") or None
         if dim not in DIMENSIONS or (modality and modality not in MODALITIES):
             raise ServiceError(f"dim must be one of {', '.join(DIMENSIONS)}; modality one of {', '.join(MODALITIES)}.")
+        if bench.is_mos:
+            return Response(_mos_board_json(bench, selectors.mos_leaderboard(bench, request.user, dim=dim, modality=modality)))
         board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
-        rows = [
-            {
-                "submission": r["submission"],
-                "team": r["team"],
-                "name": r["name"],
-                "kind": r["kind"],
-                "group": r["rank"],
-                "accuracy": r["accuracy"],
-                "interval": r["ci"],
-                "n": r["n"],
-                "answered": r["answered"],
-                "timeouts": r["timeouts"],
-                "failures": r["failures"],
-                "own_private": r["private"],
-            }
-            for r in board["rows"]
-        ]
+        rows = [_row_json(r, "accuracy") for r in board["rows"]]
         return Response(
             {
                 "benchmark": _benchmark_json(bench),
@@ -109,13 +129,7 @@ class SubmissionCreateApi(APIView):
     )
     def post(self, request, name: str):
         bench = get_object_or_404(Benchmark, name=name)
-        team = Team.objects.filter(name=request.data.get("team", ""), members=request.user).first()
-        if team is None:
-            raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
-        upload = request.FILES.get("file")
-        if upload is None:
-            raise ServiceError("Attach the prediction file as `file`.", code="no_file")
-        submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.data.get("label", ""), user=request.user)
+        submission = services.submission_upload(benchmark=bench, user=request.user, team=request.data.get("team", ""), upload=request.FILES.get("file"), label=request.data.get("label", ""))
         return Response({"submission": submission.pk, "format": submission.file_format, "answered": submission.predictions.count(), "items": bench.n_items}, status=status.HTTP_201_CREATED)
 
 

@@ -43,6 +43,12 @@ TABLE = (
     Figure("timeouts and errors of an outside judge", "the whole submission", "the whole submission", "counts (they depend on the judge's answers, not on labels)"),
     Figure("item labels", "never (a dev benchmark: in its export)", "never", "-"),
     Figure("anything on a dev benchmark", "every item, full resolution (its labels are in its export)", "the same", "full"),
+    # MOS benchmarks (rated clips; never dev benchmarks: their MOS never leave the server).
+    Figure("MOS: SRCC, n, answered, group", "public part; a filtered leaderboard under k clips shows no figure", "private part (leaderboard); both parts (submission page)", "unrounded in the API, 3 decimals on pages"),
+    Figure("MOS: 95% interval, paired tests", "public part", "as SRCC", "clip bootstrap, one set of resamples for every submission"),
+    Figure("MOS: human ceiling (split-half, Spearman-Brown)", "public part", "private part", "the part's clips with two ratings or more"),
+    Figure("MOS: LCC, Kendall's tau, SRCC by modality", "public part; modality cells under k clips hidden as the accuracy cells are", "as before, per part", "3 decimals"),
+    Figure("MOS values, ratings, raters", "never", "never", "-"),
 )
 
 
@@ -90,7 +96,7 @@ def _cells(cells: dict, k: int) -> dict:
             break
         hidden.add(name)
         held += cells[name]["n"]
-    return {name: ({"accuracy": None, "n": None, "hidden": True} if name in hidden else dict(cell)) for name, cell in cells.items()}
+    return {name: ({**dict.fromkeys(cell), "hidden": True} if name in hidden else dict(cell)) for name, cell in cells.items()}
 
 
 def _bins(bins: list[dict], k: int) -> list[dict]:
@@ -143,3 +149,23 @@ def shape_figures(dims: dict, user, benchmark) -> dict:
             "calibration": _calibration(f.get("calibration"), k),
         }
     return out
+
+
+def shape_mos_figures(dims: dict, user, benchmark) -> dict:
+    """A MOS submission's figures per dimension (selectors.mos_submission_breakdown) at this user's resolution: small
+    modality cells hidden by the accuracy cells' rule."""
+    if sees_everything(user):
+        return dims
+    k = min_cell()
+    return {dim: {**f, "by_modality": _cells(f["by_modality"], k)} for dim, f in dims.items()}
+
+
+def shape_mos_board(board: dict, user, benchmark) -> dict:
+    """A MOS leaderboard at this user's resolution: a view (a modality filter) holding fewer than k clips shows no
+    correlation, interval, test or ceiling, so a filter cannot pick out a few clips' order."""
+    if sees_everything(user) or board["n"] >= min_cell():
+        return board
+    # In submission order: the ranked order would itself tell the few clips' figures.
+    rows = [{**row, "srcc": None, "ci": None, "rank": None, "hidden": True} for row in sorted(board["rows"], key=lambda r: r["submission"])]
+    pairs = [{**pair, "bootstrap_p": None} for pair in board["pairs"]]
+    return {**board, "rows": rows, "pairs": pairs, "ceiling": {"srcc_half": None, "srcc": None, "n": board["ceiling"]["n"], "splits": 0}, "hidden": True}

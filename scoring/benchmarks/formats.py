@@ -11,6 +11,9 @@ file are:
 - An id of the benchmark that the file does not give is a **missing** item: it is counted wrong,
   and the submission's coverage shows how many there were.
 - A row may answer one dimension only: the other counts as missing for that item.
+- The layouts are the table LAYOUTS: a pair benchmark takes MIREX rows and CMI-RewardBench's results.jsonl, a MOS
+  benchmark a score per clip (`score`, `score_<dimension>`) or CMI-RewardBench's per-row MOS results; the first
+  layout of the benchmark's kind that recognises a row reads it, and one file keeps one layout.
 - Bounds, each checked before the work it would make costly, so no file costs more than reading it once: at most
   the benchmark's items + ROW_MARGIN rows, MAX_LINE_CHARS per line, MAX_DEPTH levels of nesting, MAX_NUMBER_CHARS
   per number; the file is read lazily, line by line (or entry by entry), and the first bound crossed or MAX_ERRORS
@@ -22,11 +25,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NO_LABEL, label_code, prefer
 
 MIREX, CMI_RESULTS = "mirex", "cmi-results"
+MOS_SCORES, CMI_MOS = "mos-scores", "cmi-mos"
+PAIRS, MOS = "pairs", "mos"  # Benchmark.Kind: what a layout answers
 MAX_ERRORS = 20
 CMI_SOURCE, ARENA_SOURCE = "cmi-arena-annotation", "Music Arena"
 
@@ -110,6 +116,66 @@ def _cmi_row(row: dict, where: str, errors: list) -> dict:
 
 def _is_cmi(row: dict) -> bool:
     return any(str(key).startswith("predicted_") for key in row)
+
+
+def _score(value, where: str, key: str, errors: list) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        errors.append(f"{where}: {key} must be a finite number")
+        return None
+    return float(value)
+
+
+def _mos_row(row: dict, where: str, errors: list) -> dict:
+    both = _score(row.get("score"), where, "score", errors)
+    out: dict = {}
+    for dim in DIMENSIONS:
+        own = _score(row.get(f"score_{dim}"), where, f"score_{dim}", errors)
+        out[f"score_{dim}"] = both if own is None else own
+    return out
+
+
+def _cmi_mos_row(row: dict, where: str, errors: list) -> dict:
+    # CMI-RewardBench's per-row results on its MOS sets: the judge's score per clip under the ground truth's key.
+    return {f"score_{dim}": _score(row.get(CMI_SCORE_KEYS[dim]), where, CMI_SCORE_KEYS[dim], errors) for dim in DIMENSIONS}
+
+
+def _has_label(values: dict) -> bool:
+    return any(values[d] != NO_LABEL for d in DIMENSIONS)
+
+
+def _has_score(values: dict) -> bool:
+    return any(values[f"score_{d}"] is not None for d in DIMENSIONS)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One prediction file layout: which benchmarks take it, how a row is recognised and read, and what a row that
+    answers nothing is told."""
+
+    name: str
+    kind: str  # PAIRS or MOS
+    detect: Callable[[dict], bool]  # row -> bool; a benchmark's layouts are tried in table order
+    read: Callable[[dict, str, list], dict]  # (row, where, errors) -> values
+    answers: Callable[[dict], bool]
+    empty: str
+
+
+LAYOUTS = (
+    Layout(CMI_RESULTS, PAIRS, _is_cmi, _cmi_row, _has_label, "no preference for any dimension (give `preferred`, `preferred_<dimension>` or `probability_a`)"),
+    Layout(MIREX, PAIRS, lambda row: True, _mirex_row, _has_label, "no preference for any dimension (give `preferred`, `preferred_<dimension>` or `probability_a`)"),
+    Layout(CMI_MOS, MOS, _is_cmi, _cmi_mos_row, _has_score, f"no score for any dimension (give `{CMI_SCORE_KEYS[MUSICALITY]}` or `{CMI_SCORE_KEYS[ALIGNMENT]}`)"),
+    Layout(MOS_SCORES, MOS, lambda row: True, _mos_row, _has_score, "no score for any dimension (give `score` or `score_<dimension>`)"),
+)
+
+
+def layouts_for(kind: str) -> tuple[Layout, ...]:
+    return tuple(layout for layout in LAYOUTS if layout.kind == kind)
+
+
+def layout_of(row: dict, kind: str) -> Layout:
+    return next(layout for layout in layouts_for(kind) if layout.detect(row))
 
 
 # Bounds that a file cannot talk its way past: each is checked before the work it would make costly.
@@ -233,8 +299,8 @@ def _entries(text: str):
     return _line_entries(text)
 
 
-def parse_predictions(data: bytes, *, item_ids: set[str], max_rows: int | None = None) -> ParsedPredictions:
-    """Read a MIREX-layout prediction file or CMI-RewardBench's results.jsonl; raise PredictionFileError.
+def parse_predictions(data: bytes, *, item_ids: set[str], max_rows: int | None = None, kind: str = PAIRS) -> ParsedPredictions:
+    """Read a prediction file in one of the layouts a benchmark of this kind takes (LAYOUTS); raise PredictionFileError.
 
     Bounded: at most `max_rows` rows (default: the items plus ROW_MARGIN), MAX_LINE_CHARS per line, MAX_DEPTH levels,
     MAX_NUMBER_CHARS per number; the first bound crossed (or MAX_ERRORS problems) stops the reading."""
@@ -272,15 +338,15 @@ def parse_predictions(data: bytes, *, item_ids: set[str], max_rows: int | None =
             errors.append(f"{where}: id {item_id!r} was already given on line {seen[item_id]}")
             continue
         seen[item_id] = number
-        layout = CMI_RESULTS if _is_cmi(row) else MIREX
-        if parsed.layout and layout != parsed.layout:
-            errors.append(f"{where}: mixes the {layout} layout with the {parsed.layout} layout of the lines before")
+        layout = layout_of(row, kind)
+        if parsed.layout and layout.name != parsed.layout:
+            errors.append(f"{where}: mixes the {layout.name} layout with the {parsed.layout} layout of the lines before")
             continue
-        parsed.layout = layout
+        parsed.layout = layout.name
         before = len(errors)
-        values = _cmi_row(row, where, errors) if layout == CMI_RESULTS else _mirex_row(row, where, errors)
-        if len(errors) == before and all(values[d] == NO_LABEL for d in DIMENSIONS):
-            errors.append(f"{where}: no preference for any dimension (give `preferred`, `preferred_<dimension>` or `probability_a`)")
+        values = layout.read(row, where, errors)
+        if len(errors) == before and not layout.answers(values):
+            errors.append(f"{where}: {layout.empty}")
         parsed.rows[item_id] = values
     if errors:
         raise PredictionFileError(errors[:MAX_ERRORS])
@@ -290,6 +356,23 @@ def parse_predictions(data: bytes, *, item_ids: set[str], max_rows: int | None =
 
 
 # --- Export rows ---------------------------------------------------------------------------------------
+
+
+def mos_export_row(*, item_id: str, prompt: str, lyrics: str, modality: str, audio: str, reference: str, cluster: str) -> dict:
+    """One line of a MOS benchmark's items.jsonl: the clip to score and what it was made from, never its MOS.
+
+    The audio path appears under `audio` and under the name CMI-RewardBench's MOS rows use (`audio-path`)."""
+    return {
+        "id": item_id,
+        "prompt": prompt,
+        "lyrics": lyrics,
+        "audio": audio,
+        "reference_audio": reference,
+        "modality": modality,
+        "audio-path": audio,
+        "ref-audio-path": reference,
+        "prompt id": cluster,
+    }
 
 _LETTER = {CODE[MODEL_A]: "model_a", CODE[MODEL_B]: "model_b", CODE["both"]: "both"}
 

@@ -20,6 +20,10 @@ class Benchmark(models.Model):
         OPEN = "open", "Open (public part shown)"
         CLOSED = "closed", "Closed (private part shown)"
 
+    class Kind(models.TextChoices):
+        PAIRS = "pairs", "Pairs: which clip people preferred (accuracy)"
+        MOS = "mos", "Rated clips: the MOS people gave (SRCC)"
+
     name = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
@@ -27,6 +31,8 @@ class Benchmark(models.Model):
     seed = models.BigIntegerField(default=0, help_text="Seeds the item order, the public/private split and the bootstrap.")
     public_share = models.FloatField(default=0.5, help_text="Share of items in the public part.")
     state = models.CharField(max_length=6, choices=State.choices, default=State.OPEN)
+    # What an item is: a pair with a preference label, or one rated clip with its MOS per dimension.
+    kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.PAIRS)
     # A dev benchmark ships its labels in the export, for tuning; its scores hide nothing.
     is_dev = models.BooleanField(default=False)
     # Labels from the demo's seeded votes (no one listened): shown as demo data wherever the benchmark appears.
@@ -51,9 +57,14 @@ class Benchmark(models.Model):
     def is_open(self) -> bool:
         return self.state == self.State.OPEN
 
+    @property
+    def is_mos(self) -> bool:
+        return self.kind == self.Kind.MOS
+
 
 class BenchmarkItem(models.Model):
-    """One pair of a benchmark: what a judge is given, and (server only) what people chose."""
+    """One pair of a benchmark (or one rated clip of a MOS benchmark, in clip_a): what a judge is given, and (server
+    only) what people chose or the MOS they gave."""
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="items")
     # Opaque: reveals neither the pair, the battle, the systems nor the part it is in.
@@ -66,13 +77,14 @@ class BenchmarkItem(models.Model):
     lyrics = models.TextField(blank=True)
     modality = models.CharField(max_length=20)
     clip_a = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
-    clip_b = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    clip_b = models.ForeignKey("annotation.Clip", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     reference = models.ForeignKey("annotation.Clip", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # Items that share a condition are resampled together.
     cluster = models.CharField(max_length=64)
     is_private = models.BooleanField(default=False)
     # Never leaves the server except in a dev benchmark's export:
-    # {dim: {"votes": [code, ...], "confidences": [...], "truth": code, "confidence": mean or None}}
+    # {dim: {"votes": [code, ...], "confidences": [...], "truth": code, "confidence": mean or None}}; a MOS item:
+    # {dim: {"mos": mean, "n": ratings, "ratings": [[rater number, value], ...]}} (rater numbers are the benchmark's own)
     labels = models.JSONField(default=dict)
 
     class Meta:
@@ -147,7 +159,7 @@ class Submission(models.Model):
     label = models.CharField(max_length=200, blank=True, help_text="The judge's name as the team gives it.")
     kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.FILE)
     state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
-    file_format = models.CharField(max_length=20, blank=True, help_text="mirex or cmi-results.")
+    file_format = models.CharField(max_length=20, blank=True, help_text="The prediction layout read (formats.LAYOUTS).")
     file_sha256 = models.CharField(max_length=64, blank=True)
     judge = models.ForeignKey("scoring.Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     scoring_run = models.ForeignKey("scoring.ScoringRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -184,6 +196,9 @@ class Prediction(models.Model):
     # Stated probability that A is preferred, when the judge gives one (calibration).
     prob_alignment = models.FloatField(null=True, blank=True)
     prob_musicality = models.FloatField(null=True, blank=True)
+    # A MOS benchmark's answer: the judge's score for the clip per dimension (any scale; only its order counts).
+    score_alignment = models.FloatField(null=True, blank=True)
+    score_musicality = models.FloatField(null=True, blank=True)
     error = models.CharField(max_length=200, blank=True, help_text="Why an outside judge gave no answer (timeout, error).")
 
     class Meta:

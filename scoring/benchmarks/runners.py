@@ -50,7 +50,8 @@ from scoring.models import Judge, ScoringRun, Verdict
 from . import audio, formats
 from .endpoint_address import deadline, endpoint_address, pinned_opener
 from .models import Benchmark, BenchmarkItem, JudgeEndpoint, Prediction, Submission, Team
-from .services import _check_can_submit, labels_from_verdict, predictions_store
+from .selectors import submitting_team
+from .services import labels_from_verdict, predictions_store, submission_create
 
 logger = logging.getLogger(__name__)
 MAX_ANSWER_BYTES = 1_000_000
@@ -87,13 +88,11 @@ def _in_thread(submission_id: int) -> threading.Thread:
 def run_submission_request(*, benchmark: Benchmark, user, team: str, judge: str = "", endpoint: str = "", label: str = "") -> Submission:
     """A judge run asked for on the web or through the API: an in-platform judge by key (researchers),
     or one of the team's registered outside judges by name (its members; researchers for any team)."""
-    researcher = is_researcher(user)
-    teams = Team.objects.all() if researcher else Team.objects.filter(members=user)
-    found = teams.filter(name=team).first()
-    if found is None:
-        raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
+    found = submitting_team(user, team)
+    if benchmark.is_mos:
+        raise ServiceError(f"Benchmark {benchmark.name} scores rated clips: it takes prediction files with a score per clip, not judge runs.", code="mos_files_only")
     if judge:
-        if not researcher:
+        if not is_researcher(user):
             raise ServiceError("In-platform judges are run by researchers.", code="forbidden", status=403)
         chosen = Judge.objects.filter(key=judge).first()
         if chosen is None:
@@ -115,21 +114,11 @@ def judge_submission_create(*, benchmark: Benchmark, team: Team, judge: Judge, l
     if not pair_ids:
         raise ServiceError(f"Benchmark {benchmark.name} has no study pairs left for an in-platform judge to run on.", code="no_pairs")
     with transaction.atomic():
-        Team.objects.select_for_update().get(pk=team.pk)
-        _check_can_submit(benchmark=benchmark, team=team, user=user)
+        submission = submission_create(benchmark=benchmark, team=team, user=user, label=label or judge.key, kind=Submission.Kind.JUDGE, state=Submission.State.RUNNING, judge=judge)
         # A judge run on a study's pairs follows the study rule whoever asks (scoring/study_rule.py): a team made by
         # any researcher does not open another researcher's study.
-        run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
-        submission = Submission.objects.create(
-            benchmark=benchmark,
-            team=team,
-            label=(label or judge.key)[:200],
-            kind=Submission.Kind.JUDGE,
-            state=Submission.State.RUNNING,
-            judge=judge,
-            scoring_run=run,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-        )
+        submission.scoring_run = scoring_services.run_create(judge=judge, pair_ids=pair_ids, label=f"benchmark {benchmark.name}", user=user)
+        submission.save(update_fields=["scoring_run"])
         _queue(COLLECT_TASK, submission.pk)
     return submission
 
@@ -172,17 +161,8 @@ def http_submission_create(*, benchmark: Benchmark, endpoint: JudgeEndpoint, lab
     team or a researcher."""
     team = endpoint.team
     with transaction.atomic():
-        Team.objects.select_for_update().get(pk=team.pk)
-        _check_can_submit(benchmark=benchmark, team=team, user=user)
-        submission = Submission.objects.create(
-            benchmark=benchmark,
-            team=team,
-            label=(label or endpoint.name)[:200],
-            kind=Submission.Kind.HTTP,
-            state=Submission.State.PENDING,
-            endpoint=endpoint,
-            endpoint_url=endpoint.url,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+        submission = submission_create(
+            benchmark=benchmark, team=team, user=user, label=label or endpoint.name, kind=Submission.Kind.HTTP, state=Submission.State.PENDING, endpoint=endpoint, endpoint_url=endpoint.url
         )
         _queue(HTTP_TASK, submission.pk)
     return submission

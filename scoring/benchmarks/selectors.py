@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
+from common.errors import ServiceError
 from common.roles import is_admin, is_researcher
 from scoring.evaluation import (
     ALIGNMENT,
@@ -29,6 +30,8 @@ from scoring.evaluation import (
     human_ceiling,
     item_scores,
 )
+
+from scoring import ratings
 
 from . import disclosure
 from .disclosure import ALL, PRIVATE, PUBLIC
@@ -67,6 +70,16 @@ def can_view_submission(user, submission: Submission) -> bool:
 def entered_teams(user, benchmark: Benchmark) -> list[Team]:
     """The user's teams that submit to this benchmark: made for it, or made for any (by the command)."""
     return [t for t in user_teams(user) if t.benchmark_id in (None, benchmark.pk)]
+
+
+def submitting_team(user, name: str) -> Team:
+    """The team a submission is made for, by name: one of the user's teams (researchers act for any team). Whether
+    that team may submit to a given benchmark is services._check_can_submit's to say."""
+    teams = Team.objects.all() if is_researcher(user) else Team.objects.filter(members=getattr(user, "pk", None))
+    found = teams.filter(name=name or "").first() if getattr(user, "is_authenticated", False) else None
+    if found is None:
+        raise ServiceError("Give `team`: the name of one of your teams.", code="no_team")
+    return found
 
 
 def can_download_export(user, benchmark: Benchmark) -> bool:
@@ -225,6 +238,8 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
 def submission_figures(user, submission: Submission) -> dict:
     """{part: figures} of one submission on the parts, and at the resolution, the disclosure rule gives this user."""
     bench = submission.benchmark
+    if bench.is_mos:
+        return {part: disclosure.shape_mos_figures(mos_submission_breakdown(bench, submission, part=part), user, bench) for part in disclosure.submission_parts(user, bench)}
     return {part: disclosure.shape_figures(submission_breakdown(bench, submission, part=part), user, bench) for part in disclosure.submission_parts(user, bench)}
 
 
@@ -253,15 +268,14 @@ def submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: 
     return out
 
 
-def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
-    """The leaderboard as this user may see it: ranked rows on the ranked part (+ private figures for researchers while open)."""
-    part = disclosure.ranked_part(benchmark)
-    table = scores(benchmark, part=part, dim=dim, modality=modality)
+def _ranked_rows(benchmark: Benchmark, user, table: dict, *, table_of, figure: str, dim: str, modality: str | None) -> tuple[list[dict], dict]:
+    """A leaderboard's rows in ranked order with each submission's name, team and kind, and its own private figures
+    for whom the disclosure rule lets see them while the benchmark is open; and the submissions by id."""
     subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
     own_private = {}
     if benchmark.is_open and not benchmark.is_dev and disclosure.private_before_close(user):
-        private = scores(benchmark, part=PRIVATE, dim=dim, modality=modality)
-        own_private = {row["submission"]: {k: row[k] for k in ("accuracy", "ci", "n")} for row in private["rows"]}
+        private = table_of(benchmark, part=PRIVATE, dim=dim, modality=modality)
+        own_private = {row["submission"]: {k: row[k] for k in (figure, "ci", "n")} for row in private["rows"]}
     rows = []
     for row in table["rows"]:
         sub = subs[row["submission"]]
@@ -277,7 +291,23 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
                 "failures": sub.n_errors,
             }
         )
-    rows.sort(key=lambda r: (r["rank"], -(r["accuracy"] or 0.0), r["submission"]))
+    rows.sort(key=lambda r: (r["rank"], -(r[figure] or 0.0), r["submission"]))
+    return rows, subs
+
+
+def _ordered_pairs(table: dict, figure: str):
+    """Every two submissions of a table as (i, j, better, other): indices into its rows, the better figure first."""
+    point = [r[figure] or 0.0 for r in table["rows"]]
+    for i in range(len(point)):
+        for j in range(i + 1, len(point)):
+            yield (i, j, i, j) if point[i] >= point[j] else (i, j, j, i)
+
+
+def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
+    """The leaderboard as this user may see it: ranked rows on the ranked part (+ private figures for researchers while open)."""
+    part = disclosure.ranked_part(benchmark)
+    table = scores(benchmark, part=part, dim=dim, modality=modality)
+    rows, subs = _ranked_rows(benchmark, user, table, table_of=scores, figure="accuracy", dim=dim, modality=modality)
     pairwise = {"submissions": [r["submission"] for r in table["rows"]], "p": table["p"], "mcnemar": table["mcnemar"]}
     return {"part": part, "dim": dim, "modality": modality, "n": table["n"], "chance": table["chance"], "ceiling": table["ceiling"], "rows": rows, "pairwise": pairwise, "pairs": pair_rows(table, subs)}
 
@@ -285,26 +315,21 @@ def leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = 
 def pair_rows(table: dict, subs: dict) -> list[dict]:
     """Every two submissions on the same items: the paired bootstrap and McNemar's exact test side by side."""
     ids = [r["submission"] for r in table["rows"]]
-    acc = [r["accuracy"] for r in table["rows"]]
     mc = table["mcnemar"]
-    out = []
-    for i in range(len(ids)):
-        for j in range(i + 1, len(ids)):
-            first, second = (i, j) if (acc[i] or 0.0) >= (acc[j] or 0.0) else (j, i)
-            out.append(
-                {
-                    "a": ids[first],
-                    "b": ids[second],
-                    "a_name": subs[ids[first]].display_name,
-                    "b_name": subs[ids[second]].display_name,
-                    "bootstrap_p": None if table["p"] is None else table["p"][i][j],
-                    "a_only": mc["discordant"][first][second],
-                    "b_only": mc["discordant"][second][first],
-                    "mcnemar_p": mc["p"][i][j],
-                    "mcnemar_p_holm": mc["p_holm"][i][j],
-                }
-            )
-    return out
+    return [
+        {
+            "a": ids[first],
+            "b": ids[second],
+            "a_name": subs[ids[first]].display_name,
+            "b_name": subs[ids[second]].display_name,
+            "bootstrap_p": None if table["p"] is None else table["p"][i][j],
+            "a_only": mc["discordant"][first][second],
+            "b_only": mc["discordant"][second][first],
+            "mcnemar_p": mc["p"][i][j],
+            "mcnemar_p_holm": mc["p_holm"][i][j],
+        }
+        for i, j, first, second in _ordered_pairs(table, "accuracy")
+    ]
 
 
 def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min_confidence: float = 4.0, limit: int = 50) -> list[dict]:
@@ -321,3 +346,117 @@ def disagreements(benchmark: Benchmark, submission: Submission, *, dim: str, min
     picks = np.flatnonzero(wrong)[:limit]
     items = {i.pk: i for i in BenchmarkItem.objects.filter(pk__in=frame.item_pks[picks]).select_related("clip_a", "clip_b", "reference")}
     return [{"item": items[int(frame.item_pks[n])], "truth": int(truth[n]), "pred": int(pred[n]), "confidence": float(frame.confidence[dim][n])} for n in picks]
+
+
+# --- MOS benchmarks: rated clips scored by SRCC ------------------------------------------------------------------
+
+
+@dataclass
+class MosFrame:
+    """A MOS benchmark's clips and its scored submissions as arrays (items in position order)."""
+
+    item_ids: list
+    private: np.ndarray
+    modality: np.ndarray
+    mos: dict  # dim -> (N,) floats (NaN: the dimension was not rated)
+    ratings: dict  # dim -> (item index per rating, value per rating)
+    submissions: list
+    score: dict  # dim -> S x N floats (NaN: no score)
+
+
+def load_mos_frame(benchmark: Benchmark) -> MosFrame:
+    items = list(BenchmarkItem.objects.filter(benchmark=benchmark).order_by("position").values_list("id", "item_id", "is_private", "modality", "labels"))
+    index = {pk: n for n, (pk, *_rest) in enumerate(items)}
+    mos, given = {}, {}
+    for dim in DIMENSIONS:
+        blocks = [(i[4] or {}).get(dim) or {} for i in items]
+        mos[dim] = np.array([np.nan if b.get("mos") is None else b["mos"] for b in blocks], dtype=float)
+        owner = [n for n, b in enumerate(blocks) for _ in b.get("ratings", [])]
+        values = [v for b in blocks for _, v in b.get("ratings", [])]
+        given[dim] = (np.array(owner, dtype=int), np.array(values, dtype=float))
+    submissions = list(Submission.objects.filter(benchmark=benchmark, state=Submission.State.DONE).select_related("team").order_by("id"))
+    row_of = {s.pk: n for n, s in enumerate(submissions)}
+    score = {dim: np.full((len(submissions), len(items)), np.nan) for dim in DIMENSIONS}
+    rows = Prediction.objects.filter(submission__in=submissions).values_list("submission_id", "item_id", "score_alignment", "score_musicality")
+    for sub_id, item_pk, s_align, s_music in rows.iterator(chunk_size=5000):
+        s, n = row_of[sub_id], index[item_pk]
+        if s_align is not None:
+            score[ALIGNMENT][s, n] = s_align
+        if s_music is not None:
+            score[MUSICALITY][s, n] = s_music
+    return MosFrame(
+        item_ids=[i[1] for i in items],
+        private=np.array([i[2] for i in items], dtype=bool),
+        modality=np.array([i[3] for i in items]),
+        mos=mos,
+        ratings=given,
+        submissions=submissions,
+        score=score,
+    )
+
+
+def mos_scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = None, frame: MosFrame | None = None) -> dict:
+    """Every scored submission of a MOS benchmark on one part and dimension (optionally one modality): SRCC with the
+    clips' MOS, its interval, the paired tests and the groups (scoring.ratings.compare_correlations), and the human
+    ceiling of the same clips (scoring.ratings.split_half_ceiling). Cached until a submission is added or finishes."""
+    if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
+        raise ValueError("unknown part, dimension or modality")
+    key = f"benchmark-mos:v1:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    frame = frame or load_mos_frame(benchmark)
+    mask = _part_mask(frame, part) & ~np.isnan(frame.mos[dim])
+    if modality:
+        mask &= frame.modality == modality
+    result = ratings.compare_correlations(frame.score[dim][:, mask], frame.mos[dim][mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
+    owner, values = frame.ratings[dim]
+    in_part = mask[owner] if owner.size else np.zeros(0, dtype=bool)
+    rows = [
+        {"submission": sub.pk, "srcc": result["srcc"][s], "ci": result["ci"][s] if result["ci"] else None, "n": result["n"], "answered": result["answered"][s], "rank": result["rank"][s]}
+        for s, sub in enumerate(frame.submissions)
+    ]
+    out = {"n": result["n"], "ceiling": ratings.split_half_ceiling(owner[in_part], values[in_part], seed=benchmark.seed), "rows": rows, "p": result["p"]}
+    cache.set(key, out, 3600)
+    return out
+
+
+def mos_leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:
+    """A MOS benchmark's leaderboard as this user may see it (disclosure.shape_mos_board): ranked by SRCC on the ranked part."""
+    part = disclosure.ranked_part(benchmark)
+    table = mos_scores(benchmark, part=part, dim=dim, modality=modality)
+    rows, subs = _ranked_rows(benchmark, user, table, table_of=mos_scores, figure="srcc", dim=dim, modality=modality)
+    ids = [r["submission"] for r in table["rows"]]
+    pairs = [
+        {"a": ids[first], "b": ids[second], "a_name": subs[ids[first]].display_name, "b_name": subs[ids[second]].display_name, "bootstrap_p": None if table["p"] is None else table["p"][i][j]}
+        for i, j, first, second in _ordered_pairs(table, "srcc")
+    ]
+    board = {"part": part, "dim": dim, "modality": modality, "n": table["n"], "ceiling": table["ceiling"], "rows": rows, "pairs": pairs}
+    return disclosure.shape_mos_board(board, user, benchmark)
+
+
+def mos_submission_breakdown(benchmark: Benchmark, submission: Submission, *, part: str) -> dict:
+    """One submission's figures per dimension on one part at full resolution: the leaderboard's SRCC and interval, LCC
+    and Kendall's tau on the clips it scored, and SRCC per modality ({"srcc", "n"} cells)."""
+    frame = load_mos_frame(benchmark)
+    s = next((n for n, sub in enumerate(frame.submissions) if sub.pk == submission.pk), None)
+    if s is None:
+        return {}
+    out = {}
+    for dim in DIMENSIONS:
+        mask = _part_mask(frame, part) & ~np.isnan(frame.mos[dim])
+        ranked = mos_scores(benchmark, part=part, dim=dim, frame=frame)["rows"][s]
+        score, mos = frame.score[dim][s], frame.mos[dim]
+        scored = mask & ~np.isnan(score)
+        given = ratings.correlations(score[scored], mos[scored])
+        cells = {}
+        for m in MODALITIES:
+            cell = scored & (frame.modality == m)
+            cells[m] = {"srcc": ratings.correlations(score[cell], mos[cell])["srcc"], "n": int((mask & (frame.modality == m)).sum())}
+        out[dim] = {
+            "all": {"srcc": ranked["srcc"], "n": ranked["n"], "ci": ranked["ci"]},
+            "answered": int(scored.sum()),
+            "scored": {"lcc": given["lcc"], "ktau": given["ktau"], "n": given["n"]},
+            "by_modality": cells,
+        }
+    return out

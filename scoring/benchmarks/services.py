@@ -24,12 +24,13 @@ from scoring.evaluation import ALIGNMENT, CODE, DIMENSIONS, MODEL_A, MODEL_B, MU
 
 from . import formats
 from .models import Benchmark, BenchmarkItem, Prediction, Submission, Team
-from .selectors import can_close
+from .selectors import can_close, submitting_team
 
 # --- Creating a benchmark ---------------------------------------------------------------------------
 
 # Paths under /benchmarks/ that a benchmark's name would hide.
 RESERVED_NAMES = {"new", "teams", "audio", "submissions"}
+RATED_SOURCE = "Auditorium rating study"
 
 
 def _clip_label(pair: Pair, clip_id: int | None, tie: str) -> int:
@@ -133,6 +134,52 @@ def _arena_candidates() -> list[dict]:
     return out
 
 
+def _mos_candidates(study: Study, *, seeded: bool = False) -> list[dict]:
+    """The rating study's rated clips (regular items, rated role) with their MOS per dimension, from the ratings the
+    study's report counts: withdrawn and excluded annotators left out, and raters that fail the post-screening or a trap
+    (scoring.ratings.screened). Seeded demo ratings count only with `seeded`."""
+    from annotation.ratings.models import RatingItemClip
+    from scoring import ratings
+    from scoring.ratings_report import ratings_frame
+
+    rated = ratings.screened(ratings_frame(study=study, include_seeded=seeded))[0]
+    if rated.empty:
+        return []
+    mos = ratings.mos_by(rated, "clip_id")
+    # The benchmark's own rater numbers: user ids do not travel into a benchmark.
+    rater_number = {rater: n for n, rater in enumerate(sorted(rated["annotator_id"].unique()))}
+    given: dict = {}
+    for clip_id, dim, rater, value in zip(rated["clip_id"], rated["dimension"], rated["annotator_id"], rated["value"]):
+        given.setdefault(int(clip_id), {}).setdefault(dim, []).append([rater_number[rater], float(value)])
+    labels: dict = {}
+    for clip_id, dim, n, value in zip(mos["clip_id"], mos["dimension"], mos["n"], mos["mos"]):
+        labels.setdefault(int(clip_id), {})[dim] = {"mos": float(value), "n": int(n), "ratings": given[int(clip_id)][dim]}
+    # A clip's condition: the first item that rates it (its prompt, lyrics and reference are what the raters were given).
+    conditions = {}
+    members = RatingItemClip.objects.filter(item__study=study, clip_id__in=labels, role=RatingItemClip.Role.TEST).select_related("item__condition").order_by("item_id", "id")
+    for member in members:
+        conditions.setdefault(member.clip_id, member.item.condition)
+    out = []
+    for clip_id in sorted(labels):
+        condition = conditions[clip_id]
+        out.append(
+            {
+                "pair": None,
+                "battle": None,
+                "source": RATED_SOURCE,
+                "prompt": condition.prompt,
+                "lyrics": condition.lyrics,
+                "modality": condition.modality,
+                "clip_a_id": clip_id,
+                "clip_b_id": None,
+                "reference_id": condition.reference_id,
+                "cluster": condition.content_key,
+                "labels": labels[clip_id],
+            }
+        )
+    return out
+
+
 def _clip_pair(clip_a_id: int, clip_b_id: int, sha: dict) -> frozenset:
     # By audio, either order: the same two clips under another id (or another prompt) are the same listening task.
     return frozenset((sha[clip_a_id], sha[clip_b_id]))
@@ -141,7 +188,8 @@ def _clip_pair(clip_a_id: int, clip_b_id: int, sha: dict) -> frozenset:
 def _overlap_refusal(candidates: list[dict], *, is_dev: bool) -> None:
     """A dev benchmark ships labels: none of its items may be an item of a test benchmark, and no test benchmark may
     take an item a dev benchmark has shipped. Refuses the whole benchmark, naming where the overlap is."""
-    others = BenchmarkItem.objects.filter(benchmark__is_dev=not is_dev)
+    # MOS items are single clips whose labels never leave the server: they cannot clash with a pair.
+    others = BenchmarkItem.objects.filter(benchmark__is_dev=not is_dev, benchmark__kind=Benchmark.Kind.PAIRS)
     ids = {c["clip_a_id"] for c in candidates} | {c["clip_b_id"] for c in candidates} | set(others.values_list("clip_a_id", flat=True)) | set(others.values_list("clip_b_id", flat=True))
     sha = dict(Clip.objects.filter(pk__in=ids).values_list("pk", "sha256"))
     taken: dict[frozenset, str] = {}
@@ -171,16 +219,27 @@ def benchmark_create(
     demo: bool = False,
     max_items: int | None = None,
     bootstrap_rounds: int = 1000,
+    kind: str = Benchmark.Kind.PAIRS,
     user=None,
 ) -> Benchmark:
     """Freeze a benchmark: draw the items, copy their labels, split them into public and private parts.
 
     Labels are people's votes only. With `demo`, the demo's seeded votes count as well and the benchmark is marked
-    demo data wherever it shows; without it, a study whose pairs carry seeded votes only is refused."""
+    demo data wherever it shows; without it, a study whose pairs carry seeded votes only is refused. A MOS benchmark
+    (`kind="mos"`) freezes a rating study's rated clips with their MOS per dimension instead."""
     if name in RESERVED_NAMES:
         raise ServiceError(f"{name!r} is the name of a page under /benchmarks/; pick another name.", code="reserved")
     if Benchmark.objects.filter(name=name).exists():
         raise ServiceError(f"A benchmark named {name!r} exists already; a new version needs a new name (e.g. {name}-v{version + 1}).", code="exists", status=409)
+    if kind not in Benchmark.Kind.values:
+        raise ServiceError(f"The kind must be one of {', '.join(Benchmark.Kind.values)}.", code="bad_kind")
+    if kind == Benchmark.Kind.MOS:
+        if study is None or not hasattr(study, "rating_task"):
+            raise ServiceError("A MOS benchmark freezes the rated clips of a rating study (acr or multi): pick one.", code="no_source")
+        if include_arena or is_dev:
+            raise ServiceError("A MOS benchmark takes a rating study's clips only, and is a test benchmark (its MOS never leave the server).", code="bad_kind")
+    elif study is not None and hasattr(study, "rating_task"):
+        raise ServiceError(f"Study {study.name} collects ratings, not pairwise votes: make a MOS benchmark from it.", code="bad_kind")
     if study is None and not include_arena:
         raise ServiceError("Pick a study (its test split, or its train split for a dev benchmark) and/or the arena's battles: a benchmark needs items.", code="no_source")
     if not 0.0 < public_share < 1.0:
@@ -193,7 +252,17 @@ def benchmark_create(
         raise ServiceError(f"You may not build a benchmark from study {study.name}: only its owner, the collaborators the owner names, and admins may.", code="forbidden", status=403)
     # A dev benchmark's labels leave the server: it draws from the train split, never from the test split.
     split = Pair.Split.TRAIN if is_dev else Pair.Split.TEST
-    candidates = (_study_candidates(study, split, seeded=demo) if study is not None else []) + (_arena_candidates() if include_arena else [])
+    if kind == Benchmark.Kind.MOS:
+        candidates = _mos_candidates(study, seeded=demo)
+        if not candidates:
+            seeded_only = not demo and _mos_candidates(study, seeded=True)
+            raise ServiceError(
+                f"No item to freeze: study {study.name} has no rated clip with a counted rating"
+                + (" (it holds only the demo's seeded ratings, which are never labels)." if seeded_only else "."),
+                code="seeded_only" if seeded_only else "empty",
+            )
+    else:
+        candidates = (_study_candidates(study, split, seeded=demo) if study is not None else []) + (_arena_candidates() if include_arena else [])
     if not candidates and study is not None and not demo and _study_candidates(study, split, seeded=True):
         raise ServiceError(
             f"Study {study.name}'s {split} split holds only the demo's seeded votes, and seeded votes are never labels. "
@@ -203,7 +272,8 @@ def benchmark_create(
     if not candidates:
         where = f"study {study.name}'s {split} split" if study is not None else "the arena"
         raise ServiceError(f"No item to freeze: {where} has no pair with a counted human vote.", code="empty")
-    _overlap_refusal(candidates, is_dev=is_dev)
+    if kind == Benchmark.Kind.PAIRS:
+        _overlap_refusal(candidates, is_dev=is_dev)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(candidates))
     if max_items is not None:
@@ -221,6 +291,7 @@ def benchmark_create(
             public_share=public_share,
             is_dev=is_dev,
             is_demo=demo,
+            kind=kind,
             study=study,
             includes_arena=include_arena,
             bootstrap_rounds=bootstrap_rounds,
@@ -287,6 +358,19 @@ def export_rows(benchmark: Benchmark) -> list[dict]:
     """items.jsonl rows, in item order; labels only on a dev benchmark."""
     rows = []
     for item in benchmark.items.select_related("clip_a", "clip_b", "reference").order_by("position"):
+        if benchmark.is_mos:
+            rows.append(
+                formats.mos_export_row(
+                    item_id=item.item_id,
+                    prompt=item.prompt,
+                    lyrics=item.lyrics,
+                    modality=item.modality,
+                    audio=_audio_name(item.clip_a),
+                    reference=_audio_name(item.reference) if item.reference else "",
+                    cluster=hashlib.sha256(item.cluster.encode()).hexdigest()[:12],
+                )
+            )
+            continue
         rows.append(
             formats.export_row(
                 item_id=item.item_id,
@@ -317,7 +401,8 @@ def _export_files(benchmark: Benchmark):
         "labels_included": benchmark.is_dev,
         "n_items": len(rows),
         "created_at": benchmark.created_at.isoformat(),
-        "prediction_layouts": [formats.MIREX, formats.CMI_RESULTS],
+        "kind": benchmark.kind,
+        "prediction_layouts": [layout.name for layout in formats.layouts_for(benchmark.kind)],
     }
     meta = (json.dumps(info, indent=2) + "\n").encode()
     clips = {}
@@ -396,32 +481,54 @@ def _check_can_submit(*, benchmark: Benchmark, team: Team, user=None) -> None:
         )
 
 
+def submission_create(*, benchmark: Benchmark, team: Team, user=None, label: str = "", **fields) -> Submission:
+    """A new submission of `team` once the benchmark takes it (open, the user a member, the team entered, under the
+    daily limit). Call it inside the transaction that also stores or queues the submission's work."""
+    with transaction.atomic():
+        # Locks the team's row so two submissions at once cannot both pass the daily limit.
+        Team.objects.select_for_update().get(pk=team.pk)
+        _check_can_submit(benchmark=benchmark, team=team, user=user)
+        return Submission.objects.create(
+            benchmark=benchmark,
+            team=team,
+            label=label[:200],
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            **fields,
+        )
+
+
 def submission_from_file(*, benchmark: Benchmark, team: Team, data: bytes, label: str = "", user=None) -> Submission:
     """Store a prediction file as a scored submission, or refuse it whole (PredictionFileError / ServiceError)."""
     if len(data) > settings.BENCHMARK_MAX_FILE_BYTES:
         raise ServiceError(f"The file is larger than {settings.BENCHMARK_MAX_FILE_BYTES} bytes.", code="too_large", status=413)
     items = dict(benchmark.items.values_list("item_id", "id"))
     try:
-        parsed = formats.parse_predictions(data, item_ids=set(items))
+        parsed = formats.parse_predictions(data, item_ids=set(items), kind=benchmark.kind)
     except formats.PredictionFileError as exc:
         raise ServiceError(str(exc), code="bad_file", extra={"errors": exc.errors}) from None
     with transaction.atomic():
-        # Locks the team's row so two uploads at once cannot both pass the daily limit.
-        Team.objects.select_for_update().get(pk=team.pk)
-        _check_can_submit(benchmark=benchmark, team=team, user=user)
-        submission = Submission.objects.create(
+        submission = submission_create(
             benchmark=benchmark,
             team=team,
-            label=label[:200],
+            user=user,
+            label=label,
             kind=Submission.Kind.FILE,
             state=Submission.State.DONE,
             file_format=parsed.layout,
             file_sha256=hashlib.sha256(data).hexdigest(),
-            created_by=user if getattr(user, "is_authenticated", False) else None,
             finished_at=timezone.now(),
         )
         predictions_store(submission=submission, rows=parsed.rows, items=items)
     return submission
+
+
+def submission_upload(*, benchmark: Benchmark, user, team: str, upload, label: str = "") -> Submission:
+    """A prediction file uploaded on the page or through the API: the team named (one of the user's), the file
+    attached, then submission_from_file."""
+    found = submitting_team(user, team)
+    if upload is None:
+        raise ServiceError("Attach the prediction file as `file`.", code="no_file")
+    return submission_from_file(benchmark=benchmark, team=found, data=upload.read(), label=label or "", user=user)
 
 
 def predictions_store(*, submission: Submission, rows: dict, items: dict) -> int:
@@ -435,6 +542,8 @@ def predictions_store(*, submission: Submission, rows: dict, items: dict) -> int
             musicality=int(values.get(MUSICALITY, NO_LABEL)),
             prob_alignment=values.get(f"prob_{ALIGNMENT}"),
             prob_musicality=values.get(f"prob_{MUSICALITY}"),
+            score_alignment=values.get(f"score_{ALIGNMENT}"),
+            score_musicality=values.get(f"score_{MUSICALITY}"),
             error=str(values.get("error", ""))[:200],
         )
         for item_id, values in rows.items()

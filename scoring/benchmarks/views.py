@@ -21,7 +21,7 @@ from scoring.evaluation import DIMENSIONS, MODALITIES
 from . import audio, plots, runners, selectors, services
 from .models import Benchmark, JudgeEndpoint, Submission, Team
 
-CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "demo": "", "rounds": "1000"}
+CREATE_FORM = {"name": "", "title": "", "study": "", "arena": "", "seed": "0", "public_share": "0.5", "dev": "", "demo": "", "rounds": "1000", "kind": "pairs"}
 LABELS = {0: "A", 1: "B", 2: "both"}
 
 
@@ -64,6 +64,7 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
                 is_dev=bool(form["dev"]),
                 demo=bool(form["demo"]),
                 bootstrap_rounds=rounds,
+                kind=form["kind"] or Benchmark.Kind.PAIRS,
                 user=request.user,
             )
         except ServiceError as exc:
@@ -72,7 +73,7 @@ def benchmark_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Benchmark {bench.name} created with {bench.n_items} items.")
             return redirect("benchmarks:benchmark-detail", name=bench.name)
-    context = {"form": form, "studies": Study.objects.order_by("name")}
+    context = {"form": form, "studies": Study.objects.order_by("name"), "kinds": Benchmark.Kind.choices}
     return render(request, "benchmarks/create.html", context, status=status)
 
 
@@ -92,6 +93,8 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
     if not selectors.can_view_leaderboard(request.user):
         return _forbidden(request) if request.user.is_authenticated else redirect(f"/accounts/login/?next={request.path}")
     dim, modality = _filters(request)
+    if bench.is_mos:
+        return _mos_detail(request, bench, dim, modality)
     board = selectors.leaderboard(bench, request.user, dim=dim, modality=modality)
     ceiling = board["ceiling"]["accuracy"]
     for row in board["rows"]:
@@ -122,6 +125,32 @@ def benchmark_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "benchmarks/detail.html", context)
 
 
+def _mos_detail(request: HttpRequest, bench: Benchmark, dim: str, modality: str | None) -> HttpResponse:
+    board = selectors.mos_leaderboard(bench, request.user, dim=dim, modality=modality)
+    ceiling = board["ceiling"]["srcc"]
+    for row in board["rows"]:
+        # SRCC runs from -1 to 1: the bar's scale maps it onto 0-100.
+        if row["ci"] and row["ci"][0] is not None and row["srcc"] is not None:
+            low, high = row["ci"]
+            row["bar"] = {
+                "x": round(50 * (low + 1), 2),
+                "w": round(max(50 * (high - low), 0.5), 2),
+                "acc": round(50 * (row["srcc"] + 1), 2),
+                "ceiling": None if ceiling is None else round(50 * (ceiling + 1), 2),
+            }
+    context = {
+        "bench": bench,
+        "board": board,
+        "dims": DIMENSIONS,
+        "modalities": MODALITIES,
+        "teams": selectors.entered_teams(request.user, bench),
+        "researcher": is_researcher(request.user),
+        "can_download": selectors.can_download_export(request.user, bench),
+        "can_close": selectors.can_close(request.user, bench),
+    }
+    return render(request, "benchmarks/mos_detail.html", context)
+
+
 @require_safe
 @login_required
 def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
@@ -137,14 +166,8 @@ def benchmark_export(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def benchmark_submit(request: HttpRequest, name: str) -> HttpResponse:
     bench = get_object_or_404(Benchmark, name=name)
-    team = Team.objects.filter(name=request.POST.get("team", ""), members=request.user).first()
-    upload = request.FILES.get("file")
     try:
-        if team is None:
-            raise ServiceError("Pick one of your teams.")
-        if upload is None:
-            raise ServiceError("Choose a prediction file to upload.")
-        submission = services.submission_from_file(benchmark=bench, team=team, data=upload.read(), label=request.POST.get("label", ""), user=request.user)
+        submission = services.submission_upload(benchmark=bench, user=request.user, team=request.POST.get("team", ""), upload=request.FILES.get("file"), label=request.POST.get("label", ""))
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("benchmarks:benchmark-detail", name=bench.name)
@@ -197,6 +220,8 @@ def submission_detail(request: HttpRequest, submission_id: int) -> HttpResponse:
         raise Http404("No such submission.")
     bench = submission.benchmark
     figures = selectors.submission_figures(request.user, submission)
+    if bench.is_mos:
+        return render(request, "benchmarks/mos_submission.html", {"submission": submission, "bench": bench, "figures": figures, "modalities": MODALITIES})
     for dims in figures.values():
         for values in dims.values():
             values["plot"] = plots.reliability_plot(values.get("calibration"))

@@ -82,3 +82,32 @@ def predictions_with_accuracy(truth: dict, *, correct: dict, seed: int = 0) -> t
 
 def jsonl(rows: list[dict]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+
+
+def rated_study(*, n_clips: int = 40, raters: int = 3, seed: int = 7, name: str = "rated", noise: float = 0.6) -> tuple[Study, dict]:
+    """An acr rating study asking both dimensions: `n_clips` items of one clip each (every other condition with lyrics),
+    each rated by the same `raters` annotators around a seeded true quality. Returns the study and {clip_id: {dim: MOS}}."""
+    from annotation.ratings import services as rating_services
+    from annotation.ratings.models import Rating, RatingItem, RatingSubmission
+    from tests.factories import ConditionFactory
+
+    rng = np.random.default_rng(seed)
+    study = StudyFactory(name=name)
+    rating_services.rating_task_set(study=study, task="acr", dimensions=["musicality", "alignment"])
+    annotators = [AnnotatorFactory() for _ in range(raters)]
+    mos = {}
+    for n in range(n_clips):
+        clip = ClipFactory()
+        condition = ConditionFactory(lyrics="la la" if n % 2 else "")
+        item = rating_services.rating_item_add(study=study, condition=condition, clips=[clip], overlap=raters)
+        quality = {dim: rng.uniform(1.0, 5.0) for dim in ("musicality", "alignment")}
+        given = {dim: [] for dim in quality}
+        for annotator in annotators:
+            submission = RatingSubmission.objects.create(annotator=annotator, item=item)
+            for dim, q in quality.items():
+                value = float(np.clip(np.rint(q + rng.normal(0, noise)), 1, 5))
+                given[dim].append(value)
+                Rating.objects.create(submission=submission, clip=clip, dimension=dim, value=value)
+        RatingItem.objects.filter(pk=item.pk).update(n_ratings=raters)
+        mos[clip.pk] = {dim: float(np.mean(values)) for dim, values in given.items()}
+    return study, mos

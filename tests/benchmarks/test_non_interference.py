@@ -18,7 +18,7 @@ from django.test import Client
 
 from scoring.benchmarks import audio, services
 from scoring.benchmarks.models import Benchmark, BenchmarkItem, JudgeEndpoint, Submission, Team
-from tests.benchmarks.helpers import jsonl, known_study
+from tests.benchmarks.helpers import jsonl, known_study, rated_study
 from tests.benchmarks.worlds import differences, in_world, read_everything, upload
 from tests.factories import UserFactory
 
@@ -35,6 +35,25 @@ def _flipped(labels: dict) -> dict:
         block["truth"] = swap.get(block.get("truth"), block.get("truth"))
         block["votes"] = [swap.get(v, v) for v in block.get("votes", [])]
     return out
+
+
+def _teams(bench) -> tuple:
+    """Two teams made for the benchmark, with one member each: ours (alice) and theirs (bob)."""
+    ours, theirs = Team.objects.create(name="ours", benchmark=bench), Team.objects.create(name="theirs", benchmark=bench)
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    ours.members.add(alice)
+    theirs.members.add(bob)
+    return ours, theirs, alice, bob
+
+
+def _read_as_both(world: dict, alice: Client, seen: dict) -> dict:
+    """Every route read by alice (after her uploads) and by the other team's member."""
+    world["submission_ids"] = list(Submission.objects.filter(benchmark=world["bench"]).order_by("id").values_list("id", flat=True))
+    seen["alice"] = read_everything(alice, world)
+    bob = Client()
+    bob.force_login(world["bob"])
+    seen["bob"] = read_everything(bob, world)
+    return seen
 
 
 def build(*, flip_private: bool = False, swap: frozenset = frozenset()) -> dict:
@@ -56,10 +75,7 @@ def build(*, flip_private: bool = False, swap: frozenset = frozenset()) -> dict:
     # The export's MANIFEST holds a checksum of benchmark.json, which holds the creation time.
     Benchmark.objects.filter(pk=bench.pk).update(created_at=datetime(2026, 1, 1, tzinfo=UTC))
     bench.refresh_from_db()
-    ours, theirs = Team.objects.create(name="ours", benchmark=bench), Team.objects.create(name="theirs", benchmark=bench)
-    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
-    ours.members.add(alice)
-    theirs.members.add(bob)
+    ours, theirs, alice, bob = _teams(bench)
     JudgeEndpoint.objects.create(team=ours, name="judge", url="http://judge.example.org/", secret="0" * 64)
     ids = [i.item_id for i in items]
     # The other team's file: a stated probability per twin pair, so its page has bins.
@@ -87,12 +103,7 @@ def act(world: dict) -> dict:
     seen["bad form"] = (response.status_code, response.redirect_chain, read_body(response))
     response = alice.post(f"/api/benchmarks/{bench.name}/runs/", {"team": "ours", "endpoint": "judge"}, content_type="application/json")
     seen["run api"] = (response.status_code, response.content)
-    world["submission_ids"] = list(Submission.objects.filter(benchmark=bench).order_by("id").values_list("id", flat=True))
-    seen["alice"] = read_everything(alice, world)
-    bob = Client()
-    bob.force_login(world["bob"])
-    seen["bob"] = read_everything(bob, world)
-    return seen
+    return _read_as_both(world, alice, seen)
 
 
 def read_body(response) -> bytes:
@@ -136,3 +147,73 @@ def test_the_worlds_do_differ_where_a_researcher_looks():
 
     assert in_world(build, researcher_view) != in_world(lambda: build(flip_private=True), researcher_view)
     assert Benchmark.objects.filter(name=NAME).count() == 0  # rolled back
+
+
+# --- MOS benchmarks: worlds that differ only in the private clips' MOS --------------------------------------------
+
+MOS_CLIPS = 30
+
+
+def _reversed(labels: dict) -> dict:
+    """The same clip rated the other way round on the 1-5 scale: MOS and every rating mirrored."""
+    out = copy.deepcopy(labels)
+    for block in out.values():
+        block["mos"] = 6.0 - block["mos"]
+        block["ratings"] = [[rater, 6.0 - value] for rater, value in block["ratings"]]
+    return out
+
+
+def build_mos(*, reverse_private: bool = False) -> dict:
+    study, _ = rated_study(n_clips=MOS_CLIPS, name="twins-rated")
+    bench = services.benchmark_create(name=NAME, study=study, kind="mos", seed=3, bootstrap_rounds=200)
+    items = list(bench.items.order_by("position"))
+    if reverse_private:
+        for item in items:
+            if item.is_private:
+                item.labels = _reversed(item.labels)
+        BenchmarkItem.objects.bulk_update(items, ["labels"])
+    Benchmark.objects.filter(pk=bench.pk).update(created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    bench.refresh_from_db()
+    _, theirs, alice, bob = _teams(bench)
+    ids = [i.item_id for i in items]
+    services.submission_from_file(benchmark=bench, team=theirs, data=jsonl([{"id": i, "score": (n * 7) % 11} for n, i in enumerate(ids)]), label="theirs")
+    return {"bench": bench, "study": study, "ids": ids, "alice": alice, "bob": bob, "team_names": ["ours", "theirs"], "audio_token": audio.token(bench, items[0].clip_a)}
+
+
+def act_mos(world: dict) -> dict:
+    """A member's score files (API and form, a refused one, a judge run the benchmark refuses), then every route."""
+    ids, bench = world["ids"], world["bench"]
+    alice = Client()
+    alice.force_login(world["alice"])
+    seen = {}
+    # One distinct score per clip: the file that would read a clip's rank if any figure used the private part.
+    ladder = jsonl([{"id": i, "score_musicality": n, "score_alignment": -n} for n, i in enumerate(ids)])
+    response = upload(alice, f"/api/benchmarks/{bench.name}/submissions/", {"team": "ours", "label": "ladder"}, ladder)
+    seen["upload api"] = (response.status_code, response.content)
+    partial = jsonl([{"id": i, "score": n % 5} for n, i in enumerate(ids[::2])])
+    response = upload(alice, f"/benchmarks/{bench.name}/submit/", {"team": "ours", "label": "form"}, partial, follow=True)
+    seen["upload form"] = (response.status_code, response.redirect_chain, read_body(response))
+    bad = jsonl([{"id": ids[0], "score": 1}, {"id": ids[0], "score": 2}, {"id": "nope", "score": 1}, {"id": ids[1], "preferred": "A"}])
+    response = upload(alice, f"/api/benchmarks/{bench.name}/submissions/", {"team": "ours"}, bad)
+    seen["bad api"] = (response.status_code, response.content)
+    response = alice.post(f"/api/benchmarks/{bench.name}/runs/", {"team": "ours", "endpoint": "judge"}, content_type="application/json")
+    seen["run api"] = (response.status_code, response.content)
+    return _read_as_both(world, alice, seen)
+
+
+def test_private_mos_values_do_not_reach_a_team():
+    first = in_world(build_mos, act_mos)
+    second = in_world(lambda: build_mos(reverse_private=True), act_mos)
+    assert len(first["alice"]) > 100
+    assert first["upload api"][0] == 201 and first["bad api"][0] == 400 and first["run api"][0] == 400
+    assert b"SRCC" in first["alice"][f"/benchmarks/{NAME}/"][-1]
+    _compare(first, second)
+
+
+def test_the_mos_worlds_do_differ_where_a_researcher_looks():
+    def researcher_view(world):
+        client = Client()
+        client.force_login(UserFactory(username="res", roles=["researcher"]))
+        return {"r": client.get(f"/api/benchmarks/{NAME}/leaderboard/?dim=musicality").content}
+
+    assert in_world(build_mos, researcher_view) != in_world(lambda: build_mos(reverse_private=True), researcher_view)

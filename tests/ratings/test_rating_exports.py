@@ -1,6 +1,7 @@
 """Rating exports: CMI-RewardBench's MOS layout, raw rows, implied pairs; export -> import -> export gives the same bytes."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,77 @@ def test_command_writes_the_files_and_imports_them_back(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["datasheet.json", "mos.jsonl", "ratings.jsonl"]
     call_command("ratings_export", "--import", str(tmp_path), "--name", "copy", stdout=io.StringIO())
     assert exports.ratings_export(study=Study.objects.get(name="copy"))["ratings.jsonl"] == (tmp_path / "ratings.jsonl").read_bytes()
+
+
+def _forget_clips(study) -> list[str]:
+    """Delete the study and its clips (rows and stored files), as on a server that never had them."""
+    from annotation.models import AudioFetch, Clip
+
+    paths = exports.ratings_export_audio(study=study)
+    clip_ids = [c.pk for c in paths.values()]
+    Study.objects.filter(pk=study.pk).delete()
+    AudioFetch.objects.filter(clip_id__in=clip_ids).delete()
+    for clip in Clip.objects.filter(pk__in=clip_ids):
+        clip.file.delete(save=False)
+        clip.delete()
+    return sorted(paths)
+
+
+def test_an_import_brings_the_audio_of_an_export_made_with_it(tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    from annotation.models import Clip
+
+    study = rating_study(task="multi", items=2, clips_per_item=2, overlap_target=1)
+    _rate_all(study, [lambda a, label, d: ord(label) - 20])
+    call_command("ratings_export", study.name, "--out", str(tmp_path), "--audio", stdout=io.StringIO())
+    systems = {exports.audio_path(c): c.system.name for c in exports.ratings_export_audio(study=study).values()}
+    before = {name: (tmp_path / name).read_bytes() for name in ("ratings.jsonl", "mos.jsonl", "implied_pairs.jsonl")}
+    paths = _forget_clips(study)
+    assert len(paths) == 4 and not Clip.objects.exists()
+    call_command("ratings_export", "--import", str(tmp_path), "--name", "brought", stdout=io.StringIO())
+    brought = Study.objects.get(name="brought")
+    clips = exports.ratings_export_audio(study=brought)
+    assert sorted(clips) == paths
+    for path, clip in clips.items():
+        with clip.file.open("rb") as handle:
+            assert handle.read() == (tmp_path / path).read_bytes()
+        assert clip.system.name == systems[path]
+    after = exports.ratings_export(study=brought)
+    assert all(after[name] == data for name, data in before.items())
+
+
+def test_an_import_refuses_audio_that_is_not_the_clip_it_names_and_keeps_nothing(tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    from annotation.models import Clip
+    from tests.factories import wav_bytes
+
+    study = rating_study(task="acr", items=2, overlap_target=1)
+    _rate_all(study, [lambda a, label, d: 2])
+    call_command("ratings_export", study.name, "--out", str(tmp_path), "--audio", stdout=io.StringIO())
+    paths = _forget_clips(study)
+    files = {n: (tmp_path / n).read_bytes() for n in ("datasheet.json", "ratings.jsonl")}
+    (tmp_path / paths[-1]).write_bytes(wav_bytes(freq=1234.0))
+    from django.conf import settings
+
+    def stored():
+        return sorted(p.name for p in Path(settings.MEDIA_ROOT).rglob("*") if p.is_file())
+
+    stored_before = stored()
+    assert paths[0].split("/")[1] not in stored_before  # the first clip is brought, and must go again
+    with pytest.raises(ServiceError, match="is not the clip its name says"):
+        exports.ratings_import(files=files, name="swapped", audio_root=tmp_path)
+    assert not Study.objects.filter(name="swapped").exists() and not Clip.objects.exists()
+    assert stored() == stored_before
+    escaping = dict(files, **{"ratings.jsonl": files["ratings.jsonl"].replace(b'"audio/', b'"../audio/', 1)})
+    with pytest.raises(ServiceError, match="is not an export's audio/<sha256> path"):
+        exports.ratings_import(files=escaping, name="escaping", audio_root=tmp_path)
+    (tmp_path / paths[0]).unlink()
+    with pytest.raises(ServiceError, match="neither a clip here nor a file under the audio root"):
+        exports.ratings_import(files=files, name="missing", audio_root=tmp_path)
+    assert not Study.objects.exists() and not Clip.objects.exists()

@@ -8,7 +8,7 @@ from scoring.benchmarks import services
 
 
 class Command(BaseCommand):
-    help = "Freeze a judge benchmark from a study's test split and/or the arena's voted battles."
+    help = "Freeze a judge benchmark from a study's test split and/or the arena's voted battles, or (--mos) a rating study's rated clips."
 
     def add_arguments(self, parser):
         parser.add_argument("name")
@@ -22,6 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--demo", action="store_true", help="Let the demo's seeded votes be labels; the benchmark is marked demo data everywhere.")
         parser.add_argument("--max-items", type=int)
         parser.add_argument("--rounds", type=int, default=1000, help="Bootstrap rounds for intervals and tests.")
+        parser.add_argument("--mos", action="store_true", help="A MOS benchmark: the rated clips of a rating study (--study), scored by SRCC.")
 
     def handle(self, *args, **opts):
         study = None
@@ -42,6 +43,7 @@ class Command(BaseCommand):
                 demo=opts["demo"],
                 max_items=opts["max_items"],
                 bootstrap_rounds=opts["rounds"],
+                kind="mos" if opts["mos"] else "pairs",
             )
         except ServiceError as exc:
             raise CommandError(exc.message) from None

@@ -1,0 +1,46 @@
+"""The resampled figures of the ratings report and of MOS benchmarks equal scipy's on the resampled arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from scoring import ratings
+
+
+@pytest.mark.parametrize("case", ["continuous vs few levels", "few vs continuous", "both continuous", "both few", "same array"])
+def test_weighted_srcc_is_spearman_of_each_resample(case):
+    rng = np.random.default_rng(3)
+    n = 400
+    mos = np.round(rng.uniform(1, 5, n) * 4) / 4
+    score = mos + rng.normal(0, 1, n)
+    x, y = {
+        "continuous vs few levels": (score, mos),
+        "few vs continuous": (mos, score),
+        "both continuous": (score, score + rng.normal(0, 1, n)),
+        "both few": (np.round(score), mos),
+        "same array": (mos, mos),
+    }[case]
+    draws, weights = ratings.clip_resamples(n, rounds=50, seed=1)
+    got = ratings.weighted_srcc(x, y, weights)
+    expected = [sps.spearmanr(x[d], y[d]).statistic for d in draws]
+    assert np.allclose(got, expected, atol=1e-12)
+
+
+def test_resamples_are_drawn_once_and_cannot_be_changed():
+    first = ratings.clip_resamples(30, rounds=10, seed=2)
+    assert ratings.clip_resamples(30, rounds=10, seed=2) is first
+    with pytest.raises(ValueError):
+        first[1][0, 0] = 5
+
+
+def test_row_percentiles_match_numpy_with_and_without_gaps():
+    rng = np.random.default_rng(4)
+    for shape in ((20, 1000), (5, 3), (4, 1)):
+        samples = rng.normal(size=shape)
+        low, high = ratings._percentiles(samples, (2.5, 97.5))
+        assert np.allclose(low, np.percentile(samples, 2.5, axis=1)) and np.allclose(high, np.percentile(samples, 97.5, axis=1))
+    samples = rng.normal(size=(3, 9))
+    samples[0, 0] = np.nan
+    assert ratings._percentiles(samples, (50.0,))[0][0] == pytest.approx(np.nanpercentile(samples[0], 50.0))
