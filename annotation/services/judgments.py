@@ -19,7 +19,7 @@ from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, Judgment, Pair
-from .listening import listening_require
+from .listening import assignment_lock_query, listening_require
 
 
 def _confidence(value, field: str) -> Decimal:
@@ -62,18 +62,12 @@ def listening_log_clean(raw) -> dict | None:
 
 def _submit_lock_query(*, assignment_id, annotator_id):
     """The annotator's assignment, row-locked, with its pair, the annotator's consent and the study's rules (SUBMIT_LOCK runs it)."""
-    return (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("pair")
-        .annotate(
-            consented_at=F("annotator__annotator_profile__consented_at"),
-            withdrawn_at=F("annotator__annotator_profile__withdrawn_at"),
-            # The study's two rules, read in the same statement instead of one more cache round trip.
-            rationale_min_length=F("pair__study__rationale_min_length"),
-            min_listen_seconds=F("pair__study__min_listen_seconds"),
-        )
-        .filter(pk=assignment_id, annotator_id=annotator_id)
-        .order_by("pk")[:1]
+    # The study's other rule read in the same statement instead of one more cache round trip.
+    return assignment_lock_query(
+        assignment_id=assignment_id,
+        annotator_id=annotator_id,
+        queryset=Assignment.objects.select_related("pair"),
+        rationale_min_length=F("pair__study__rationale_min_length"),
     )
 
 

@@ -31,22 +31,32 @@ def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None,
     deferred_rows.add(AudioFetch(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 
-def _listening_lock_query(*, assignment_id, annotator_id):
-    """The annotator's assignment, row-locked, with what a listening post needs in the same statement (LISTENING_LOCK runs it)."""
+def assignment_lock_query(*, assignment_id, annotator_id, queryset=None, **annotations):
+    """The annotator's assignment, row-locked, with their consent and the study's listening minimum read in the
+    same statement, plus `annotations`; sliced to one row for `Precompiled` (the submit and the listening post)."""
+    queryset = Assignment.objects if queryset is None else queryset
     return (
-        Assignment.objects.select_for_update(of=("self",))
-        .only("id", "state", "a_clip_id", "listening", "listening_seq")
+        queryset.select_for_update(of=("self",))
         .annotate(
             consented_at=F("annotator__annotator_profile__consented_at"),
             withdrawn_at=F("annotator__annotator_profile__withdrawn_at"),
             min_listen_seconds=F("pair__study__min_listen_seconds"),
-            clip_a_id=F("pair__clip_a_id"),
-            clip_b_id=F("pair__clip_b_id"),
-            duration_a=F("pair__clip_a__duration"),
-            duration_b=F("pair__clip_b__duration"),
+            **annotations,
         )
         .filter(pk=assignment_id, annotator_id=annotator_id)
         .order_by("pk")[:1]
+    )
+
+
+def _listening_lock_query(*, assignment_id, annotator_id):
+    return assignment_lock_query(
+        assignment_id=assignment_id,
+        annotator_id=annotator_id,
+        queryset=Assignment.objects.only("id", "state", "a_clip_id", "listening", "listening_seq"),
+        clip_a_id=F("pair__clip_a_id"),
+        clip_b_id=F("pair__clip_b_id"),
+        duration_a=F("pair__clip_a__duration"),
+        duration_b=F("pair__clip_b__duration"),
     )
 
 
