@@ -268,7 +268,7 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
         return battle
 
     with transaction.atomic():
-        locked = Battle.objects.select_for_update().get(pk=battle.pk)
+        locked = Battle.objects.select_for_update(no_key=True).get(pk=battle.pk)
         if locked.clip_for(side) is None and locked.status == Battle.Status.GENERATING:
             setattr(locked, f"clip_{side}_id", clip_id)
             setattr(locked, f"generation_seconds_{side}", round(float(result.generation_seconds or 0.0), 3))
@@ -298,8 +298,10 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
         raise ArenaError("No such battle.", code="not_found", status=404)
     _limits(("events", str(visitor.pk), "ARENA_EVENT_RATE", "Too many listening events."))
     with transaction.atomic():
-        # The row lock orders concurrent posts for one battle: numbers and times then grow together.
-        locked = Battle.objects.select_for_update().get(pk=battle.pk)
+        # The row lock orders concurrent posts for one battle: numbers and times then grow together. FOR NO KEY
+        # UPDATE, not FOR UPDATE: the audio notes written here (the flush) or by other processes are rows of other
+        # battles, whose inserts take KEY SHARE locks that FOR UPDATE blocks, so two posts could wait on each other.
+        locked = Battle.objects.select_for_update(no_key=True).get(pk=battle.pk)
         if locked.status != Battle.Status.READY:
             raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
         fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
@@ -345,14 +347,19 @@ def _vote_replay(*, battle: Battle, visitor: Visitor, idempotency_key: str) -> V
     return vote
 
 
-def _fetched_as_stored(battle: Battle | None, short: list[tuple[str, float, bool]]) -> list[tuple[str, float, bool]]:
-    """Whether each short side's audio was sent, from the fetch rows: the battle's listening record is only
-    refreshed when events arrive, so a vote before any event (or a fetch after the last one) would read "never fetched"."""
-    if battle is None or not short:
-        return short
-    deferred_rows.flush()
-    fetched = set(BattleAudioFetch.objects.filter(battle=battle, side__in=[side for side, _, _ in short]).values_list("side", flat=True))
-    return [(side, seconds, side in fetched) for side, seconds, _ in short]
+def _listening_recounted(battle: Battle, need: float) -> list[tuple[str, float, bool]]:
+    """The shortfalls of the battle's record counted again from its rows, stored when that clears them.
+
+    The record kept on the battle is counted at each events post. An audio note taken by another server
+    process reaches the database a moment later (common deferred rows), and a vote can come before any
+    event or after a fetch that followed the last one: before refusing, the same rules run once more on
+    what is stored now."""
+    record = listening_record(battle)
+    short = listening.shortfalls(record, sides=SIDES, minimum=need)
+    if not short:
+        battle.listening = record
+        Battle.objects.filter(pk=battle.pk).update(listening=record)
+    return short
 
 
 def _vote_input_clean(*, choice: str, feedback: str) -> str:
@@ -378,7 +385,8 @@ def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now
     need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
     short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
     if short:
-        short = _fetched_as_stored(battle, short)
+        short = _listening_recounted(battle, need)
+    if short:
         raise ArenaError(
             listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
             code="listen_required",
@@ -440,7 +448,7 @@ def vote_submit(
         now = now or timezone.now()
         feedback = _vote_input_clean(choice=choice, feedback=feedback)
         with transaction.atomic():
-            locked = Battle.objects.select_for_update().get(pk=battle.pk)
+            locked = Battle.objects.select_for_update(no_key=True).get(pk=battle.pk)
             replay = _vote_replay(battle=locked, visitor=visitor, idempotency_key=idempotency_key)
             if replay is not None:
                 return replay

@@ -19,7 +19,7 @@ from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, Judgment, Pair
-from .listening import assignment_lock_query, listening_require
+from .listening import LISTENING_CLIPS, assignment_lock_query, listening_require_recounted
 
 
 def _confidence(value, field: str) -> Decimal:
@@ -68,6 +68,7 @@ def _submit_lock_query(*, assignment_id, annotator_id):
         annotator_id=annotator_id,
         queryset=Assignment.objects.select_related("pair"),
         rationale_min_length=F("pair__study__rationale_min_length"),
+        **LISTENING_CLIPS,
     )
 
 
@@ -140,7 +141,7 @@ def judgment_submit(
                 raise ServiceError(
                     f"Write a rationale of at least {assignment.rationale_min_length} characters (you wrote {len(rationale)}).", code="rationale_too_short"
                 )
-            listening_require(record=assignment.listening, minimum=assignment.min_listen_seconds)
+            listening_require_recounted(assignment=assignment, minimum=assignment.min_listen_seconds)
             if assignment.state != Assignment.State.ACTIVE:
                 # Released after its time: accept only if the slot was not handed to someone else.
                 # An active lock past its time still holds its slot, so it needs no check.

@@ -48,15 +48,21 @@ def assignment_lock_query(*, assignment_id, annotator_id, queryset=None, **annot
     )
 
 
+# What `_record_for` reads of the pair's clips, annotated on a locked assignment.
+LISTENING_CLIPS = {
+    "clip_a_id": F("pair__clip_a_id"),
+    "clip_b_id": F("pair__clip_b_id"),
+    "duration_a": F("pair__clip_a__duration"),
+    "duration_b": F("pair__clip_b__duration"),
+}
+
+
 def _listening_lock_query(*, assignment_id, annotator_id):
     return assignment_lock_query(
         assignment_id=assignment_id,
         annotator_id=annotator_id,
         queryset=Assignment.objects.only("id", "state", "a_clip_id", "listening", "listening_seq"),
-        clip_a_id=F("pair__clip_a_id"),
-        clip_b_id=F("pair__clip_b_id"),
-        duration_a=F("pair__clip_a__duration"),
-        duration_b=F("pair__clip_b__duration"),
+        **LISTENING_CLIPS,
     )
 
 
@@ -172,3 +178,18 @@ def listening_require(*, record: dict, minimum: float) -> None:
             code="listening_too_short",
             extra={"heard": listening.heard(record, SIDES), "min_listen_seconds": minimum},
         )
+
+
+def listening_require_recounted(*, assignment: Assignment, minimum: float) -> None:
+    """`listening_require` on the assignment's kept record, and when that falls short, once more on the stored rows.
+
+    The kept record is counted at each listening post. An audio note taken by another server process reaches the
+    database a moment later (common deferred rows), so before refusing the same rules run on what is stored now; a
+    record that then covers the minimum is kept. `assignment` needs LISTENING_LOCK's clip annotations."""
+    short = listening.shortfalls(assignment.listening, sides=SIDES, minimum=minimum)
+    if not short:
+        return
+    record = _record_for(assignment)
+    listening_require(record=record, minimum=minimum)
+    assignment.listening = record
+    Assignment.objects.filter(pk=assignment.pk).update(listening=record)

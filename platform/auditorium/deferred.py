@@ -5,8 +5,9 @@ server that note is queued here and a background thread of the process writes th
 INSERT per model every INTERVAL seconds, so an audio GET costs no database write and no thread
 hand-off of its own. Whatever reads these rows to decide something (the listening record) calls
 `flush()` first, in its own transaction, so this process's notes are never missed; a note taken by
-another process reaches the database within INTERVAL seconds, far less than any study's minimum
-listening time. Elsewhere (WSGI, the test client, management commands) `add` writes at once.
+another process reaches the database within INTERVAL seconds on an idle machine, and later on a
+saturated one; the judgment submit and the arena vote therefore count once more from the stored rows
+before refusing for too little listening. Elsewhere (WSGI, the test client, management commands) `add` writes at once.
 If a process dies with notes queued, those fetches are not credited: the proof can only
 under-count, never credit what was not sent.
 """

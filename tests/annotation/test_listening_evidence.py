@@ -306,3 +306,38 @@ def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
 
     assert list(row)[-2 - len(AGGREGATE_KEYS) :] == ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS]
     assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)
+
+
+def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_counts_at_the_submit(clock):
+    # Under several server processes the audio GET's note is written a moment after the response (common deferred
+    # rows), by the process that served it. The submit counts once more from the rows before refusing.
+    page = Page()
+    page.fetch("A")
+    sent_b = clock.now
+    clock.advance(0.5)
+    page.play(clock, "A", 3)
+    clock.advance(0.3)
+    page.play(clock, "B", 3, first="switch")
+    clock.advance(0.4)
+    assert page.events(("pause", "B")).json()["heard"]["B"] == 0.0
+    clip_b = page.clip("B")
+    size = clip_b.file.size
+    services.audio_fetch_record(user=page.user, clip=clip_b, served=(0, size - 1, size), now=sent_b)
+    response = page.submit(CLAIM)
+    assert response.status_code == 201, response.content
+    log = Judgment.objects.get().listening_log
+    assert log["B"]["seconds"] == pytest.approx(3.4) and log["B"]["served_seconds"] == CLIP_SECONDS
+    assert Assignment.objects.get(pk=page.assignment["id"]).listening["B"]["seconds"] == pytest.approx(3.4)
+
+
+def test_a_late_note_of_audio_sent_after_the_listening_still_counts_for_nothing(clock):
+    page = Page()
+    page.fetch("A")
+    page.play(clock, "A", 3)
+    page.play(clock, "B", 3, first="switch")
+    page.events(("pause", "B"))
+    clip_b = page.clip("B")
+    size = clip_b.file.size
+    services.audio_fetch_record(user=page.user, clip=clip_b, served=(0, size - 1, size), now=clock.now)
+    body = refused(page.submit(CLAIM), "B")
+    assert body["heard"]["B"] == 0.0

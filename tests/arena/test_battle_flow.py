@@ -409,3 +409,33 @@ def test_a_retry_with_the_same_key_gets_the_stored_vote_and_a_revote_is_refused(
     assert exc.value.code == "already_voted"
     assert Vote.objects.filter(battle=battle).count() == 1
     assert RejectedVote.objects.filter(battle=battle, reason="already_voted").count() == 1
+
+
+def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_counts_at_the_vote(db):
+    # With several server processes the audio GET's note is written a moment after the response by the process that
+    # served it; the vote counts once more from the rows before refusing, with the note's own time of sending.
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    t0 = timezone.now() - timedelta(seconds=100)
+    listen(battle, visitor, side="a", seconds=6, start=t0)
+    send(battle, visitor, [(0.0, "play", "b")] + [(float(k), "tick", "b") for k in range(1, 7)] + [(6.0, "pause", "b")], start=t0 + timedelta(seconds=10))
+    assert Battle.objects.get(pk=battle.pk).listening["b"]["seconds"] == 0.0
+    fetch_audio(battle, side="b", at=t0 + timedelta(seconds=9))
+    response = post(visitor_client(cookie), vote_url(battle.public_id), {"vote": "b", "idempotency_key": "late-note"})
+    assert response.status_code == 201, response.content
+    vote = Vote.objects.get(battle=battle)
+    # 6 s of play plus the half second a play may start before its arrival (the audio was sent before that).
+    assert vote.listen_seconds_b == pytest.approx(6.5)
+    assert Battle.objects.get(pk=battle.pk).listening["b"]["seconds"] == pytest.approx(6.5)
+
+
+def test_a_late_note_of_audio_sent_after_the_listening_still_counts_for_nothing_at_the_vote(db):
+    visitor, cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    t0 = timezone.now() - timedelta(seconds=100)
+    listen(battle, visitor, side="a", seconds=6, start=t0)
+    send(battle, visitor, [(0.0, "play", "b")] + [(float(k), "tick", "b") for k in range(1, 7)] + [(6.0, "pause", "b")], start=t0 + timedelta(seconds=10))
+    fetch_audio(battle, side="b", at=t0 + timedelta(seconds=30))
+    response = post(visitor_client(cookie), vote_url(battle.public_id), {"vote": "b", "idempotency_key": "late-send"})
+    assert response.status_code == 403 and response.json()["code"] == "listen_required", response.content
+    assert not Vote.objects.filter(battle=battle).exists()
