@@ -297,6 +297,8 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
     if battle.visitor_id != visitor.pk:
         raise ArenaError("No such battle.", code="not_found", status=404)
     _limits(("events", str(visitor.pk), "ARENA_EVENT_RATE", "Too many listening events."))
+    # The audio notes this process queued before now (a batch being written included) are in the database first.
+    deferred_rows.flush()
     with transaction.atomic():
         # The row lock orders concurrent posts for one battle: numbers and times then grow together. FOR NO KEY
         # UPDATE, not FOR UPDATE: the audio notes written here (the flush) or by other processes are rows of other
@@ -406,6 +408,7 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
     try:
         _vote_limits(visitor=visitor, ip_hash=ip_hash)
         feedback = _vote_input_clean(choice=choice, feedback=feedback)
+        deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
         return voting.vote_cast(
             public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
             check=vote_rules_check, on_commit=leaderboard_queue_refresh, now=now,
@@ -447,6 +450,7 @@ def vote_submit(
             _vote_limits(visitor=visitor, ip_hash=ip_hash)
         now = now or timezone.now()
         feedback = _vote_input_clean(choice=choice, feedback=feedback)
+        deferred_rows.flush()
         with transaction.atomic():
             locked = Battle.objects.select_for_update(no_key=True).get(pk=battle.pk)
             replay = _vote_replay(battle=locked, visitor=visitor, idempotency_key=idempotency_key)

@@ -27,6 +27,7 @@ from django.utils import timezone
 from annotation import cached
 from annotation.models import ORDER_PRIME, AnnotatorProfile, AudioFetch, ChosenBy, Clip, Condition, Dimension, Study, StudyAnnotator
 from annotation.services import audio_fetch_record  # noqa: F401  (the audio view records through it)
+from auditorium.deferred import deferred_rows
 from common import listening
 from common.errors import ServiceError
 
@@ -330,6 +331,7 @@ def rating_skip(*, assignment_id: int, annotator, reason: str) -> RatingAssignme
 
 def _record_for(assignment: RatingAssignment) -> dict:
     """The listening record per label, by the shared rules (common.listening.evidence)."""
+    deferred_rows.flush()  # this process's queued audio notes (auditorium/deferred.py)
     labels = assignment.labels
     side_of = {clip_id: label for label, clip_id in labels.items()}
     durations = dict(Clip.objects.filter(pk__in=side_of).values_list("pk", "duration"))
@@ -354,6 +356,8 @@ def _require_consent(annotator) -> None:
 
 def rating_listening_record(*, assignment_id: int, annotator, events, now=None) -> dict:
     """Store a batch of the page's events (stamped now); replayed numbers are ignored. Returns seconds heard per label."""
+    # The audio notes this process queued before now (a batch being written included) are in the database first.
+    deferred_rows.flush()
     with transaction.atomic():
         assignment = RatingAssignment.objects.select_for_update(of=("self",)).select_related("item__study").filter(pk=assignment_id, annotator=annotator).first()
         if assignment is None:

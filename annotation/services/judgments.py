@@ -14,6 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from auditorium.deferred import deferred_rows
 from common import listening
 from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
@@ -122,6 +123,7 @@ def judgment_submit(
         raise ServiceError("time_on_page_ms must be a non-negative integer.", code="bad_time")
 
     try:
+        deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
         with transaction.atomic():
             # The assignment's row lock orders concurrent submits (and listening posts) of one
             # assignment; a second submit waits here and then finds it submitted.

@@ -133,6 +133,8 @@ def listening_events_record(*, assignment_id: int, annotator, events, now=None) 
     Events numbered at or below the highest number already received are ignored, so a
     retried or replayed batch changes nothing.
     """
+    # The audio notes this process queued before now (a batch being written included) are in the database first.
+    deferred_rows.flush()
     with transaction.atomic():
         # The row lock orders concurrent posts for one assignment: numbers and times then grow together.
         assignment = LISTENING_LOCK.first(assignment_id=assignment_id, annotator_id=annotator.pk)

@@ -4,7 +4,8 @@ The audio endpoints note what each response sent (AudioFetch, BattleAudioFetch).
 server that note is queued here and a background thread of the process writes the queue with one
 INSERT per model every INTERVAL seconds, so an audio GET costs no database write and no thread
 hand-off of its own. Whatever reads these rows to decide something (the listening record) calls
-`flush()` first, in its own transaction, so this process's notes are never missed; a note taken by
+`flush()` before its transaction (waiting for a batch the writer is inserting) and again inside it, so this
+process's notes are never missed; a note taken by
 another process reaches the database within INTERVAL seconds on an idle machine, and later on a
 saturated one; the judgment submit and the arena vote therefore count once more from the stored rows
 before refusing for too little listening. Elsewhere (WSGI, the test client, management commands) `add` writes at once.
@@ -28,6 +29,7 @@ class DeferredRows:
         self.interval = interval
         self.enabled = False
         self.lock = threading.Lock()
+        self.writing = threading.Lock()
         self.pending: list = []
         self.thread: threading.Thread | None = None
 
@@ -46,7 +48,21 @@ class DeferredRows:
                 self.thread.start()
 
     def flush(self) -> int:
-        """Write what this process has queued; returns the number of rows written."""
+        """Write what this process has queued; returns the number of rows written.
+
+        Outside a transaction it first waits for a batch the writer thread has taken but not yet inserted: after
+        it, every note this process queued before the call is in the database. The services that decide from
+        these rows call it before opening their transaction. Inside a transaction it does not wait, since the
+        writer's insert may need a lock that transaction holds; it writes what is still queued.
+        """
+        from django.db import connection
+
+        if connection.in_atomic_block:
+            return self._write()
+        with self.writing:
+            return self._write()
+
+    def _write(self) -> int:
         with self.lock:
             rows, self.pending = self.pending, []
         if not rows:
@@ -64,7 +80,10 @@ class DeferredRows:
         stop = threading.Event()
         while not stop.wait(self.interval):
             try:
-                if self.flush():
+                # Held while the batch is written, so a reader's flush outside a transaction waits for it.
+                with self.writing:
+                    written = self._write()
+                if written:
                     close_old_connections()
             except Exception:  # a failed batch is lost (never over-credits); the writer keeps going
                 log.exception("writing the queued audio notes failed")

@@ -57,3 +57,43 @@ def test_the_listening_record_reads_this_process_queued_notes(monkeypatch):
     )
     assert answer["accepted"] == 1 and AudioFetch.objects.count() == 2
     assert assignment.__class__.objects.get(pk=assignment.pk).listening["A"]["served_seconds"] == pytest.approx(2.0, abs=0.01)
+
+
+def test_a_flush_outside_a_transaction_waits_for_the_batch_the_writer_is_inserting(monkeypatch):
+    """The writer thread takes the queue, then inserts: a reader's flush in that gap found nothing queued and read the
+    rows before the batch was in (votes refused for listening under load). Outside a transaction a flush now waits
+    for that batch; inside one it does not, since the batch may need a lock the transaction holds."""
+    import threading
+
+    from django.db import transaction
+
+    user, clip = AnnotatorFactory(username="deferred-race"), ClipFactory()
+    rows = DeferredRows(interval=0.01)
+    rows.enable()
+    taken, release = threading.Event(), threading.Event()
+    real_bulk_create = AudioFetch.objects.bulk_create
+
+    def slow_bulk_create(group, *args, **kwargs):
+        if threading.current_thread().name == "auditorium-deferred-rows":
+            taken.set()
+            release.wait(10)
+        return real_bulk_create(group, *args, **kwargs)
+
+    monkeypatch.setattr(AudioFetch.objects, "bulk_create", slow_bulk_create)
+    rows.add(_note(user, clip, 40))
+    assert taken.wait(5)  # the writer holds the batch, not yet inserted
+    with transaction.atomic():
+        assert rows.flush() == 0  # inside a transaction: no wait, nothing of its own queued
+    seen = {}
+
+    def reader():
+        rows.flush()
+        seen["rows"] = AudioFetch.objects.filter(last_byte=40).count()
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    thread.join(0.3)
+    assert thread.is_alive()  # waiting for the writer's batch
+    release.set()
+    thread.join(5)
+    assert seen == {"rows": 1}
