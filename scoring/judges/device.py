@@ -148,21 +148,8 @@ def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None
         for item in items:
             yield work(item)
         return
-    if processes:
-        pool = process_pool(workers)
-        pending: deque = deque()
-        try:
-            for item in items:
-                pending.append(pool.submit(work, item))
-                if len(pending) >= depth:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
-        return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge-decode")
+    # The process pool is shared and kept for the worker's life; a thread pool is this call's own.
+    pool = process_pool(workers) if processes else ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge-decode")
     pending: deque = deque()
     try:
         for item in items:
@@ -174,7 +161,8 @@ def prefetch(items: Iterable, work: Callable, *, workers: int, depth: int | None
     finally:
         for future in pending:
             future.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
+        if not processes:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def prefetch_audio(paths: Iterable[str], *, sample_rate: int, workers: int, depth: int | None = None, processes: bool = False) -> Iterator[np.ndarray]:
