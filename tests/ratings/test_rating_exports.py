@@ -146,8 +146,11 @@ def test_an_import_brings_the_audio_of_an_export_made_with_it(tmp_path):
     assert all(after[name] == data for name, data in before.items())
 
 
-def test_an_import_refuses_audio_that_is_not_the_clip_it_names_and_keeps_nothing(tmp_path):
+def test_an_import_refuses_audio_that_is_not_the_clip_it_names_and_keeps_nothing(tmp_path, settings):
     import io
+
+    # A storage of its own: other tests leave content-addressed files whose names this one checks for.
+    settings.MEDIA_ROOT = str(tmp_path / "media")
 
     from django.core.management import call_command
 
