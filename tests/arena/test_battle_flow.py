@@ -411,14 +411,20 @@ def test_a_retry_with_the_same_key_gets_the_stored_vote_and_a_revote_is_refused(
     assert RejectedVote.objects.filter(battle=battle, reason="already_voted").count() == 1
 
 
-def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_counts_at_the_vote(db):
-    # With several server processes the audio GET's note is written a moment after the response by the process that
-    # served it; the vote counts once more from the rows before refusing, with the note's own time of sending.
+def _heard_b_before_its_note_was_written():
+    """A battle whose clip B was played for 6 s from t0 + 10 s while no note of B's audio was stored yet."""
     visitor, cookie = visitor_with_terms()
     battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
     t0 = timezone.now() - timedelta(seconds=100)
     listen(battle, visitor, side="a", seconds=6, start=t0)
     send(battle, visitor, [(0.0, "play", "b")] + [(float(k), "tick", "b") for k in range(1, 7)] + [(6.0, "pause", "b")], start=t0 + timedelta(seconds=10))
+    return battle, cookie, t0
+
+
+def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_counts_at_the_vote(db):
+    # With several server processes the audio GET's note is written a moment after the response by the process that
+    # served it; the vote counts once more from the rows before refusing, with the note's own time of sending.
+    battle, cookie, t0 = _heard_b_before_its_note_was_written()
     assert Battle.objects.get(pk=battle.pk).listening["b"]["seconds"] == 0.0
     fetch_audio(battle, side="b", at=t0 + timedelta(seconds=9))
     response = post(visitor_client(cookie), vote_url(battle.public_id), {"vote": "b", "idempotency_key": "late-note"})
@@ -430,11 +436,7 @@ def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_count
 
 
 def test_a_late_note_of_audio_sent_after_the_listening_still_counts_for_nothing_at_the_vote(db):
-    visitor, cookie = visitor_with_terms()
-    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
-    t0 = timezone.now() - timedelta(seconds=100)
-    listen(battle, visitor, side="a", seconds=6, start=t0)
-    send(battle, visitor, [(0.0, "play", "b")] + [(float(k), "tick", "b") for k in range(1, 7)] + [(6.0, "pause", "b")], start=t0 + timedelta(seconds=10))
+    battle, cookie, t0 = _heard_b_before_its_note_was_written()
     fetch_audio(battle, side="b", at=t0 + timedelta(seconds=30))
     response = post(visitor_client(cookie), vote_url(battle.public_id), {"vote": "b", "idempotency_key": "late-send"})
     assert response.status_code == 403 and response.json()["code"] == "listen_required", response.content
