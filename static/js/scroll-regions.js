@@ -22,6 +22,9 @@
     }
   }
 
+  // Pages that swap a region in call this at once: the observer below marks only after a pause.
+  window.AuditoriumScrollRegions = { mark };
+
   let timer = null;
   function later() {
     clearTimeout(timer);

@@ -289,6 +289,8 @@
       if (!response.ok) throw new Error(String(response.status));
       body.innerHTML = await response.text();
       draw();
+      // The swapped-in tables scroll sideways on a phone: keyboard-reachable in the same task, not after the observer's pause.
+      if (window.AuditoriumScrollRegions) window.AuditoriumScrollRegions.mark();
       setStatus((socketOpen ? "live · " : "polling · ") + "updated " + new Date().toLocaleTimeString(), socketOpen ? "live" : "");
     } catch (err) {
       setStatus("refresh failed, retrying", "stale");
