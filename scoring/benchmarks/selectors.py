@@ -181,6 +181,13 @@ def _part_mask(frame: Frame, part: str) -> np.ndarray:
     return np.ones(len(frame.private), dtype=bool)
 
 
+def _scores_key(kind: str, benchmark: Benchmark, *, part: str, dim: str, modality: str | None) -> str:
+    """The cache key of one leaderboard cell (pair or MOS); an unknown part, dimension or modality is a caller's error."""
+    if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
+        raise ValueError("unknown part, dimension or modality")
+    return f"{kind}:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+
+
 def _stamp(benchmark: Benchmark) -> str:
     # Changes whenever a submission is added, finishes or is scored again (Max ignores NULLs on every database).
     agg = Submission.objects.filter(benchmark=benchmark).aggregate(last=Max("id"), done=Count("id", filter=Q(state=Submission.State.DONE)), changed=Max("finished_at"))
@@ -195,9 +202,7 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
     test per pair, see scoring.stats.mcnemar_tests}. Cached until a submission
     is added or finishes.
     """
-    if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
-        raise ValueError("unknown part, dimension or modality")
-    key = f"benchmark-scores:v2:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+    key = _scores_key("benchmark-scores:v2", benchmark, part=part, dim=dim, modality=modality)
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -399,9 +404,7 @@ def mos_scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | Non
     """Every scored submission of a MOS benchmark on one part and dimension (optionally one modality): SRCC with the
     clips' MOS, its interval, the paired tests and the groups (scoring.ratings.compare_correlations), and the human
     ceiling of the same clips (scoring.ratings.split_half_ceiling). Cached until a submission is added or finishes."""
-    if part not in PARTS or dim not in DIMENSIONS or (modality and modality not in MODALITIES):
-        raise ValueError("unknown part, dimension or modality")
-    key = f"benchmark-mos:v1:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
+    key = _scores_key("benchmark-mos:v1", benchmark, part=part, dim=dim, modality=modality)
     cached = cache.get(key)
     if cached is not None:
         return cached
