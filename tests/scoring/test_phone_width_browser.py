@@ -74,9 +74,22 @@ class ReportAtPhoneWidthBrowserTests(_Phone):
         # The annotators' table scrolls inside its box, which the keyboard can reach.
         box = page.locator("#annotators .table-scroll")
         self.assertGreater(box.evaluate("(b) => b.scrollWidth - b.clientWidth"), 0)
+        # Its rows stay one line high: a cell scrolled out of view does not wrap to its narrowest and stretch its
+        # row. One line of text next to the row's exclusion form: no taller than that form plus a line (a second
+        # line of text in any cell, with the cell padding, goes over).
+        rows = page.evaluate(
+            """() => [...document.querySelectorAll('table.annotators tbody tr')].map((tr) => {
+                 const th = tr.querySelector('th'), range = document.createRange(); range.selectNodeContents(th.firstChild);
+                 return { name: th.firstChild.textContent.trim(), row: tr.getBoundingClientRect().height,
+                          line: range.getBoundingClientRect().height, form: tr.querySelector('form.exclusion').getBoundingClientRect().height }; })"""
+        )
+        for row in rows:
+            self.assertLessEqual(row["row"], row["form"] + row["line"], f"annotator {row['name']}'s row is more than one line high at 390 px: {rows}")
         page.screenshot(path=str(self.shots / "report-390-top.png"))
         page.locator("#confidence").screenshot(path=str(self.shots / "report-390-confidence.png"))
         page.locator("#annotators").screenshot(path=str(self.shots / "report-390-annotators.png"))
+        box.evaluate("(b) => { b.scrollLeft = b.scrollWidth; }")
+        page.locator("#annotators").screenshot(path=str(self.shots / "report-390-annotators-scrolled.png"))
         self.assertEqual([e for e in self.errors if "websocket" not in e.lower()], [])
         context.close()
 
