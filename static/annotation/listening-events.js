@@ -2,13 +2,14 @@
  * while playing, ended): numbered events posted to the listening API (annotation/api.py), which stamps
  * each post on arrival and decides from its own record whether the clips were heard long enough.
  *
- * AuditoriumListen.listeningEvents({url, postJSON, csrfToken, isCurrent, render}) gives record,
- * flushEvents and flushOnLeave for static/annotation/listening.js; `url` holds "{id}" for the assignment.
+ * AuditoriumListen.listeningEvents({url, postJSON, request, isCurrent, render}) gives record,
+ * flushEvents and flushOnLeave for static/annotation/listening.js; `url` holds "{id}" for the assignment;
+ * postJSON and request are static/js/http.js's.
  */
 (() => {
   "use strict";
 
-  function listeningEvents({ url, postJSON, csrfToken, isCurrent, render }) {
+  function listeningEvents({ url, postJSON, request, isCurrent, render }) {
     function record(mine, kind, side, position) {
       mine.saved.seq += 1;
       mine.events.push({
@@ -75,17 +76,8 @@
 
     function flushOnLeave(task) {
       if (!task || !task.events.length) return;
-      try {
-        fetch(listeningUrl(task), {
-          method: "POST",
-          credentials: "same-origin",
-          keepalive: true,
-          headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-          body: JSON.stringify({ events: task.events.slice(0, 50) }),
-        });
-      } catch (_) {
-        /* the page is going away; the server's record simply ends earlier */
-      }
+      // keepalive: the post outlives the page. If it fails, the page is going away; the server's record simply ends earlier.
+      request(listeningUrl(task), { method: "POST", body: { events: task.events.slice(0, 50) }, keepalive: true }).catch(() => {});
     }
 
 

@@ -1,5 +1,5 @@
-/* The listening page's helpers that hold no page state: the JSON API with the CSRF header, this
- * device's copy of a pair in progress, and the study instructions as text. Loaded before
+/* The listening page's helpers that hold no page state: this device's copy of a pair in progress
+ * and the study instructions as text (the JSON API is static/js/http.js). Loaded before
  * static/annotation/listening.js, which reads them from window.AuditoriumListen.
  */
 (() => {
@@ -14,29 +14,6 @@
     b[8] = (b[8] & 0x3f) | 0x80;
     const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-  }
-
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    if (match) return decodeURIComponent(match[1]);
-    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
-    return input ? input.value : "";
-  }
-
-  async function postJSON(url, body) {
-    const response = await fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(body || {}),
-    });
-    let data = null;
-    try {
-      data = await response.json();
-    } catch (_) {
-      data = null;
-    }
-    return { status: response.status, ok: response.ok, data };
   }
 
   const store = {
@@ -112,11 +89,9 @@
   }
 
   window.AuditoriumListen = Object.assign(window.AuditoriumListen || {}, {
-    csrfToken,
     instructionsMarkSeen,
     instructionsNodes,
     instructionsSeen,
-    postJSON,
     store,
     uuid4,
   });

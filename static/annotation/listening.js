@@ -18,7 +18,8 @@
   const TICK_MS = 100;
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
-  const { csrfToken, instructionsMarkSeen, instructionsNodes, instructionsSeen, postJSON, store, uuid4 } = window.AuditoriumListen;
+  const { instructionsMarkSeen, instructionsNodes, instructionsSeen, store, uuid4 } = window.AuditoriumListen;
+  const { postJSON, request } = window.AuditoriumHTTP;
 
   // ---- page state -------------------------------------------------------------------
 
@@ -323,7 +324,7 @@
   const { record, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
     url: cfg.listeningUrl,
     postJSON,
-    csrfToken,
+    request,
     isCurrent: (mine) => task === mine,
     render: () => render(),
   });

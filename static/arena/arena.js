@@ -26,22 +26,10 @@
   let lastFlush = 0;
   const FLUSH_MS = 2000; // ticks are posted this often; play, pause, seek, switch and ended at once
 
-  function csrf() {
-    const m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
-    return m ? decodeURIComponent(m[1]) : "";
-  }
-
+  // {ok, status, data, message, retryAfter} (static/js/http.js); data is {} when the answer had no JSON body.
   async function api(url, method, body) {
-    const opts = { method: method || "GET", headers: { Accept: "application/json" }, credentials: "same-origin" };
-    if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.headers["X-CSRFToken"] = csrf();
-      opts.body = JSON.stringify(body);
-    }
-    const res = await fetch(url, opts);
-    let data = {};
-    try { data = await res.json(); } catch (e) { data = {}; }
-    return { ok: res.ok, status: res.status, data: data, retryAfter: res.headers.get("Retry-After") };
+    const r = await window.AuditoriumHTTP.request(url, { method: method || "GET", body });
+    return Object.assign(r, { data: r.data || {} });
   }
 
   function errorText(r) {
@@ -49,9 +37,7 @@
     if (d.code === "moderation" && d.reasons) {
       return "This prompt cannot be used: " + d.reasons.map((x) => REASONS[x] || x).join("; ") + ".";
     }
-    let msg = d.error || d.detail || "Something went wrong (HTTP " + r.status + ").";
-    if (typeof msg !== "string") msg = JSON.stringify(msg);
-    return msg;
+    return r.message || "Something went wrong (HTTP " + r.status + ").";
   }
 
   // --- terms --------------------------------------------------------------------

@@ -43,26 +43,9 @@
     }
   }
 
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
-  async function api(url, body) {
-    const response = await fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(body || {}),
-    });
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const error = new Error(data.detail || data.message || (data.error && data.error.message) || `The server answered ${response.status}.`);
-      error.data = data;
-      throw error;
-    }
-    return data;
-  }
+  // POSTs JSON and answers the response's data; a failure throws with the server's message, which the
+  // callers show in the error box (static/js/http.js).
+  const api = window.AuditoriumHTTP.call;
 
   const url = (template, id) => template.replace("{id}", String(id));
 

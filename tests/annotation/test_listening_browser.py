@@ -468,3 +468,33 @@ def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, 
     skipped = Assignment.objects.get(annotator=user, pair=other)
     assert skipped.state == Assignment.State.SKIPPED
     assert skipped.skip_reason == "Audio does not play or is broken."
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("status", "body", "shown"),
+    [
+        (503, '{"detail": "The study is paused while its owner edits it.", "code": "paused"}', "The study is paused while its owner edits it."),
+        (502, "<html>Bad gateway</html>", "The next pair could not be loaded (HTTP 502)."),
+    ],
+)
+def test_a_refused_next_pair_shows_the_servers_message(live_server, page, listening_study, status, body, shown):
+    from django.urls import reverse
+
+    study, _pair = listening_study
+    user = AnnotatorFactory(username="refused")
+    services.study_annotator_add(study=study, user=user)
+    login(page, live_server, "refused")
+    next_url = f"{live_server.url}{reverse('api-assignment-next', kwargs={'name': study.name})}"
+    posted: list[dict] = []
+
+    def refuse(route):
+        posted.append(route.request.headers)
+        route.fulfill(status=status, content_type="application/json" if body.startswith("{") else "text/html", body=body)
+
+    page.route(next_url, refuse)
+    page.goto(f"{live_server.url}/studies/{study.name}/annotate/")
+    page.wait_for_selector("#error-box:visible")
+    assert page.inner_text("#error-box") == shown
+    # The request went out with the CSRF header from the shared helper (static/js/http.js).
+    assert posted and posted[0].get("x-csrftoken")

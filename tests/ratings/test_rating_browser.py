@@ -133,3 +133,33 @@ def test_annotator_rates_with_submit_locked_until_each_clip_is_heard(live_server
     heard = submission.listening_log
     assert all(heard[label]["seconds"] >= 1.0 for label in labels)
     context.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("status", "body", "shown"),
+    [
+        (409, '{"detail": "This item was rated already.", "code": "conflict"}', "This item was rated already."),
+        (502, "<html>Bad gateway</html>", "The server answered 502."),
+    ],
+)
+def test_a_refused_request_shows_the_servers_message(live_server, browser, transactional_db, status, body, shown):
+    from django.urls import reverse
+
+    study, user = _study("acr")
+    context = browser.new_context(viewport=SIZES["desktop"], bypass_csp=True)
+    page = context.new_page()
+    _login(page, live_server, user.username)
+    posted = []
+
+    def refuse(route):
+        posted.append(route.request.headers)
+        route.fulfill(status=status, content_type="application/json" if body.startswith("{") else "text/html", body=body)
+
+    page.route(f"{live_server.url}{reverse('ratings:api-next', kwargs={'name': study.name})}", refuse)
+    page.goto(f"{live_server.url}/ratings/studies/{study.name}/rate/")
+    page.wait_for_selector("#error-box:visible")
+    assert page.inner_text("#error-box") == shown
+    # The request went out with the CSRF header from the shared helper (static/js/http.js).
+    assert posted and posted[0].get("x-csrftoken")
+    context.close()
