@@ -14,7 +14,7 @@
 
   const cfg = JSON.parse(document.getElementById("listen-config").textContent);
   const $ = (id) => document.getElementById(id);
-  const { SIDES, Transport, Waveform, emptyLog, fmtTime, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const TICK_MS = 100;
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
@@ -64,18 +64,7 @@
     skipReason: $("skip-reason"),
     skipError: $("skip-error"),
   };
-  const sideEls = {};
-  for (const side of SIDES) {
-    sideEls[side] = {
-      button: $(`btn-side-${side}`),
-      canvas: $(`wave-${side}`),
-      status: $(`wave-status-${side}`),
-      heard: $(`heard-${side}`),
-      meter: $(`heard-meter-${side}`),
-      heardText: $(`heard-text-${side}`),
-    };
-    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
-  }
+  const sideEls = playerSides();
 
   let ctx = null;
   let task = null; // {assignment, saved: {key, answers, log, timeMs, read}, transport, decoded}
@@ -85,10 +74,7 @@
   let lastPersist = 0;
 
   function audioContext() {
-    if (!ctx) {
-      const Ctor = window.AudioContext || window.webkitAudioContext;
-      ctx = new Ctor({ latencyHint: "interactive" });
-    }
+    if (!ctx) ctx = newAudioContext();
     return ctx;
   }
 

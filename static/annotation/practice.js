@@ -9,26 +9,15 @@
   "use strict";
   const root = document.getElementById("practice-app");
   if (!root || !window.AuditoriumAB) return;
-  const { SIDES, Transport, Waveform, emptyLog, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen) || 0;
   const urls = { A: root.dataset.clipA, B: root.dataset.clipB };
   const submit = $("practice-submit");
   const hint = $("practice-listen-hint");
 
-  const sideEls = {};
-  for (const side of SIDES) {
-    sideEls[side] = {
-      button: $("btn-side-" + side),
-      canvas: $("wave-" + side),
-      status: $("wave-status-" + side),
-      heard: $("heard-" + side),
-      meter: $("heard-meter-" + side),
-      heardText: $("heard-text-" + side),
-    };
-    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
-    sideEls[side].status.textContent = "press Play to load";
-  }
+  const sideEls = playerSides();
+  for (const side of SIDES) sideEls[side].status.textContent = "press Play to load";
   const buttons = { play: $("btn-play"), swap: $("btn-switch"), loop: $("btn-loop") };
   const log = emptyLog();
   let transport = null;
@@ -50,8 +39,7 @@
 
   function load() {
     if (loading) return loading;
-    const Ctor = window.AudioContext || window.webkitAudioContext;
-    const ctx = new Ctor({ latencyHint: "interactive" });
+    const ctx = newAudioContext();
     const t = new Transport(ctx, log, () => render());
     transport = t;
     for (const side of SIDES) sideEls[side].status.textContent = "loading…";

@@ -7,7 +7,7 @@
   "use strict";
   const root = document.getElementById("arena");
   if (!root) return;
-  const { SIDES, Transport, Waveform, emptyLog, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
   const STORE_PREFIX = "auditorium:arena:";
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen);
@@ -95,25 +95,11 @@
   let transport = null;
   let lastTick = 0;
   let lastSave = 0;
-  const sideEls = {};
-  for (const side of SIDES) {
-    sideEls[side] = {
-      button: $("btn-side-" + side),
-      canvas: $("wave-" + side),
-      status: $("wave-status-" + side),
-      heard: $("heard-" + side),
-      meter: $("heard-meter-" + side),
-      heardText: $("heard-text-" + side),
-    };
-    sideEls[side].wave = new Waveform(sideEls[side].canvas, side);
-  }
+  const sideEls = playerSides();
   const buttons = { play: $("btn-play"), swap: $("btn-switch"), loop: $("btn-loop") };
 
   function audioContext() {
-    if (!ctx) {
-      const Ctor = window.AudioContext || window.webkitAudioContext;
-      ctx = new Ctor({ latencyHint: "interactive" });
-    }
+    if (!ctx) ctx = newAudioContext();
     return ctx;
   }
 

@@ -454,5 +454,29 @@
     return { time, loop };
   }
 
-  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, renderSide, transportKey, transportText };
+  // Each side's elements in the player's markup (templates/includes/ab_player.html), its waveform drawn on its canvas.
+  function playerSides() {
+    const $ = (id) => document.getElementById(id);
+    const sides = {};
+    for (const side of SIDES) {
+      sides[side] = {
+        button: $(`btn-side-${side}`),
+        canvas: $(`wave-${side}`),
+        status: $(`wave-status-${side}`),
+        heard: $(`heard-${side}`),
+        meter: $(`heard-meter-${side}`),
+        heardText: $(`heard-text-${side}`),
+      };
+      sides[side].wave = new Waveform(sides[side].canvas, side);
+    }
+    return sides;
+  }
+
+  // Made on the first Play (browsers start audio only after a gesture), tuned for switching without delay.
+  function newAudioContext() {
+    const Ctor = window.AudioContext || window.webkitAudioContext;
+    return new Ctor({ latencyHint: "interactive" });
+  }
+
+  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, transportKey, transportText };
 })();

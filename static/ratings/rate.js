@@ -248,7 +248,7 @@
   // ---- audio ---------------------------------------------------------------------------------------
 
   async function load() {
-    ctx = ctx || new (window.AudioContext || window.webkitAudioContext)();
+    ctx = ctx || AB.newAudioContext();
     const labels = task.clips.map((c) => c.label);
     transport = new MultiTransport(ctx, AB.emptyLog(), render, labels);
     for (const label of labels) transport.log[label] = transport.log[label] || { plays: 0, seconds: 0, seeks: 0, loops: 0 };
