@@ -14,7 +14,7 @@
 
   const cfg = JSON.parse(document.getElementById("listen-config").textContent);
   const $ = (id) => document.getElementById(id);
-  const { SIDES, Transport, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText } = window.AuditoriumAB;
   const TICK_MS = 100;
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
@@ -526,13 +526,8 @@
   }
 
   function seekFromCanvas(event) {
-    const side = event.currentTarget.dataset.side;
     if (!task || !task.transport || !task.transport.ready || !task.saved.read) return;
-    const rect = event.currentTarget.getBoundingClientRect();
-    const fraction = (event.clientX - rect.left) / rect.width;
-    const transport = task.transport;
-    transport.select(side);
-    transport.seek(fraction * transport.span);
+    seekToClick(task.transport, event);
   }
 
   for (const side of SIDES) {
@@ -597,12 +592,7 @@
       return {
         assignment: task ? task.assignment.id : null,
         stage: app.dataset.stage,
-        ready: Boolean(transport && transport.ready),
-        active: transport ? transport.active : null,
-        playing: Boolean(transport && transport.playing),
-        position: transport ? transport.position() : 0,
-        audioTime: ctx ? ctx.currentTime : 0,
-        loop: transport && transport.loop ? { ...transport.loop } : null,
+        ...transportState(transport, ctx),
         log: task ? JSON.parse(JSON.stringify(task.saved.log)) : null,
         server: task ? { ...task.server } : null,
         pending: task ? task.events.length + (task.flushing ? 1 : 0) : 0,

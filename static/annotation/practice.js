@@ -9,7 +9,7 @@
   "use strict";
   const root = document.getElementById("practice-app");
   if (!root || !window.AuditoriumAB) return;
-  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportText } = window.AuditoriumAB;
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen) || 0;
   const urls = { A: root.dataset.clipA, B: root.dataset.clipB };
@@ -105,10 +105,7 @@
   }
 
   function seekFromCanvas(event) {
-    if (!transport || !transport.ready) return;
-    const rect = event.currentTarget.getBoundingClientRect();
-    transport.select(event.currentTarget.dataset.side);
-    transport.seek(((event.clientX - rect.left) / rect.width) * transport.span);
+    if (transport && transport.ready) seekToClick(transport, event);
   }
 
   for (const side of SIDES) {

@@ -7,7 +7,7 @@
   "use strict";
   const root = document.getElementById("arena");
   if (!root) return;
-  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, transportKey, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, emptyLog, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText } = window.AuditoriumAB;
   const STORE_PREFIX = "auditorium:arena:";
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen);
@@ -287,10 +287,7 @@
   }
 
   function seekFromCanvas(event) {
-    if (!transport || !transport.ready) return;
-    const rect = event.currentTarget.getBoundingClientRect();
-    transport.select(event.currentTarget.dataset.side);
-    transport.seek(((event.clientX - rect.left) / rect.width) * transport.span);
+    if (transport && transport.ready) seekToClick(transport, event);
   }
 
   for (const side of SIDES) {
@@ -324,12 +321,7 @@
     snapshot() {
       return {
         battle: battle ? battle.id : null,
-        ready: Boolean(transport && transport.ready),
-        active: transport ? transport.active : null,
-        playing: Boolean(transport && transport.playing),
-        position: transport ? transport.position() : 0,
-        audioTime: ctx ? ctx.currentTime : 0,
-        loop: transport && transport.loop ? { ...transport.loop } : null,
+        ...transportState(transport, ctx),
         pending: queue.length + (flushing ? 1 : 0),
         seq: battle ? battle.seq : 0,
       };

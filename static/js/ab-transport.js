@@ -472,11 +472,31 @@
     return sides;
   }
 
+  // What the pages' read-only snapshots (diagnostics, browser tests) report of the transport.
+  function transportState(transport, ctx) {
+    return {
+      ready: Boolean(transport && transport.ready),
+      active: transport ? transport.active : null,
+      playing: Boolean(transport && transport.playing),
+      position: transport ? transport.position() : 0,
+      audioTime: ctx ? ctx.currentTime : 0,
+      loop: transport && transport.loop ? { ...transport.loop } : null,
+    };
+  }
+
+  // A click on a side's waveform: that side plays, from the point clicked.
+  function seekToClick(transport, event) {
+    const canvas = event.currentTarget;
+    const rect = canvas.getBoundingClientRect();
+    transport.select(canvas.dataset.side);
+    transport.seek(((event.clientX - rect.left) / rect.width) * transport.span);
+  }
+
   // Made on the first Play (browsers start audio only after a gesture), tuned for switching without delay.
   function newAudioContext() {
     const Ctor = window.AudioContext || window.webkitAudioContext;
     return new Ctor({ latencyHint: "interactive" });
   }
 
-  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, transportKey, transportText };
+  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText };
 })();
