@@ -22,6 +22,18 @@ class RatingItemAdmin(admin.ModelAdmin):
     raw_id_fields = ("condition",)
     inlines = [RatingItemClipInline]
 
+    def has_delete_permission(self, request, obj=None):
+        # Deleting an item cascades to its submissions: once rated, an item stays, and its ratings with it.
+        if obj is not None and obj.submissions.exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        # The bulk delete action skips has_delete_permission(obj); items leave one at a time, checked.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
 
 @admin.register(RatingAssignment)
 class RatingAssignmentAdmin(admin.ModelAdmin):
