@@ -80,7 +80,7 @@ def _code_url(participant: ExternalParticipant, code: str) -> str:
 def _screening_render(request, study, attempt, *, message: str = "", status: int = 200) -> HttpResponse:
     trials = [{"index": i, "number": i + 1, "url": reverse("screening-trial", kwargs={"token": attempt.token, "index": i})} for i in range(attempt.trials)]
     state = services.screening_status(study=study, annotator=request.user)
-    context = {"study": study, "attempt": attempt, "trials": trials, "message": message, "attempts_left": state["allowed"] - state["attempts"]}
+    context = {"study": study, "attempt": attempt, "screen": screen_for(attempt.kind), "trials": trials, "message": message, "attempts_left": state["allowed"] - state["attempts"]}
     return _page(request, "annotation/screening.html", context, status=status)
 
 

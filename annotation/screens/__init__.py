@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import huggins
+from . import antiphase, huggins
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class Screen:
     trial_wav: Callable[[int, int], bytes]
     score: Callable[[int, list[int]], int]
     choices: tuple[int, ...]
+    # What the page tells the listener to do, and the question each trial's answers are labelled with.
+    instructions: str
+    question: str
 
     def choices_text(self) -> str:
         """The answers in a sentence: "1, 2 or 3"."""
@@ -26,7 +29,23 @@ class Screen:
 
 
 SCREENS: dict[str, Screen] = {
-    "huggins": Screen(trial_wav=huggins.trial_wav, score=huggins.score, choices=tuple(range(1, huggins.INTERVALS + 1))),
+    "huggins": Screen(
+        trial_wav=huggins.trial_wav,
+        score=huggins.score,
+        choices=tuple(range(1, huggins.INTERVALS + 1)),
+        instructions=(
+            "Each sound below has three noises; in one of them a faint tone hides in the noise, which can only be heard "
+            "through headphones. Play each sound and choose the noise with the tone."
+        ),
+        question="Which noise had the tone?",
+    ),
+    "antiphase": Screen(
+        trial_wav=antiphase.trial_wav,
+        score=antiphase.score,
+        choices=tuple(range(1, antiphase.INTERVALS + 1)),
+        instructions="Each sound below has three low tones. Play each sound and choose the quietest tone.",
+        question="Which tone was the quietest?",
+    ),
 }
 
 

@@ -43,7 +43,7 @@ def test_the_attempts_stored_kind_selects_the_screen_that_checks_it(monkeypatch)
     attempt = services.screening_attempt_open(study=study, annotator=user)
     right = huggins.answers_for(attempt.seed, attempt.trials)
     # Another screen registered under the attempt's kind: its checker, not Huggins', decides.
-    monkeypatch.setitem(SCREENS, attempt.kind, Screen(trial_wav=huggins.trial_wav, score=lambda seed, answers: 0, choices=(1, 2, 3)))
+    monkeypatch.setitem(SCREENS, attempt.kind, Screen(trial_wav=huggins.trial_wav, score=lambda seed, answers: 0, choices=(1, 2, 3), instructions="", question=""))
     checked = services.screening_answer(token=attempt.token, annotator=user, answers=right)
     assert checked.correct == 0 and checked.passed is False
     assert ScreeningAttempt.objects.get(pk=attempt.pk).kind == "huggins"
