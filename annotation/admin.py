@@ -6,6 +6,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from common.admin import ModelAdmin, TabularInline
 from common.errors import ServiceError
 from common.roles import is_admin, is_researcher
 
@@ -15,13 +16,13 @@ from .models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pai
 
 
 @admin.register(System)
-class SystemAdmin(admin.ModelAdmin):
+class SystemAdmin(ModelAdmin):
     list_display = ("name", "organisation", "created_at")
     search_fields = ("name", "organisation")
 
 
 @admin.register(Clip)
-class ClipAdmin(admin.ModelAdmin):
+class ClipAdmin(ModelAdmin):
     list_display = ("id", "sha256", "kind", "system", "duration", "sample_rate", "channels")
     list_filter = ("kind", "system", "sample_rate", "channels")
     search_fields = ("sha256", "original_sha256", "original_name", "public_id")
@@ -30,14 +31,14 @@ class ClipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Condition)
-class ConditionAdmin(admin.ModelAdmin):
+class ConditionAdmin(ModelAdmin):
     list_display = ("id", "__str__", "modality", "external_id")
     list_filter = ("modality",)
     search_fields = ("prompt", "lyrics", "external_id")
     raw_id_fields = ("reference",)
 
 
-class StudyAnnotatorInline(admin.TabularInline):
+class StudyAnnotatorInline(TabularInline):
     model = StudyAnnotator
     extra = 0
     raw_id_fields = ("annotator",)
@@ -53,7 +54,7 @@ def _can_import(user) -> bool:
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(ModelAdmin):
     list_display = ("name", "title", "overlap_target", "overlap_share", "min_listen_seconds", "is_active")
     list_filter = ("is_active",)
     search_fields = ("name", "title")
@@ -110,7 +111,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Pair)
-class PairAdmin(admin.ModelAdmin):
+class PairAdmin(ModelAdmin):
     list_display = ("id", "study", "condition", "clip_a", "clip_b", "split", "kind", "overlap")
     list_filter = ("study", "split", "kind", "condition__modality")
     search_fields = ("condition__prompt", "condition__external_id", "clip_a__sha256", "clip_b__sha256")
@@ -118,7 +119,7 @@ class PairAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(ModelAdmin):
     list_display = ("id", "annotator", "pair", "state", "served_at", "lock_expires_at")
     list_filter = ("state", "pair__study")
     search_fields = ("annotator__username",)
@@ -126,7 +127,7 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(ModelAdmin):
     list_display = ("id", "annotator", "pair", "alignment_confidence", "musicality_confidence", "source", "selection", "created_at")
     list_filter = ("source", "selection", "pair__study", "pair__kind", "pair__condition__modality")
     search_fields = ("annotator__username", "rationale", "idempotency_key")
@@ -134,7 +135,7 @@ class JudgmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(AnnotatorProfile)
-class AnnotatorProfileAdmin(admin.ModelAdmin):
+class AnnotatorProfileAdmin(ModelAdmin):
     list_display = ("pseudonym", "user", "is_imported", "consented_at", "withdrawn_at", "excluded_at")
     list_filter = ("is_imported",)
     search_fields = ("pseudonym", "user__username")
@@ -145,27 +146,27 @@ from .crowd_models import ExternalParticipant, PracticeItem, RecruitmentLink, Sc
 
 
 @admin.register(PracticeItem)
-class PracticeItemAdmin(admin.ModelAdmin):
+class PracticeItemAdmin(ModelAdmin):
     list_display = ("study", "position", "from_pair", "explanation")
     list_filter = ("study",)
     raw_id_fields = ("condition", "clip_a", "clip_b", "expected_alignment", "expected_musicality", "from_pair")
 
 
 @admin.register(RecruitmentLink)
-class RecruitmentLinkAdmin(admin.ModelAdmin):
+class RecruitmentLinkAdmin(ModelAdmin):
     list_display = ("study", "label", "token", "cap", "expires_at")
     readonly_fields = ("token",)
 
 
 @admin.register(ScreeningAttempt)
-class ScreeningAttemptAdmin(admin.ModelAdmin):
+class ScreeningAttemptAdmin(ModelAdmin):
     list_display = ("study", "annotator", "kind", "correct", "trials", "passed", "answered_at")
     list_filter = ("study", "passed")
     readonly_fields = [f.name for f in ScreeningAttempt._meta.fields]
 
 
 @admin.register(ExternalParticipant)
-class ExternalParticipantAdmin(admin.ModelAdmin):
+class ExternalParticipantAdmin(ModelAdmin):
     # The participant id itself is never stored; only its keyed hash.
     list_display = ("study", "user", "created_at", "completed_at", "screened_out_at")
     readonly_fields = [f.name for f in ExternalParticipant._meta.fields]

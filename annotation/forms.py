@@ -11,7 +11,7 @@ from common.errors import ServiceError
 
 from .models import Dimension, Study
 from .ratings import services as rating_services
-from .ratings.models import TaskType
+from .ratings.models import RatingTask, TaskType
 from .services import STUDY_PARAMETERS
 
 
@@ -90,8 +90,11 @@ class StudyForm(forms.ModelForm):
             self.fields["name"].disabled = True
             self.fields["name"].help_text = "Used in URLs and exports; fixed once the study exists."
         else:
-            # The task type and rating items are set once, when the study is made (a study holds pairs or ratings, never both).
+            # The task type is set once, when the study is made (a study holds pairs or ratings, never both).
             self.fields.update(_rating_fields())
+        self.rating_task = RatingTask.objects.filter(study=self.instance).first() if self.instance.pk else None
+        if self.rating_task is not None:
+            self.fields["clip_sets"] = _clip_sets_field(label=f"Add rating items ({self.rating_task.task}: {', '.join(self.rating_task.dimensions)})")
         for field in self.fields.values():
             if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
@@ -107,7 +110,15 @@ class StudyForm(forms.ModelForm):
                 cleaned[name] = getattr(self.instance, name)
         if "task_type" in self.fields:
             self._clean_rating(cleaned)
+        elif self.rating_task is not None:
+            self._clip_sets_read(cleaned, task=self.rating_task.task, dimensions=self.rating_task.dimensions)
         return cleaned
+
+    def _clip_sets_read(self, cleaned: dict, *, task: str, dimensions) -> None:
+        try:
+            cleaned["clip_sets"] = rating_services.clip_sets_parse(cleaned.get("clip_sets") or "", task=task, dimensions=dimensions)
+        except ServiceError as exc:
+            self.add_error("clip_sets", exc.message)
 
     def _clean_rating(self, cleaned: dict) -> None:
         """Rating dimensions and clip sets only for acr and multi studies, at least one dimension there, and clip sets
@@ -123,10 +134,7 @@ class StudyForm(forms.ModelForm):
             return
         if not cleaned.get("rating_dimensions"):
             self.add_error("rating_dimensions", "Pick at least one dimension to rate.")
-        try:
-            cleaned["clip_sets"] = rating_services.clip_sets_parse(text, task=task)
-        except ServiceError as exc:
-            self.add_error("clip_sets", exc.message)
+        self._clip_sets_read(cleaned, task=task, dimensions=cleaned.get("rating_dimensions") or ())
 
 
 def _rating_fields() -> dict:
@@ -145,13 +153,17 @@ def _rating_fields() -> dict:
             required=False,
             widget=forms.CheckboxSelectMultiple,
         ),
-        "clip_sets": forms.CharField(
-            label="Rating items: clip sets (acr and multi)",
-            required=False,
-            widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
-            help_text=rating_services.CLIP_SETS_HELP + " Items can also be added later in code or the admin.",
-        ),
+        "clip_sets": _clip_sets_field(label="Rating items: clip sets (acr and multi)"),
     }
+
+
+def _clip_sets_field(*, label: str) -> forms.CharField:
+    return forms.CharField(
+        label=label,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text=rating_services.CLIP_SETS_HELP + " More items can be added later on the study's edit page.",
+    )
 
 
 SCREENING_FIELDS = ("screening", "screening_trials", "screening_pass", "screening_retries", "screening_existing_members")

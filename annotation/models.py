@@ -51,6 +51,7 @@ class Selection(models.TextChoices):
 class ScreeningKind(models.TextChoices):
     OFF = "off", "No screening"
     HUGGINS = "huggins", "Headphone check: Huggins pitch (Milne et al., 2021)"
+    ANTIPHASE = "antiphase", "Headphone check: antiphase loudness (Woods et al., 2017)"
 
 
 class ChosenBy(models.TextChoices):

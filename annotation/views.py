@@ -254,11 +254,12 @@ def study_edit(request: HttpRequest, name: str) -> HttpResponse:
         if form.is_valid():
             parameters = {key: value for key, value in form.cleaned_data.items() if key != "name"}
             try:
-                services.study_update(study=study, **parameters)
+                rating_services.rating_study_update(study=study, **parameters)
             except ServiceError as exc:
                 _form_error(form, exc)
             else:
-                messages.success(request, "Study parameters saved. They apply to pairs served from now on.")
+                added = len(parameters.get("clip_sets") or ())
+                messages.success(request, "Study parameters saved. They apply to tasks served from now on." + (f" {added} rating item(s) added." if added else ""))
                 return redirect("study-manage", name=study.name)
     else:
         form = StudyForm(instance=study)

@@ -1,11 +1,13 @@
 from django.contrib import admin, messages
 
+from common.admin import ModelAdmin
+
 from .models import ArenaPrompt, ArenaSystem, Battle, CatalogClip, LeaderboardSnapshot, RejectedVote, Visitor, Vote
 from .services import system_health_check
 
 
 @admin.register(ArenaSystem)
-class ArenaSystemAdmin(admin.ModelAdmin):
+class ArenaSystemAdmin(ModelAdmin):
     list_display = ("system", "adapter_kind", "weight", "is_active", "is_private", "supports_vocals", "supports_instrumental", "max_duration_seconds", "health", "health_checked_at")
     list_filter = ("adapter_kind", "is_active", "is_private", "health", "supports_vocals", "supports_instrumental")
     list_editable = ("weight", "is_active", "is_private")
@@ -22,7 +24,7 @@ class ArenaSystemAdmin(admin.ModelAdmin):
 
 
 @admin.register(ArenaPrompt)
-class ArenaPromptAdmin(admin.ModelAdmin):
+class ArenaPromptAdmin(ModelAdmin):
     list_display = ("id", "__str__", "is_prebaked", "is_active")
     list_filter = ("is_prebaked", "is_active")
     search_fields = ("text", "lyrics")
@@ -30,7 +32,7 @@ class ArenaPromptAdmin(admin.ModelAdmin):
 
 
 @admin.register(CatalogClip)
-class CatalogClipAdmin(admin.ModelAdmin):
+class CatalogClipAdmin(ModelAdmin):
     list_display = ("id", "arena_system", "prompt", "clip")
     list_filter = ("arena_system",)
     search_fields = ("prompt",)
@@ -38,7 +40,7 @@ class CatalogClipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Battle)
-class BattleAdmin(admin.ModelAdmin):
+class BattleAdmin(ModelAdmin):
     list_display = ("public_id", "status", "system_a", "system_b", "is_instrumental", "is_prebaked", "created_at")
     list_filter = ("status", "is_instrumental", "is_prebaked")
     search_fields = ("public_id", "prompt")
@@ -47,21 +49,21 @@ class BattleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Vote)
-class VoteAdmin(admin.ModelAdmin):
+class VoteAdmin(ModelAdmin):
     list_display = ("id", "battle", "choice", "source", "listen_seconds_a", "listen_seconds_b", "created_at")
     list_filter = ("source", "choice")
     raw_id_fields = ("battle", "visitor")
 
 
 @admin.register(RejectedVote)
-class RejectedVoteAdmin(admin.ModelAdmin):
+class RejectedVoteAdmin(ModelAdmin):
     list_display = ("id", "battle", "reason", "choice", "created_at")
     list_filter = ("reason",)
     raw_id_fields = ("battle", "visitor")
 
 
 @admin.register(Visitor)
-class VisitorAdmin(admin.ModelAdmin):
+class VisitorAdmin(ModelAdmin):
     list_display = ("pseudonym", "terms_version", "terms_accepted_at", "is_banned", "created_at")
     list_filter = ("is_banned", "terms_version")
     list_editable = ("is_banned",)
@@ -70,5 +72,5 @@ class VisitorAdmin(admin.ModelAdmin):
 
 
 @admin.register(LeaderboardSnapshot)
-class LeaderboardSnapshotAdmin(admin.ModelAdmin):
+class LeaderboardSnapshotAdmin(ModelAdmin):
     list_display = ("id", "computed_at", "votes")

@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from django.shortcuts import render
 
 from annotation.models import Study
+from common.admin import ModelAdmin
 from common.errors import ServiceError
 
 from . import services
@@ -20,7 +21,7 @@ class LaunchForm(forms.Form):
 
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(ModelAdmin):
     list_display = ("key", "kind", "version", "queue", "enabled", "weights", "availability")
     list_filter = ("kind", "queue", "enabled")
     search_fields = ("key", "weights")
@@ -73,7 +74,7 @@ class JudgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(ScoringRun)
-class ScoringRunAdmin(admin.ModelAdmin):
+class ScoringRunAdmin(ModelAdmin):
     list_display = ("id", "judge", "study", "template", "state", "done", "failed", "total", "created_at")
     list_filter = ("state", "judge", "study")
     readonly_fields = ("pair_ids", "summary", "done", "failed", "total", "finished_at", "created_at")
@@ -95,34 +96,34 @@ class ScoringRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Verdict)
-class VerdictAdmin(admin.ModelAdmin):
+class VerdictAdmin(ModelAdmin):
     list_display = ("id", "run", "pair", "status", "created_at")
     list_filter = ("status", "run__judge")
     raw_id_fields = ("pair", "alignment_choice", "musicality_choice")
 
 
 @admin.register(ClipScore)
-class ClipScoreAdmin(admin.ModelAdmin):
+class ClipScoreAdmin(ModelAdmin):
     list_display = ("id", "judge", "judge_version", "clip_sha256", "context_key")
     list_filter = ("judge",)
     search_fields = ("clip_sha256",)
 
 
 @admin.register(ExternalResultSet)
-class ExternalResultSetAdmin(admin.ModelAdmin):
+class ExternalResultSetAdmin(ModelAdmin):
     list_display = ("name", "judge_name", "created_at")
     readonly_fields = ("sha256", "published_summary", "computed_summary")
 
 
 @admin.register(ExternalResultRow)
-class ExternalResultRowAdmin(admin.ModelAdmin):
+class ExternalResultRowAdmin(ModelAdmin):
     list_display = ("result_set", "row_index", "subset", "audio_a", "audio_b")
     list_filter = ("result_set", "subset")
     raw_id_fields = ("pair",)
 
 
 @admin.register(TrainingRun)
-class TrainingRunAdmin(admin.ModelAdmin):
+class TrainingRunAdmin(ModelAdmin):
     list_display = ("id", "study", "feature_judge", "seed", "state", "stage", "judge", "created_at")
     list_filter = ("state", "feature_judge")
     readonly_fields = ("options", "metrics", "error")

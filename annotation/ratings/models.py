@@ -35,6 +35,11 @@ MAX_MULTI_CLIPS = 12
 LABELS = tuple("ABCDEFGHIJKL")[:MAX_MULTI_CLIPS]
 
 
+def task_scale(task: str) -> tuple[int, int]:
+    """The lowest and highest rating a task type takes: ACR's five categories, or the multi-stimulus 0-100 slider."""
+    return (1, 5) if task == TaskType.ACR else (0, 100)
+
+
 class RatingTask(models.Model):
     """Makes a study a rating study; a study without one collects pairwise votes (today's task)."""
 
@@ -48,7 +53,7 @@ class RatingTask(models.Model):
 
     @property
     def scale(self) -> tuple[int, int]:
-        return (1, 5) if self.task == TaskType.ACR else (0, 100)
+        return task_scale(self.task)
 
 
 class RatingItem(models.Model):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 from datetime import timedelta
 
@@ -31,7 +32,7 @@ from auditorium.deferred import deferred_rows
 from common import listening
 from common.errors import ServiceError
 
-from .models import LABELS, MAX_MULTI_CLIPS, Rating, RatingAssignment, RatingItem, RatingItemClip, RatingListeningEvent, RatingSubmission, RatingTask, TaskType
+from .models import LABELS, MAX_MULTI_CLIPS, Rating, RatingAssignment, RatingItem, RatingItemClip, RatingListeningEvent, RatingSubmission, RatingTask, TaskType, task_scale
 
 State = RatingAssignment.State
 SPECIAL = (RatingItem.Kind.GOLD, RatingItem.Kind.TRAP)
@@ -62,9 +63,13 @@ def rating_task_set(*, study: Study, task: str, dimensions: list[str]) -> Rating
 CLIP_SETS_HELP = (
     "One item per line: the clips' sha256 (or their first 12 or more characters) separated by spaces; in a multi study "
     "ref=<clip> and anchor=<clip> add the hidden reference and low anchor. The prompt follows a | sign; without one the "
-    "item takes the condition of the first clip's earliest pair or rating item."
+    "item takes the condition of the first clip's earliest pair or rating item. A line that starts with gold (a clip of "
+    "known quality) or trap (a clip whose audio asks for a given answer) is a check item: after a clip, "
+    "<dimension>=<low>-<high> gives the range its rating must fall in (e.g. gold 3f2a9c4e1b7d musicality=4-5)."
 )
 _HEX = frozenset("0123456789abcdef")
+_RANGE = re.compile(r"^(?P<low>\d+(?:\.\d+)?)-(?P<high>\d+(?:\.\d+)?)$")
+_KINDS = {"gold": RatingItem.Kind.GOLD, "trap": RatingItem.Kind.TRAP}
 
 
 def _clip_named(token: str, *, line: int) -> Clip:
@@ -77,22 +82,44 @@ def _clip_named(token: str, *, line: int) -> Clip:
     return found[0]
 
 
-def clip_sets_parse(text: str, *, task: str) -> list[dict]:
-    """The items a study form's clip-set box names (CLIP_SETS_HELP): [{"clips", "reference", "anchor", "prompt"}], each
-    checked against the task (acr: exactly one clip; multi: 2 to MAX_MULTI_CLIPS, reference and anchor included)."""
+def _range_of(key: str, value: str, *, line: int, task: str, dimensions, last: Clip | None, expected: dict) -> None:
+    """`dimension=low-high` after a clip: the range that clip's rating must fall in (gold and trap items)."""
+    low_high = _RANGE.match(value)
+    if key not in dimensions:
+        asked = ", ".join(dimensions) or "none yet"
+        raise ServiceError(f"Line {line}: {key}= is neither ref=, anchor= nor a dimension this study asks ({asked}).", code="bad_clip_sets")
+    if last is None:
+        raise ServiceError(f"Line {line}: the range {key}={value} follows no clip; write it after the clip it is for.", code="bad_clip_sets")
+    scale = task_scale(task)
+    if low_high is None or not scale[0] <= float(low_high["low"]) <= float(low_high["high"]) <= scale[1]:
+        raise ServiceError(
+            f"Line {line}: {key}={value} is not a range low-high within the scale {scale[0]}-{scale[1]} (e.g. {key}={scale[1] - 1}-{scale[1]}).",
+            code="bad_clip_sets",
+        )
+    expected.setdefault(last.pk, {})[key] = [float(low_high["low"]), float(low_high["high"])]
+
+
+def clip_sets_parse(text: str, *, task: str, dimensions=DIMENSIONS) -> list[dict]:
+    """The items a study form's clip-set box names (CLIP_SETS_HELP): [{"clips", "reference", "anchor", "prompt", "kind",
+    "expected"}], each checked against the task (acr: exactly one clip; multi: 2 to MAX_MULTI_CLIPS, reference and anchor
+    included) and the dimensions asked (a gold or trap line gives at least one range, and only a check line gives any)."""
     items = []
     for line, raw in enumerate((text or "").splitlines(), start=1):
         body, _, prompt = raw.partition("|")
         if not body.strip() or body.lstrip().startswith("#"):
             continue
-        entry: dict = {"clips": [], "reference": None, "anchor": None, "prompt": prompt.strip()}
-        for token in body.split():
+        tokens = body.split()
+        kind = _KINDS.get(tokens[0].lower(), RatingItem.Kind.REGULAR)
+        entry: dict = {"clips": [], "reference": None, "anchor": None, "prompt": prompt.strip(), "kind": kind, "expected": {}}
+        last = None
+        for token in tokens[1:] if kind != RatingItem.Kind.REGULAR else tokens:
             role, _, name = token.partition("=") if "=" in token else ("", "", token)
             if role not in ("", "ref", "anchor"):
-                raise ServiceError(f"Line {line}: {role}= is not a role; use ref= or anchor=.", code="bad_clip_sets")
+                _range_of(role, name, line=line, task=task, dimensions=dimensions, last=last, expected=entry["expected"])
+                continue
             if role and task != TaskType.MULTI:
                 raise ServiceError(f"Line {line}: a reference or anchor belongs to a multi-stimulus item.", code="bad_clip_sets")
-            clip = _clip_named(name, line=line)
+            last = clip = _clip_named(name, line=line)
             if role:
                 entry["reference" if role == "ref" else "anchor"] = clip
             else:
@@ -104,6 +131,10 @@ def clip_sets_parse(text: str, *, task: str) -> list[dict]:
             raise ServiceError(f"Line {line}: an acr item is exactly one clip.", code="bad_clip_sets")
         if task == TaskType.MULTI and not (1 <= len(entry["clips"]) and 2 <= len(shown) <= MAX_MULTI_CLIPS):
             raise ServiceError(f"Line {line}: a multi-stimulus item shows 2 to {MAX_MULTI_CLIPS} clips, reference and anchor included.", code="bad_clip_sets")
+        if kind != RatingItem.Kind.REGULAR and not entry["expected"]:
+            raise ServiceError(f"Line {line}: a {kind} item needs the range of at least one clip, e.g. musicality=4-5 after it.", code="bad_clip_sets")
+        if kind == RatingItem.Kind.REGULAR and entry["expected"]:
+            raise ServiceError(f"Line {line}: only a gold or trap item has expected ranges; start the line with gold or trap.", code="bad_clip_sets")
         if not entry["prompt"]:
             entry["condition"] = _condition_of(entry["clips"][0])
             if entry["condition"] is None:
@@ -127,7 +158,7 @@ def _condition_of(clip: Clip) -> Condition | None:
 def rating_study_create(*, owner=None, task_type: str = TaskType.PAIRWISE, rating_dimensions=(), clip_sets: list[dict] | None = None, **parameters) -> Study:
     """A new study (annotation.services.study_create) with its task type: a pairwise study as before, or a rating study
     with its dimensions and the items of `clip_sets` (clip_sets_parse) added. All of it, or (one refusal) none."""
-    from annotation.services import condition_get_or_create, study_create
+    from annotation.services import study_create
 
     if task_type == TaskType.PAIRWISE:
         if rating_dimensions or clip_sets:
@@ -139,10 +170,43 @@ def rating_study_create(*, owner=None, task_type: str = TaskType.PAIRWISE, ratin
         rating_task_set(study=study, task=task_type, dimensions=list(rating_dimensions))
     except ServiceError as exc:
         raise ServiceError(exc.message, code=exc.code, extra={"errors": {"rating_dimensions": [exc.message]}}) from None
-    for entry in clip_sets or []:
-        condition = entry.get("condition") or condition_get_or_create(prompt=entry["prompt"])[0]
-        rating_item_add(study=study, condition=condition, clips=entry["clips"], reference=entry["reference"], anchor=entry["anchor"])
+    _items_add(study=study, clip_sets=clip_sets or [])
     return study
+
+
+@transaction.atomic
+def rating_study_update(*, study: Study, clip_sets: list[dict] | None = None, **parameters) -> Study:
+    """A study's parameters saved (annotation.services.study_update), with the items of `clip_sets` (clip_sets_parse)
+    added to a rating study. The task type and dimensions stay as made; all of it, or (one refusal) none."""
+    from annotation.services import study_update
+
+    if clip_sets and not RatingTask.objects.filter(study=study).exists():
+        message = "This study collects pairwise votes; rating items belong to an acr or multi study."
+        raise ServiceError(message, code="not_rating_study", status=409, extra={"errors": {"clip_sets": [message]}})
+    study = study_update(study=study, **parameters)
+    _items_add(study=study, clip_sets=clip_sets or [])
+    return study
+
+
+def _items_add(*, study: Study, clip_sets: list[dict]) -> None:
+    from annotation.services import condition_get_or_create
+
+    for line, entry in enumerate(clip_sets, start=1):
+        condition = entry.get("condition") or condition_get_or_create(prompt=entry["prompt"])[0]
+        try:
+            rating_item_add(
+                study=study,
+                condition=condition,
+                clips=entry["clips"],
+                reference=entry["reference"],
+                anchor=entry["anchor"],
+                kind=entry.get("kind", RatingItem.Kind.REGULAR),
+                expected=entry.get("expected"),
+            )
+        except ServiceError as exc:
+            # The form shows the refusal beside the box it came from, and which item it was.
+            message = f"Item {line}: {exc.message}"
+            raise ServiceError(message, code=exc.code, status=exc.status, extra={"errors": {"clip_sets": [message]}}) from None
 
 
 def _expected_clean(expected, *, clip_ids: list[int], dimensions: list[str], scale: tuple[int, int]) -> dict:
@@ -484,6 +548,7 @@ __all__ = [
     "LABELS",
     "clip_sets_parse",
     "rating_study_create",
+    "rating_study_update",
     "rating_item_add",
     "rating_listening_record",
     "rating_next",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import huggins
+from . import antiphase, huggins
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,13 @@ SCREENS: dict[str, Screen] = {
             "heard through headphones. Play each sound and choose the noise with the tone: {choices}."
         ),
         question="Which noise had the tone?",
+    ),
+    "antiphase": Screen(
+        trial_wav=antiphase.trial_wav,
+        score=antiphase.score,
+        choices=tuple(range(1, antiphase.INTERVALS + 1)),
+        instructions=f"Each sound below has {antiphase.INTERVALS} low tones. Play each sound and choose the quietest tone: {{choices}}.",
+        question="Which tone was the quietest?",
     ),
 }
 

@@ -164,6 +164,9 @@ INSTALLED_APPS = [
     "arena",
 ]
 
+# People's answers: never deleted through the admin, directly or by a cascade (common/admin.py).
+ANSWER_MODELS = ["annotation.Judgment", "ratings.RatingSubmission", "ratings.Rating", "arena.Vote"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # A view that cannot get a database connection in time answers 503 with Retry-After, not 500.

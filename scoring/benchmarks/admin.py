@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from common.admin import ModelAdmin
+
 from .models import Benchmark, JudgeEndpoint, Submission, Team
 
 
 @admin.register(Benchmark)
-class BenchmarkAdmin(admin.ModelAdmin):
+class BenchmarkAdmin(ModelAdmin):
     list_display = ("name", "version", "state", "is_dev", "n_items", "created_at")
     list_filter = ("state", "is_dev")
     # Items and labels are frozen at creation; only the description and the state are edited here.
@@ -12,20 +14,20 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(ModelAdmin):
     list_display = ("name", "benchmark", "created_at")
     filter_horizontal = ("members",)
 
 
 @admin.register(JudgeEndpoint)
-class JudgeEndpointAdmin(admin.ModelAdmin):
+class JudgeEndpointAdmin(ModelAdmin):
     list_display = ("name", "team", "url", "created_at")
     # The secret is shown to the team on its page; the admin does not list it.
     exclude = ("secret",)
 
 
 @admin.register(Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(ModelAdmin):
     list_display = ("id", "benchmark", "team", "label", "kind", "state", "n_timeouts", "n_errors", "created_at")
     list_filter = ("kind", "state")
     readonly_fields = ("benchmark", "team", "kind", "file_format", "file_sha256", "judge", "scoring_run", "created_by", "created_at", "finished_at")
