@@ -16,17 +16,19 @@ from datetime import timedelta
 from math import gcd
 
 import numpy as np
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
 from common import listening
 from auditorium.deferred import deferred_rows
 from common.cache import cache_forget, cache_get, cache_set_many
 from common.errors import ServiceError
+from common.precompiled import PrecompiledInsert, PreparedSQL
 from common.rates import salted_hash
 
-from . import conf, jobs, ratelimit, sampling, voting
+from . import conf, jobs, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
@@ -335,6 +337,115 @@ def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, i
 # --- Votes -------------------------------------------------------------------------------
 
 
+# The fast path: a plain vote (the visitor's own battle, ready, not voted yet) is one transaction of two
+# statements: `UPDATE battle SET status = 'voted' WHERE ... AND status = 'ready' RETURNING` the battle's
+# row with the listening record, the day's vote count for the cap and what the reveal shows (system
+# names, clip lengths), then the INSERT of the vote. Any refusal raised after the claim rolls it back.
+# The row lock the UPDATE takes orders concurrent votes on one battle: the second finds it no longer
+# ready and takes the full path (vote_submit), which tells a retry (same idempotency key) from a re-vote.
+
+
+def _claim_sql(connection) -> str:
+    qn = connection.ops.quote_name
+    table = qn(Battle._meta.db_table)
+    columns = ", ".join(f"{table}.{qn(field.column)}" for field in Battle._meta.concrete_fields)
+    clip, arena_system, system = (qn(m._meta.db_table) for m in (Clip, ArenaSystem, System))
+    per_side = []
+    for side in SIDES:
+        per_side += [
+            f"(SELECT c.duration FROM {clip} c WHERE c.id = {table}.clip_{side}_id) AS clip_{side}_duration",
+            f"(SELECT a.is_private FROM {arena_system} a WHERE a.id = {table}.system_{side}_id) AS system_{side}_private",
+            f"(SELECT s.id FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_system_id",
+            f"(SELECT s.name FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_name",
+            f"(SELECT s.organisation FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_organisation",
+        ]
+    vote = qn(Vote._meta.db_table)
+    return (
+        f"UPDATE {table} SET status = %s WHERE public_id = %s AND visitor_id = %s AND status = %s "
+        f"RETURNING {columns}, {', '.join(per_side)}, "
+        f"(SELECT COUNT(*) FROM {vote} v WHERE v.visitor_id = %s AND v.created_at >= %s) AS recent_votes"
+    )
+
+
+# Built once per process and vendor; a prepared statement of the session on PostgreSQL.
+CLAIM = PreparedSQL(_claim_sql)
+_EXTRA = [
+    f"{prefix}_{side}_{suffix}"
+    for side in SIDES
+    for prefix, suffix in (("clip", "duration"), ("system", "private"), ("system", "system_id"), ("system", "name"), ("system", "organisation"))
+] + ["recent_votes"]
+
+
+_converters: dict = {}
+
+
+def _battle_from_row(row, connection) -> Battle:
+    """The battle of the claim's row, its fields through the converters the ORM applies (JSON, dates, UUIDs)."""
+    fields = Battle._meta.concrete_fields
+    converters = _converters.get(connection.vendor)
+    if converters is None:
+        columns = [field.get_col(Battle._meta.db_table) for field in fields]
+        converters = _converters[connection.vendor] = [
+            (column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)) for field, column in zip(fields, columns)
+        ]
+    values = []
+    for (column, field_converters), value in zip(converters, row):
+        if value is not None:
+            for converter in field_converters:
+                value = converter(value, column, connection)
+        values.append(value)
+    battle = Battle.from_db(connection.alias, [field.attname for field in fields], values)
+    for name, value in zip(_EXTRA, row[len(fields) :]):
+        setattr(battle, name, value)
+    return battle
+
+
+def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
+    """Mark the visitor's ready battle voted (inside the caller's transaction) and return it, loaded for the answer; None if it is not that."""
+    since = now - timedelta(days=1)
+    params = [
+        Battle.Status.VOTED,
+        Battle._meta.get_field("public_id").get_db_prep_value(public_id, connection),
+        visitor.pk,
+        Battle.Status.READY,
+        visitor.pk,
+        connection.ops.adapt_datetimefield_value(since),
+    ]
+    row = CLAIM.first(connection, params)
+    if row is None:
+        return None
+    battle = _battle_from_row(row, connection)
+    battle.visitor = visitor
+    for side in SIDES:
+        arena_system = ArenaSystem(id=getattr(battle, f"system_{side}_id"), is_private=bool(getattr(battle, f"system_{side}_private")))
+        arena_system.system = System(
+            id=getattr(battle, f"system_{side}_system_id"), name=getattr(battle, f"system_{side}_name"), organisation=getattr(battle, f"system_{side}_organisation")
+        )
+        setattr(battle, f"system_{side}", arena_system)
+        clip_id = getattr(battle, f"clip_{side}_id")
+        if clip_id is not None:
+            setattr(battle, f"clip_{side}", Clip.from_db(connection.alias, ["id", "duration"], [clip_id, getattr(battle, f"clip_{side}_duration")]))
+    return battle
+
+
+VOTE_INSERT = PrecompiledInsert(Vote)
+
+
+def vote_insert(*, battle: Battle, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str) -> Vote:
+    """The vote's row, with the heard seconds of the server's record; both paths call it inside their transaction."""
+    heard = listen_seconds(battle)
+    return VOTE_INSERT.create(
+        battle=battle,
+        visitor=visitor,
+        choice=choice,
+        feedback=feedback,
+        listen_seconds_a=heard["a"],
+        listen_seconds_b=heard["b"],
+        ip_hash=ip_hash,
+        idempotency_key=idempotency_key,
+    )
+
+
 def _reject(*, battle: Battle | None, visitor: Visitor | None, choice: str, reason: str, ip_hash: str) -> None:
     RejectedVote.objects.create(battle=battle, visitor=visitor, choice=str(choice)[:20], reason=reason, ip_hash=ip_hash)
 
@@ -377,7 +488,7 @@ def _vote_input_clean(*, choice: str, feedback: str) -> str:
 def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now) -> None:
     """The rules a vote on a battle the visitor holds (claimed or locked) must meet: the daily cap, then enough of each clip heard.
 
-    The one statement of them for both paths: voting.vote_cast (the fast path) and vote_submit call it in their transaction.
+    The one statement of them for both paths: vote_fast and vote_submit call it in their transaction.
     """
     cap = conf.get("ARENA_DAILY_VOTE_CAP")
     if cap and recent_votes >= cap:
@@ -409,10 +520,18 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
         _vote_limits(visitor=visitor, ip_hash=ip_hash)
         feedback = _vote_input_clean(choice=choice, feedback=feedback)
         deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
-        return voting.vote_cast(
-            public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
-            check=vote_rules_check, on_commit=leaderboard_queue_refresh, now=now,
-        )
+        now = now or timezone.now()
+        with transaction.atomic():
+            battle = battle_claim(public_id=public_id, visitor=visitor, now=now)
+            if battle is None:
+                return None
+            # What the rules raise rolls the claim back.
+            vote_rules_check(battle=battle, visitor=visitor, recent_votes=battle.recent_votes, now=now)
+            vote = vote_insert(battle=battle, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
+            battle.status = Battle.Status.VOTED
+            # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
+            transaction.on_commit(leaderboard_queue_refresh, robust=True)
+        return vote, battle
     except ArenaError as exc:
         battle = Battle.objects.filter(public_id=public_id, visitor=visitor).first()
         _reject(battle=battle, visitor=visitor, choice=choice, reason=exc.code, ip_hash=ip_hash)
@@ -462,7 +581,7 @@ def vote_submit(
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
             recent_votes = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).count()
             vote_rules_check(battle=locked, visitor=visitor, recent_votes=recent_votes, now=now)
-            vote = voting.vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
+            vote = vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])
             # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
