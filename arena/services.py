@@ -22,8 +22,10 @@ from django.utils import timezone
 from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
 from common import listening
+from auditorium.celery import task
 from auditorium.deferred import deferred_rows
 from common.cache import cache_forget, cache_get, cache_set_many
+from common.debounce import debounced_apply
 from common.errors import ServiceError
 from common.precompiled import PrecompiledInsert, PreparedSQL
 from common.rates import salted_hash
@@ -655,6 +657,6 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     return snapshot
 
 
-def leaderboard_queue_refresh() -> None:
-    """Debounce: one refit per window however many votes arrive in it."""
-    jobs.leaderboard_refresh_debounced(delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))
+def leaderboard_queue_refresh() -> bool:
+    """Debounce: one refit per window however many votes arrive in it; True if this call queued it."""
+    return debounced_apply(task(jobs.LEADERBOARD_REFRESH), key=jobs.LEADERBOARD_PENDING_KEY, delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))

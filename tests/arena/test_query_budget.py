@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from arena import conf, jobs
+from arena import conf, services
 from arena.models import Battle, RejectedVote, Vote
 
 from .conftest import arena_system, listen, ready_battle, visitor_client, visitor_with_terms
@@ -24,7 +24,7 @@ def queued(monkeypatch):
     """The leaderboard refits queued by votes. The refit runs in a Celery worker, not in the vote's
     request; tests run tasks eagerly, so the queueing is recorded here instead of run inline."""
     calls = []
-    monkeypatch.setattr(jobs, "leaderboard_refresh_debounced", lambda **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(services, "leaderboard_queue_refresh", lambda: calls.append(True))
     return calls
 
 
