@@ -116,6 +116,15 @@ def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
     return rows, hidden
 
 
+def voter_vote_rows() -> list[tuple[str, str, str, str, bool]]:
+    """(voter pseudonym, system A, system B, vote, instrumental) for every stored vote."""
+    return list(
+        Vote.objects.order_by("id").values_list(
+            "visitor__pseudonym", "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental"
+        )
+    )
+
+
 def vocal_systems() -> set[str]:
     """Names of the systems that can sing lyrics (Music Arena's boards are split by this capability)."""
     return set(ArenaSystem.objects.filter(supports_vocals=True).values_list("system__name", flat=True))

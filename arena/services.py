@@ -33,11 +33,10 @@ from common.rates import salted_hash
 from . import conf, jobs, ratelimit, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
-from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
+from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method, noisy_boards
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .noisy import noisy_boards, voter_vote_rows
-from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
+from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows, voter_vote_rows
 
 log = logging.getLogger(__name__)
 
