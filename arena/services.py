@@ -28,9 +28,9 @@ from common.cache import cache_forget, cache_get, cache_set_many
 from common.debounce import debounced_apply
 from common.errors import ServiceError
 from common.precompiled import PrecompiledInsert, PreparedSQL
-from common.rates import salted_hash
+from common.rates import hit_many, salted_hash
 
-from . import conf, jobs, ratelimit, sampling
+from . import conf, jobs, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method, noisy_boards
@@ -100,7 +100,7 @@ def _limits(own: tuple[str, str, str, str], *, ip_hash: str = "", network: list[
     """Count the request against `own` (scope, ident, rate setting, message), then each of `network`
     (scope, rate setting, message) for the address hash when there is one; 429 at the first one over."""
     limits = [own, *((scope, ip_hash, setting, message) for scope, setting, message in network if ip_hash)]
-    over, retry = ratelimit.hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
+    over, retry = hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
     if retry:
         raise ArenaError(f"{limits[over][3]} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
 
