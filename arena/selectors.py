@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
 from auditorium.deferred import deferred_rows
 from common import listening
 
-from . import conf
 from .adapters import adapter_for
 from .leaderboard import VoteRow
 from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
@@ -65,7 +65,7 @@ def battle_state(battle: Battle, *, now=None, vote: Vote | None = None) -> dict:
         "is_instrumental": battle.is_instrumental,
         "progress": {"ready": int(battle.clip_a_id is not None) + int(battle.clip_b_id is not None), "total": 2},
         "audio": {side: battle_audio_url(battle, side) for side in ("a", "b")} if ready else None,
-        "min_listen_seconds": float(conf.get("ARENA_MIN_LISTEN_SECONDS")),
+        "min_listen_seconds": float(settings.ARENA_MIN_LISTEN_SECONDS),
         "heard": listen_seconds(battle),
         "listen_seq": battle.listen_seq,
         "vote": None,

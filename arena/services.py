@@ -16,6 +16,7 @@ from datetime import timedelta
 from math import gcd
 
 import numpy as np
+from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -30,7 +31,7 @@ from common.errors import ServiceError
 from common.precompiled import PrecompiledInsert, PreparedSQL
 from common.rates import hit_many, salted_hash
 
-from . import conf, jobs, sampling
+from . import jobs, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method, noisy_boards
@@ -74,7 +75,7 @@ def visitor_forget(sender=None, instance=None, **kwargs) -> None:
 
 def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, str]:
     """Record acceptance of the current terms; returns (visitor, cookie value to set)."""
-    current = conf.get("ARENA_TERMS_VERSION")
+    current = settings.ARENA_TERMS_VERSION
     if version != current:
         raise ArenaError(f"These terms are out of date (version {version}); reload the page to read version {current}.", code="terms_outdated", status=409)
     visitor = visitor_for_cookie(cookie)
@@ -89,7 +90,7 @@ def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, 
 
 
 def _require_terms(visitor: Visitor | None) -> Visitor:
-    if visitor is None or visitor.terms_version != conf.get("ARENA_TERMS_VERSION"):
+    if visitor is None or visitor.terms_version != settings.ARENA_TERMS_VERSION:
         raise ArenaError("Please read and accept the arena terms first.", code="terms_required", status=403)
     if visitor.is_banned:
         raise ArenaError("Voting is closed for this browser.", code="banned", status=403)
@@ -100,7 +101,7 @@ def _limits(own: tuple[str, str, str, str], *, ip_hash: str = "", network: list[
     """Count the request against `own` (scope, ident, rate setting, message), then each of `network`
     (scope, rate setting, message) for the address hash when there is one; 429 at the first one over."""
     limits = [own, *((scope, ip_hash, setting, message) for scope, setting, message in network if ip_hash)]
-    over, retry = hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
+    over, retry = hit_many([(scope, ident, getattr(settings, setting)) for scope, ident, setting, _ in limits])
     if retry:
         raise ArenaError(f"{limits[over][3]} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
 
@@ -120,13 +121,13 @@ class Route:
 def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
     """Validate, moderate and route a prompt; refusals carry machine-readable reasons."""
     prompt, lyrics = (prompt or "").strip(), (lyrics or "").strip()
-    low, high = conf.get("ARENA_PROMPT_MIN_CHARS"), conf.get("ARENA_PROMPT_MAX_CHARS")
+    low, high = settings.ARENA_PROMPT_MIN_CHARS, settings.ARENA_PROMPT_MAX_CHARS
     if len(prompt) < low:
         raise ArenaError(f"Describe the music in at least {low} characters.", code="prompt_too_short")
     if len(prompt) > high:
         raise ArenaError(f"The prompt is {len(prompt)} characters; the limit is {high}.", code="prompt_too_long")
-    if len(lyrics) > conf.get("ARENA_LYRICS_MAX_CHARS"):
-        raise ArenaError(f"The lyrics are {len(lyrics)} characters; the limit is {conf.get('ARENA_LYRICS_MAX_CHARS')}.", code="lyrics_too_long")
+    if len(lyrics) > settings.ARENA_LYRICS_MAX_CHARS:
+        raise ArenaError(f"The lyrics are {len(lyrics)} characters; the limit is {settings.ARENA_LYRICS_MAX_CHARS}.", code="lyrics_too_long")
     verdict = moderate(prompt, lyrics)
     if not verdict["allowed"]:
         words = " ".join(REASON_TEXT.get(r, r) for r in verdict["reasons"])
@@ -147,7 +148,7 @@ def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random
     if len([s for s in pool if s.weight > 0]) < 2:
         kind = "instrumental" if is_instrumental else "vocal"
         raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
-    policy = conf.get("ARENA_SAMPLING")
+    policy = settings.ARENA_SAMPLING
     weights = {s.pk: s.weight for s in pool}
     if policy != sampling.INFORMATIVE:
         a, b = pair_draw(pool, rng=rng)
@@ -155,7 +156,7 @@ def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random
     rng = rng or random.SystemRandom()
     board = board_intervals(board="instrumental" if is_instrumental else "vocal")
     intervals = {s.pk: board.get(s.system.name) for s in pool}
-    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(conf.get("ARENA_SAMPLING_FLOOR")))
+    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(settings.ARENA_SAMPLING_FLOOR))
     (i, j), probability = sampling.pair_pick(probabilities, rng=rng)
     by_pk = {s.pk: s for s in pool}
     first, second = (by_pk[i], by_pk[j]) if rng.random() < 0.5 else (by_pk[j], by_pk[i])
@@ -184,7 +185,7 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
         ],
     )
     route = prompt_route(prompt=prompt, lyrics=lyrics)
-    seconds = float(conf.get("ARENA_CLIP_SECONDS"))
+    seconds = float(settings.ARENA_CLIP_SECONDS)
     key = prompt_key(route.prompt, route.lyrics)
     system_a, system_b, policy, probability = systems_pick(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
     with transaction.atomic():
@@ -217,7 +218,7 @@ def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarra
     audio = np.asarray(audio, dtype=np.float64)
     if audio.ndim == 2:
         audio = audio.mean(axis=1) if audio.shape[1] <= 8 else audio.mean(axis=0)
-    target = int(conf.get("ARENA_SAMPLE_RATE"))
+    target = int(settings.ARENA_SAMPLE_RATE)
     if rate != target:
         g = gcd(int(rate), target)
         audio = resample_poly(audio, target // g, int(rate) // g)
@@ -227,7 +228,7 @@ def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarra
     if len(audio) >= int(0.5 * target) and np.abs(audio).max() > 1e-6:
         loudness = pyloudnorm.Meter(target).integrated_loudness(audio)
         if np.isfinite(loudness):
-            audio = audio * 10 ** ((conf.get("ARENA_TARGET_LUFS") - loudness) / 20.0)
+            audio = audio * 10 ** ((settings.ARENA_TARGET_LUFS - loudness) / 20.0)
     peak = np.abs(audio).max() if len(audio) else 0.0
     if peak > 0.99:
         audio = audio * (0.99 / peak)
@@ -246,7 +247,7 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
         instrumental=battle.is_instrumental,
         seconds=battle.duration_requested,
         seed=battle.seed,
-        sample_rate=int(conf.get("ARENA_SAMPLE_RATE")),
+        sample_rate=int(settings.ARENA_SAMPLE_RATE),
     )
     try:
         result = timed_generate(adapter_for(system), request)
@@ -254,9 +255,9 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
             clip_id = result.clip_id
         else:
             audio = _prepare_audio(result.audio, result.sample_rate, seconds=battle.duration_requested)
-            if len(audio) < int(0.5 * conf.get("ARENA_SAMPLE_RATE")):
+            if len(audio) < int(0.5 * settings.ARENA_SAMPLE_RATE):
                 raise GenerationError(f"{system}: clip shorter than half a second")
-            clip, _ = clip_ingest_array(audio=audio, sample_rate=int(conf.get("ARENA_SAMPLE_RATE")), system=system.system, fmt="FLAC")
+            clip, _ = clip_ingest_array(audio=audio, sample_rate=int(settings.ARENA_SAMPLE_RATE), system=system.system, fmt="FLAC")
             clip_id = clip.pk
     except OperationalError:
         raise  # the database, not the system: the task retries
@@ -311,7 +312,7 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
             raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
         fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
         if fresh:
-            if locked.listening.get("events", 0) + len(fresh) > conf.get("ARENA_MAX_EVENTS_PER_BATTLE"):
+            if locked.listening.get("events", 0) + len(fresh) > settings.ARENA_MAX_EVENTS_PER_BATTLE:
                 raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
             now = now or timezone.now()
             ListenEvent.objects.bulk_create([ListenEvent(battle=locked, server_time=now, **event) for event in fresh])
@@ -323,7 +324,7 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
 
 def battle_audio_path(*, battle: Battle, side: str):
     """The side's clip in the one shape every battle clip is served in (arena/blind.py)."""
-    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(conf.get("ARENA_SAMPLE_RATE")))
+    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(settings.ARENA_SAMPLE_RATE))
 
 
 def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, int, int] | None, now=None) -> None:
@@ -481,8 +482,8 @@ def _vote_input_clean(*, choice: str, feedback: str) -> str:
     if choice not in Vote.Choice.values:
         raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
     feedback = (feedback or "").strip()
-    if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-        raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+    if len(feedback) > settings.ARENA_FEEDBACK_MAX_CHARS:
+        raise ArenaError(f"Feedback is limited to {settings.ARENA_FEEDBACK_MAX_CHARS} characters.", code="feedback_too_long")
     return feedback
 
 
@@ -491,12 +492,12 @@ def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now
 
     The one statement of them for both paths: vote_fast and vote_submit call it in their transaction.
     """
-    cap = conf.get("ARENA_DAILY_VOTE_CAP")
+    cap = settings.ARENA_DAILY_VOTE_CAP
     if cap and recent_votes >= cap:
         oldest = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).order_by("created_at").values_list("created_at", flat=True).first() or now
         retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
         raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-    need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+    need = float(settings.ARENA_MIN_LISTEN_SECONDS)
     short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
     if short:
         short = _listening_recounted(battle, need)
@@ -628,16 +629,16 @@ def leaderboard_options(method: str | None = None) -> dict:
     Music Arena's method has its own fixed rules (both_bad dropped, no anchor, 30-vote threshold);
     only the bootstrap rounds and seed carry over to it.
     """
-    method = method or conf.get("ARENA_LEADERBOARD_METHOD")
-    options = {"method": method, "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")), "seed": int(conf.get("ARENA_LEADERBOARD_SEED"))}
+    method = method or settings.ARENA_LEADERBOARD_METHOD
+    options = {"method": method, "rounds": int(settings.ARENA_LEADERBOARD_ROUNDS), "seed": int(settings.ARENA_LEADERBOARD_SEED)}
     if method == MUSIC_ARENA:
         return {**options, "min_votes": MA_MIN_VOTES}
     return {
         **options,
-        "both_bad": conf.get("ARENA_LEADERBOARD_BOTH_BAD"),
-        "anchor": conf.get("ARENA_LEADERBOARD_ANCHOR"),
-        "anchor_rating": float(conf.get("ARENA_LEADERBOARD_ANCHOR_RATING")),
-        "min_votes": int(conf.get("ARENA_LEADERBOARD_MIN_VOTES")),
+        "both_bad": settings.ARENA_LEADERBOARD_BOTH_BAD,
+        "anchor": settings.ARENA_LEADERBOARD_ANCHOR,
+        "anchor_rating": float(settings.ARENA_LEADERBOARD_ANCHOR_RATING),
+        "min_votes": int(settings.ARENA_LEADERBOARD_MIN_VOTES),
     }
 
 
@@ -658,4 +659,4 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
 
 def leaderboard_queue_refresh() -> bool:
     """Debounce: one refit per window however many votes arrive in it; True if this call queued it."""
-    return debounced_apply(task(jobs.LEADERBOARD_REFRESH), key=jobs.LEADERBOARD_PENDING_KEY, delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))
+    return debounced_apply(task(jobs.LEADERBOARD_REFRESH), key=jobs.LEADERBOARD_PENDING_KEY, delay=int(settings.ARENA_LEADERBOARD_DEBOUNCE_SECONDS))
