@@ -8,8 +8,8 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from auditorium.deferred import deferred_rows
 from common import listening
+from common.deferred import deferred_rows
 
 from .adapters import adapter_for
 from .leaderboard import VoteRow
@@ -28,7 +28,7 @@ def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list
 
 def listening_record(battle: Battle) -> dict:
     """The battle's listening record from its stored events and audio fetches (common.listening.evidence)."""
-    deferred_rows.flush()  # this process's queued audio notes first (auditorium/deferred.py)
+    deferred_rows.flush()  # this process's queued audio notes first (common/deferred.py)
     events = [
         listening.Event(seq=seq or 0, side=side, kind=kind, at=at)
         for seq, side, kind, at in ListenEvent.objects.filter(battle=battle).values_list("seq", "side", "kind", "server_time")

@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
-from common import listening
 from auditorium.celery import task
-from auditorium.deferred import deferred_rows
+from common import listening
 from common.cache import cache_forget, cache_get, cache_set_many
 from common.debounce import debounced_apply
+from common.deferred import deferred_rows
 from common.errors import ServiceError
 from common.precompiled import PrecompiledInsert, PreparedSQL
 from common.rates import hit_many, salted_hash
@@ -332,7 +332,7 @@ def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, i
     if served is None:
         return
     first, last, total = served
-    # Queued under the ASGI server and written in batches; readers flush first (auditorium/deferred.py).
+    # Queued under the ASGI server and written in batches; readers flush first (common/deferred.py).
     deferred_rows.add(BattleAudioFetch(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 

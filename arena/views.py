@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
-from auditorium.ranged import ranged_file_response
+from common.ranged import ranged_file_response
 
 from .models import Battle
 from .release_builds import release_visible
