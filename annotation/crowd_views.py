@@ -20,8 +20,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
-from auditorium.ranged import ranged_file_response
 from common.errors import ServiceError
+from common.ranged import ranged_file_response
 from common.roles import is_researcher
 
 from . import selectors, services

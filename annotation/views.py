@@ -17,9 +17,9 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from auditorium.ranged import ranged_file_response
 from common.errors import ServiceError
 from common.guards import forbidden, researcher_required
+from common.ranged import ranged_file_response
 from common.roles import is_researcher
 
 from . import selectors, services

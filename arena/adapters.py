@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import soundfile as sf
+from django.conf import settings
 
 from auditorium.runtime import cached_model, pick_device
 
-from . import conf
 from .models import AdapterKind, ArenaSystem, CatalogClip
 
 
@@ -141,7 +141,7 @@ class HttpAdapter(Adapter):
             "sample_rate": request.sample_rate,
         }
         body = json.dumps(payload).encode()
-        timeout = float(self.config.get("timeout", conf.get("ARENA_HTTP_TIMEOUT")))
+        timeout = float(self.config.get("timeout", settings.ARENA_HTTP_TIMEOUT))
         retries = int(self.config.get("retries", 1))
         last: Exception | None = None
         for attempt in range(retries + 1):
@@ -158,7 +158,7 @@ class HttpAdapter(Adapter):
         raise GenerationError(f"{self.arena_system}: generation failed after {retries + 1} attempts: {last}")
 
     def health(self) -> tuple[bool, str]:
-        timeout = float(self.config.get("health_timeout", conf.get("ARENA_HEALTH_TIMEOUT")))
+        timeout = float(self.config.get("health_timeout", settings.ARENA_HEALTH_TIMEOUT))
         try:
             with urllib.request.urlopen(self._url("/health"), timeout=timeout) as response:  # noqa: S310
                 return (200 <= response.status < 300), f"HTTP {response.status}"

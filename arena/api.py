@@ -23,7 +23,7 @@ from common.precompiled import Precompiled
 from common.proxy import client_address
 from common.rates import salted_hash
 
-from . import conf, services
+from . import services
 from .models import ArenaPrompt, Battle, ListenEvent
 from .selectors import battle_state, leaderboard_latest
 from .services import ArenaError
@@ -32,7 +32,7 @@ from .services import ArenaError
 def client_ip_hash(request) -> str:
     """Salted hash of the client address; the raw address goes no further than this function."""
     # X-Forwarded-For counts only from a trusted proxy (common/proxy.py); ARENA_TRUST_X_FORWARDED_FOR is the older name of AUDITORIUM_BEHIND_PROXY here.
-    ip = client_address(request, trust_forwarded=bool(settings.AUDITORIUM_BEHIND_PROXY or conf.get("ARENA_TRUST_X_FORWARDED_FOR")))
+    ip = client_address(request, trust_forwarded=bool(settings.AUDITORIUM_BEHIND_PROXY or settings.ARENA_TRUST_X_FORWARDED_FOR))
     return salted_hash("ip", ip) if ip else ""
 
 
@@ -47,7 +47,7 @@ class VisitorAuthentication(BaseAuthentication):
             reason = check.process_view(underlying, None, (), {})
             if reason:
                 raise PermissionDenied(f"CSRF failed: {reason}")
-        visitor = services.visitor_for_cookie(underlying.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+        visitor = services.visitor_for_cookie(underlying.COOKIES.get(settings.ARENA_VISITOR_COOKIE))
         return (None, visitor) if visitor is not None else None
 
 
@@ -58,7 +58,7 @@ class VisitorAuthenticationScheme(OpenApiAuthenticationExtension):
     name = "arenaVisitor"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": conf.get("ARENA_VISITOR_COOKIE")}
+        return {"type": "apiKey", "in": "cookie", "name": settings.ARENA_VISITOR_COOKIE}
 
 
 class ArenaApi(APIView):
@@ -80,7 +80,7 @@ class TermsAcceptApi(ArenaApi):
         data.is_valid(raise_exception=True)
         if not data.validated_data["accept"]:
             raise ArenaError("The arena can only be used after accepting the terms.", code="terms_required", status=403)
-        cookie_name = conf.get("ARENA_VISITOR_COOKIE")
+        cookie_name = settings.ARENA_VISITOR_COOKIE
         visitor, cookie = services.visitor_accept_terms(cookie=request.COOKIES.get(cookie_name), version=data.validated_data["version"])
         response = Response({"accepted": True, "terms_version": visitor.terms_version})
         response.set_cookie(cookie_name, cookie, max_age=365 * 24 * 3600, httponly=True, samesite="Lax", secure=request.is_secure())
@@ -155,7 +155,7 @@ class ListenEventsApi(ArenaApi):
         events = self.EventSerializer(data=data.validated_data["events"], many=True)
         events.is_valid(raise_exception=True)
         result = services.listen_events_record(battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data])
-        need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+        need = float(settings.ARENA_MIN_LISTEN_SECONDS)
         heard = result["heard"]
         return Response({**result, "min_listen_seconds": need, "can_vote": heard["a"] >= need and heard["b"] >= need})
 

@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 
 import soundfile as sf
+from django.conf import settings
 from django.db import transaction
 
 from annotation.services import SUPPORTED_AUDIO, audio_probe, clip_ingest_array, system_get_or_create
 from common.errors import ServiceError
 
-from . import conf
 from .adapters import prompt_key
 from .models import AdapterKind, ArenaPrompt, ArenaSystem, CatalogClip
 from .services import _prepare_audio
@@ -34,10 +34,10 @@ def _catalog_system(name: str) -> ArenaSystem:
 def catalog_add(*, system_name: str, prompt: str, lyrics: str, path: Path, add_to_pool: bool = True) -> CatalogClip:
     audio_probe(path)  # readable error for a broken file before anything is stored
     audio, rate = sf.read(str(path), dtype="float32", always_2d=False)
-    seconds = float(conf.get("ARENA_CLIP_SECONDS"))
+    seconds = float(settings.ARENA_CLIP_SECONDS)
     prepared = _prepare_audio(audio, int(rate), seconds=seconds)
     arena_system = _catalog_system(system_name)
-    clip, _ = clip_ingest_array(audio=prepared, sample_rate=int(conf.get("ARENA_SAMPLE_RATE")), system=arena_system.system, original_name=str(path))
+    clip, _ = clip_ingest_array(audio=prepared, sample_rate=int(settings.ARENA_SAMPLE_RATE), system=arena_system.system, original_name=str(path))
     key = prompt_key(prompt, lyrics)
     entry, _ = CatalogClip.objects.get_or_create(arena_system=arena_system, prompt_key=key, clip=clip, defaults={"prompt": prompt, "lyrics": lyrics})
     if lyrics.strip() and not arena_system.supports_vocals:

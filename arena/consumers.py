@@ -1,12 +1,28 @@
-"""Live leaderboard: the page joins one group and receives every refit."""
+"""Live leaderboard: the page joins one group and receives every refit, pushed after commit by the refit task and the leaderboard command."""
 
 from __future__ import annotations
 
+import logging
+
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
 
-from .broadcast import LEADERBOARD_GROUP
 from .selectors import leaderboard_latest
+
+LEADERBOARD_GROUP = "arena.leaderboard"
+log = logging.getLogger(__name__)
+
+
+def leaderboard_broadcast(payload: dict) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(LEADERBOARD_GROUP, {"type": "leaderboard.update", "payload": payload})
+    except Exception:  # a missing Redis must not fail the refit; pages still load the stored board
+        log.exception("leaderboard broadcast failed")
 
 
 class LeaderboardConsumer(AsyncJsonWebsocketConsumer):

@@ -14,9 +14,9 @@ import unicodedata
 
 from better_profanity import Profanity
 from better_profanity.utils import get_complete_path_of_file, read_wordlist
+from django.conf import settings
 from django.utils.module_loading import import_string
 
-from . import conf
 
 REASON_TEXT = {
     "artist_reference": "Please describe the music itself instead of naming an artist or band.",
@@ -107,7 +107,7 @@ def rule_based(prompt: str, lyrics: str = "") -> dict:
 
 
 def moderate(prompt: str, lyrics: str = "") -> dict:
-    hook = import_string(conf.get("ARENA_MODERATION_HOOK"))
+    hook = import_string(settings.ARENA_MODERATION_HOOK)
     result = hook(prompt, lyrics)
     reasons = [str(r) for r in result.get("reasons", [])]
     return {"allowed": bool(result.get("allowed")) and not reasons, "reasons": reasons}

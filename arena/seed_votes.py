@@ -16,12 +16,12 @@ import math
 import random
 from itertools import combinations
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.services import clip_ingest_array
 
-from . import conf
 from .adapters import GenerationRequest, adapter_for, timed_generate
 from .leaderboard import BOARDS
 from .models import AdapterKind, ArenaSystem, Battle, Visitor, Vote
@@ -56,7 +56,7 @@ def _prompts() -> dict[str, list[tuple[str, str]]]:
 
 
 def _rounds(board: str, systems: int) -> int:
-    needed = math.ceil(int(conf.get("ARENA_LEADERBOARD_MIN_VOTES")) / max(1, systems - 1))
+    needed = math.ceil(int(settings.ARENA_LEADERBOARD_MIN_VOTES) / max(1, systems - 1))
     return max(ROUNDS[board], needed)
 
 
@@ -103,7 +103,7 @@ def _clip(system: ArenaSystem, *, prompt: str, lyrics: str, seed: int, cache: di
 
     key = (system.pk, prompt, lyrics, seed)
     if key not in cache:
-        rate, seconds = int(conf.get("ARENA_SAMPLE_RATE")), float(conf.get("ARENA_CLIP_SECONDS"))
+        rate, seconds = int(settings.ARENA_SAMPLE_RATE), float(settings.ARENA_CLIP_SECONDS)
         request = GenerationRequest(prompt=prompt, lyrics=lyrics, instrumental=not lyrics, seconds=seconds, seed=seed, sample_rate=rate)
         result = timed_generate(adapter_for(system), request)
         audio = _prepare_audio(result.audio, result.sample_rate, seconds=seconds)
@@ -137,7 +137,7 @@ def _store(items: list[dict]) -> None:
         Visitor.objects.get_or_create(cookie_hash=name, defaults={"pseudonym": name})[0]
         for name in SEEDED_VISITORS
     ]
-    now, seconds, clips = timezone.now(), float(conf.get("ARENA_CLIP_SECONDS")), {}
+    now, seconds, clips = timezone.now(), float(settings.ARENA_CLIP_SECONDS), {}
     battles, votes = [], []
     for item in items:
         sides = {side: _clip(item[side], prompt=item["prompt"], lyrics=item["lyrics"], seed=item["seed"], cache=clips) for side in ("a", "b")}

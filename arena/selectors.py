@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from auditorium.deferred import deferred_rows
 from common import listening
+from common.deferred import deferred_rows
 
-from . import conf
 from .adapters import adapter_for
 from .leaderboard import VoteRow
 from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
@@ -28,7 +28,7 @@ def systems_eligible(*, is_instrumental: bool, seconds: float, key: str) -> list
 
 def listening_record(battle: Battle) -> dict:
     """The battle's listening record from its stored events and audio fetches (common.listening.evidence)."""
-    deferred_rows.flush()  # this process's queued audio notes first (auditorium/deferred.py)
+    deferred_rows.flush()  # this process's queued audio notes first (common/deferred.py)
     events = [
         listening.Event(seq=seq or 0, side=side, kind=kind, at=at)
         for seq, side, kind, at in ListenEvent.objects.filter(battle=battle).values_list("seq", "side", "kind", "server_time")
@@ -65,7 +65,7 @@ def battle_state(battle: Battle, *, now=None, vote: Vote | None = None) -> dict:
         "is_instrumental": battle.is_instrumental,
         "progress": {"ready": int(battle.clip_a_id is not None) + int(battle.clip_b_id is not None), "total": 2},
         "audio": {side: battle_audio_url(battle, side) for side in ("a", "b")} if ready else None,
-        "min_listen_seconds": float(conf.get("ARENA_MIN_LISTEN_SECONDS")),
+        "min_listen_seconds": float(settings.ARENA_MIN_LISTEN_SECONDS),
         "heard": listen_seconds(battle),
         "listen_seq": battle.listen_seq,
         "vote": None,
@@ -114,6 +114,15 @@ def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
     rows = [VoteRow(a, b, choice, instrumental, source == Vote.Source.SEEDED) for a, b, choice, instrumental, source in query]
     hidden = set(ArenaSystem.objects.filter(is_private=True).values_list("system__name", flat=True))
     return rows, hidden
+
+
+def voter_vote_rows() -> list[tuple[str, str, str, str, bool]]:
+    """(voter pseudonym, system A, system B, vote, instrumental) for every stored vote."""
+    return list(
+        Vote.objects.order_by("id").values_list(
+            "visitor__pseudonym", "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental"
+        )
+    )
 
 
 def vocal_systems() -> set[str]:

@@ -16,24 +16,28 @@ from datetime import timedelta
 from math import gcd
 
 import numpy as np
-from django.db import IntegrityError, OperationalError, transaction
+from django.conf import settings
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
+from auditorium.celery import task
 from common import listening
-from auditorium.deferred import deferred_rows
 from common.cache import cache_forget, cache_get, cache_set_many
+from common.debounce import debounced_apply
+from common.deferred import deferred_rows
 from common.errors import ServiceError
-from common.rates import salted_hash
+from common.precompiled import PrecompiledInsert, PreparedSQL
+from common.rates import hit_many, salted_hash
 
-from . import conf, jobs, ratelimit, sampling, voting
+from . import jobs, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
-from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method
+from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method, noisy_boards
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .noisy import noisy_boards, voter_vote_rows
-from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows
+from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows, voter_vote_rows
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +75,7 @@ def visitor_forget(sender=None, instance=None, **kwargs) -> None:
 
 def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, str]:
     """Record acceptance of the current terms; returns (visitor, cookie value to set)."""
-    current = conf.get("ARENA_TERMS_VERSION")
+    current = settings.ARENA_TERMS_VERSION
     if version != current:
         raise ArenaError(f"These terms are out of date (version {version}); reload the page to read version {current}.", code="terms_outdated", status=409)
     visitor = visitor_for_cookie(cookie)
@@ -86,7 +90,7 @@ def visitor_accept_terms(*, cookie: str | None, version: str) -> tuple[Visitor, 
 
 
 def _require_terms(visitor: Visitor | None) -> Visitor:
-    if visitor is None or visitor.terms_version != conf.get("ARENA_TERMS_VERSION"):
+    if visitor is None or visitor.terms_version != settings.ARENA_TERMS_VERSION:
         raise ArenaError("Please read and accept the arena terms first.", code="terms_required", status=403)
     if visitor.is_banned:
         raise ArenaError("Voting is closed for this browser.", code="banned", status=403)
@@ -97,7 +101,7 @@ def _limits(own: tuple[str, str, str, str], *, ip_hash: str = "", network: list[
     """Count the request against `own` (scope, ident, rate setting, message), then each of `network`
     (scope, rate setting, message) for the address hash when there is one; 429 at the first one over."""
     limits = [own, *((scope, ip_hash, setting, message) for scope, setting, message in network if ip_hash)]
-    over, retry = ratelimit.hit_many([(scope, ident, conf.get(setting)) for scope, ident, setting, _ in limits])
+    over, retry = hit_many([(scope, ident, getattr(settings, setting)) for scope, ident, setting, _ in limits])
     if retry:
         raise ArenaError(f"{limits[over][3]} Please try again in {retry} s.", code="rate_limited", status=429, retry_after=retry)
 
@@ -117,13 +121,13 @@ class Route:
 def prompt_route(*, prompt: str, lyrics: str = "") -> Route:
     """Validate, moderate and route a prompt; refusals carry machine-readable reasons."""
     prompt, lyrics = (prompt or "").strip(), (lyrics or "").strip()
-    low, high = conf.get("ARENA_PROMPT_MIN_CHARS"), conf.get("ARENA_PROMPT_MAX_CHARS")
+    low, high = settings.ARENA_PROMPT_MIN_CHARS, settings.ARENA_PROMPT_MAX_CHARS
     if len(prompt) < low:
         raise ArenaError(f"Describe the music in at least {low} characters.", code="prompt_too_short")
     if len(prompt) > high:
         raise ArenaError(f"The prompt is {len(prompt)} characters; the limit is {high}.", code="prompt_too_long")
-    if len(lyrics) > conf.get("ARENA_LYRICS_MAX_CHARS"):
-        raise ArenaError(f"The lyrics are {len(lyrics)} characters; the limit is {conf.get('ARENA_LYRICS_MAX_CHARS')}.", code="lyrics_too_long")
+    if len(lyrics) > settings.ARENA_LYRICS_MAX_CHARS:
+        raise ArenaError(f"The lyrics are {len(lyrics)} characters; the limit is {settings.ARENA_LYRICS_MAX_CHARS}.", code="lyrics_too_long")
     verdict = moderate(prompt, lyrics)
     if not verdict["allowed"]:
         words = " ".join(REASON_TEXT.get(r, r) for r in verdict["reasons"])
@@ -144,7 +148,7 @@ def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random
     if len([s for s in pool if s.weight > 0]) < 2:
         kind = "instrumental" if is_instrumental else "vocal"
         raise ArenaError(f"Not enough {kind} systems are available right now; try again later or try a different prompt.", code="no_systems", status=503)
-    policy = conf.get("ARENA_SAMPLING")
+    policy = settings.ARENA_SAMPLING
     weights = {s.pk: s.weight for s in pool}
     if policy != sampling.INFORMATIVE:
         a, b = pair_draw(pool, rng=rng)
@@ -152,7 +156,7 @@ def systems_pick(*, is_instrumental: bool, seconds: float, key: str, rng: random
     rng = rng or random.SystemRandom()
     board = board_intervals(board="instrumental" if is_instrumental else "vocal")
     intervals = {s.pk: board.get(s.system.name) for s in pool}
-    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(conf.get("ARENA_SAMPLING_FLOOR")))
+    probabilities = sampling.pair_probabilities(weights, policy=policy, intervals=intervals, floor=float(settings.ARENA_SAMPLING_FLOOR))
     (i, j), probability = sampling.pair_pick(probabilities, rng=rng)
     by_pk = {s.pk: s for s in pool}
     first, second = (by_pk[i], by_pk[j]) if rng.random() < 0.5 else (by_pk[j], by_pk[i])
@@ -181,7 +185,7 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
         ],
     )
     route = prompt_route(prompt=prompt, lyrics=lyrics)
-    seconds = float(conf.get("ARENA_CLIP_SECONDS"))
+    seconds = float(settings.ARENA_CLIP_SECONDS)
     key = prompt_key(route.prompt, route.lyrics)
     system_a, system_b, policy, probability = systems_pick(is_instrumental=route.is_instrumental, seconds=seconds, key=key, rng=rng)
     with transaction.atomic():
@@ -214,7 +218,7 @@ def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarra
     audio = np.asarray(audio, dtype=np.float64)
     if audio.ndim == 2:
         audio = audio.mean(axis=1) if audio.shape[1] <= 8 else audio.mean(axis=0)
-    target = int(conf.get("ARENA_SAMPLE_RATE"))
+    target = int(settings.ARENA_SAMPLE_RATE)
     if rate != target:
         g = gcd(int(rate), target)
         audio = resample_poly(audio, target // g, int(rate) // g)
@@ -224,7 +228,7 @@ def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarra
     if len(audio) >= int(0.5 * target) and np.abs(audio).max() > 1e-6:
         loudness = pyloudnorm.Meter(target).integrated_loudness(audio)
         if np.isfinite(loudness):
-            audio = audio * 10 ** ((conf.get("ARENA_TARGET_LUFS") - loudness) / 20.0)
+            audio = audio * 10 ** ((settings.ARENA_TARGET_LUFS - loudness) / 20.0)
     peak = np.abs(audio).max() if len(audio) else 0.0
     if peak > 0.99:
         audio = audio * (0.99 / peak)
@@ -243,7 +247,7 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
         instrumental=battle.is_instrumental,
         seconds=battle.duration_requested,
         seed=battle.seed,
-        sample_rate=int(conf.get("ARENA_SAMPLE_RATE")),
+        sample_rate=int(settings.ARENA_SAMPLE_RATE),
     )
     try:
         result = timed_generate(adapter_for(system), request)
@@ -251,9 +255,9 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
             clip_id = result.clip_id
         else:
             audio = _prepare_audio(result.audio, result.sample_rate, seconds=battle.duration_requested)
-            if len(audio) < int(0.5 * conf.get("ARENA_SAMPLE_RATE")):
+            if len(audio) < int(0.5 * settings.ARENA_SAMPLE_RATE):
                 raise GenerationError(f"{system}: clip shorter than half a second")
-            clip, _ = clip_ingest_array(audio=audio, sample_rate=int(conf.get("ARENA_SAMPLE_RATE")), system=system.system, fmt="FLAC")
+            clip, _ = clip_ingest_array(audio=audio, sample_rate=int(settings.ARENA_SAMPLE_RATE), system=system.system, fmt="FLAC")
             clip_id = clip.pk
     except OperationalError:
         raise  # the database, not the system: the task retries
@@ -308,7 +312,7 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
             raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
         fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
         if fresh:
-            if locked.listening.get("events", 0) + len(fresh) > conf.get("ARENA_MAX_EVENTS_PER_BATTLE"):
+            if locked.listening.get("events", 0) + len(fresh) > settings.ARENA_MAX_EVENTS_PER_BATTLE:
                 raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
             now = now or timezone.now()
             ListenEvent.objects.bulk_create([ListenEvent(battle=locked, server_time=now, **event) for event in fresh])
@@ -320,7 +324,7 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
 
 def battle_audio_path(*, battle: Battle, side: str):
     """The side's clip in the one shape every battle clip is served in (arena/blind.py)."""
-    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(conf.get("ARENA_SAMPLE_RATE")))
+    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(settings.ARENA_SAMPLE_RATE))
 
 
 def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, int, int] | None, now=None) -> None:
@@ -328,11 +332,120 @@ def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, i
     if served is None:
         return
     first, last, total = served
-    # Queued under the ASGI server and written in batches; readers flush first (auditorium/deferred.py).
+    # Queued under the ASGI server and written in batches; readers flush first (common/deferred.py).
     deferred_rows.add(BattleAudioFetch(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 
 # --- Votes -------------------------------------------------------------------------------
+
+
+# The fast path: a plain vote (the visitor's own battle, ready, not voted yet) is one transaction of two
+# statements: `UPDATE battle SET status = 'voted' WHERE ... AND status = 'ready' RETURNING` the battle's
+# row with the listening record, the day's vote count for the cap and what the reveal shows (system
+# names, clip lengths), then the INSERT of the vote. Any refusal raised after the claim rolls it back.
+# The row lock the UPDATE takes orders concurrent votes on one battle: the second finds it no longer
+# ready and takes the full path (vote_submit), which tells a retry (same idempotency key) from a re-vote.
+
+
+def _claim_sql(connection) -> str:
+    qn = connection.ops.quote_name
+    table = qn(Battle._meta.db_table)
+    columns = ", ".join(f"{table}.{qn(field.column)}" for field in Battle._meta.concrete_fields)
+    clip, arena_system, system = (qn(m._meta.db_table) for m in (Clip, ArenaSystem, System))
+    per_side = []
+    for side in SIDES:
+        per_side += [
+            f"(SELECT c.duration FROM {clip} c WHERE c.id = {table}.clip_{side}_id) AS clip_{side}_duration",
+            f"(SELECT a.is_private FROM {arena_system} a WHERE a.id = {table}.system_{side}_id) AS system_{side}_private",
+            f"(SELECT s.id FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_system_id",
+            f"(SELECT s.name FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_name",
+            f"(SELECT s.organisation FROM {arena_system} a JOIN {system} s ON s.id = a.system_id WHERE a.id = {table}.system_{side}_id) AS system_{side}_organisation",
+        ]
+    vote = qn(Vote._meta.db_table)
+    return (
+        f"UPDATE {table} SET status = %s WHERE public_id = %s AND visitor_id = %s AND status = %s "
+        f"RETURNING {columns}, {', '.join(per_side)}, "
+        f"(SELECT COUNT(*) FROM {vote} v WHERE v.visitor_id = %s AND v.created_at >= %s) AS recent_votes"
+    )
+
+
+# Built once per process and vendor; a prepared statement of the session on PostgreSQL.
+CLAIM = PreparedSQL(_claim_sql)
+_EXTRA = [
+    f"{prefix}_{side}_{suffix}"
+    for side in SIDES
+    for prefix, suffix in (("clip", "duration"), ("system", "private"), ("system", "system_id"), ("system", "name"), ("system", "organisation"))
+] + ["recent_votes"]
+
+
+_converters: dict = {}
+
+
+def _battle_from_row(row, connection) -> Battle:
+    """The battle of the claim's row, its fields through the converters the ORM applies (JSON, dates, UUIDs)."""
+    fields = Battle._meta.concrete_fields
+    converters = _converters.get(connection.vendor)
+    if converters is None:
+        columns = [field.get_col(Battle._meta.db_table) for field in fields]
+        converters = _converters[connection.vendor] = [
+            (column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)) for field, column in zip(fields, columns)
+        ]
+    values = []
+    for (column, field_converters), value in zip(converters, row):
+        if value is not None:
+            for converter in field_converters:
+                value = converter(value, column, connection)
+        values.append(value)
+    battle = Battle.from_db(connection.alias, [field.attname for field in fields], values)
+    for name, value in zip(_EXTRA, row[len(fields) :]):
+        setattr(battle, name, value)
+    return battle
+
+
+def battle_claim(*, public_id, visitor: Visitor, now) -> Battle | None:
+    """Mark the visitor's ready battle voted (inside the caller's transaction) and return it, loaded for the answer; None if it is not that."""
+    since = now - timedelta(days=1)
+    params = [
+        Battle.Status.VOTED,
+        Battle._meta.get_field("public_id").get_db_prep_value(public_id, connection),
+        visitor.pk,
+        Battle.Status.READY,
+        visitor.pk,
+        connection.ops.adapt_datetimefield_value(since),
+    ]
+    row = CLAIM.first(connection, params)
+    if row is None:
+        return None
+    battle = _battle_from_row(row, connection)
+    battle.visitor = visitor
+    for side in SIDES:
+        arena_system = ArenaSystem(id=getattr(battle, f"system_{side}_id"), is_private=bool(getattr(battle, f"system_{side}_private")))
+        arena_system.system = System(
+            id=getattr(battle, f"system_{side}_system_id"), name=getattr(battle, f"system_{side}_name"), organisation=getattr(battle, f"system_{side}_organisation")
+        )
+        setattr(battle, f"system_{side}", arena_system)
+        clip_id = getattr(battle, f"clip_{side}_id")
+        if clip_id is not None:
+            setattr(battle, f"clip_{side}", Clip.from_db(connection.alias, ["id", "duration"], [clip_id, getattr(battle, f"clip_{side}_duration")]))
+    return battle
+
+
+VOTE_INSERT = PrecompiledInsert(Vote)
+
+
+def vote_insert(*, battle: Battle, visitor: Visitor, choice: str, feedback: str, ip_hash: str, idempotency_key: str) -> Vote:
+    """The vote's row, with the heard seconds of the server's record; both paths call it inside their transaction."""
+    heard = listen_seconds(battle)
+    return VOTE_INSERT.create(
+        battle=battle,
+        visitor=visitor,
+        choice=choice,
+        feedback=feedback,
+        listen_seconds_a=heard["a"],
+        listen_seconds_b=heard["b"],
+        ip_hash=ip_hash,
+        idempotency_key=idempotency_key,
+    )
 
 
 def _reject(*, battle: Battle | None, visitor: Visitor | None, choice: str, reason: str, ip_hash: str) -> None:
@@ -369,22 +482,22 @@ def _vote_input_clean(*, choice: str, feedback: str) -> str:
     if choice not in Vote.Choice.values:
         raise ArenaError("Vote a, b, tie or both_bad.", code="bad_vote")
     feedback = (feedback or "").strip()
-    if len(feedback) > conf.get("ARENA_FEEDBACK_MAX_CHARS"):
-        raise ArenaError(f"Feedback is limited to {conf.get('ARENA_FEEDBACK_MAX_CHARS')} characters.", code="feedback_too_long")
+    if len(feedback) > settings.ARENA_FEEDBACK_MAX_CHARS:
+        raise ArenaError(f"Feedback is limited to {settings.ARENA_FEEDBACK_MAX_CHARS} characters.", code="feedback_too_long")
     return feedback
 
 
 def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now) -> None:
     """The rules a vote on a battle the visitor holds (claimed or locked) must meet: the daily cap, then enough of each clip heard.
 
-    The one statement of them for both paths: voting.vote_cast (the fast path) and vote_submit call it in their transaction.
+    The one statement of them for both paths: vote_fast and vote_submit call it in their transaction.
     """
-    cap = conf.get("ARENA_DAILY_VOTE_CAP")
+    cap = settings.ARENA_DAILY_VOTE_CAP
     if cap and recent_votes >= cap:
         oldest = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).order_by("created_at").values_list("created_at", flat=True).first() or now
         retry = max(1, int((oldest + timedelta(days=1) - now).total_seconds()) + 1)
         raise ArenaError(f"You have reached today's limit of {cap} votes. Thank you!", code="daily_cap", status=429, retry_after=retry)
-    need = float(conf.get("ARENA_MIN_LISTEN_SECONDS"))
+    need = float(settings.ARENA_MIN_LISTEN_SECONDS)
     short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
     if short:
         short = _listening_recounted(battle, need)
@@ -409,10 +522,18 @@ def vote_fast(*, public_id, visitor: Visitor | None, choice: str, feedback: str 
         _vote_limits(visitor=visitor, ip_hash=ip_hash)
         feedback = _vote_input_clean(choice=choice, feedback=feedback)
         deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
-        return voting.vote_cast(
-            public_id=public_id, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key,
-            check=vote_rules_check, on_commit=leaderboard_queue_refresh, now=now,
-        )
+        now = now or timezone.now()
+        with transaction.atomic():
+            battle = battle_claim(public_id=public_id, visitor=visitor, now=now)
+            if battle is None:
+                return None
+            # What the rules raise rolls the claim back.
+            vote_rules_check(battle=battle, visitor=visitor, recent_votes=battle.recent_votes, now=now)
+            vote = vote_insert(battle=battle, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
+            battle.status = Battle.Status.VOTED
+            # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
+            transaction.on_commit(leaderboard_queue_refresh, robust=True)
+        return vote, battle
     except ArenaError as exc:
         battle = Battle.objects.filter(public_id=public_id, visitor=visitor).first()
         _reject(battle=battle, visitor=visitor, choice=choice, reason=exc.code, ip_hash=ip_hash)
@@ -462,7 +583,7 @@ def vote_submit(
                 raise ArenaError("This battle is not ready for a vote.", code="not_ready", status=409)
             recent_votes = Vote.objects.filter(visitor=visitor, created_at__gte=now - timedelta(days=1)).count()
             vote_rules_check(battle=locked, visitor=visitor, recent_votes=recent_votes, now=now)
-            vote = voting.vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
+            vote = vote_insert(battle=locked, visitor=visitor, choice=choice, feedback=feedback, ip_hash=ip_hash, idempotency_key=idempotency_key)
             locked.status = Battle.Status.VOTED
             locked.save(update_fields=["status"])
             # robust: with the broker or cache down the vote still stands; the board catches up on the next vote.
@@ -508,16 +629,16 @@ def leaderboard_options(method: str | None = None) -> dict:
     Music Arena's method has its own fixed rules (both_bad dropped, no anchor, 30-vote threshold);
     only the bootstrap rounds and seed carry over to it.
     """
-    method = method or conf.get("ARENA_LEADERBOARD_METHOD")
-    options = {"method": method, "rounds": int(conf.get("ARENA_LEADERBOARD_ROUNDS")), "seed": int(conf.get("ARENA_LEADERBOARD_SEED"))}
+    method = method or settings.ARENA_LEADERBOARD_METHOD
+    options = {"method": method, "rounds": int(settings.ARENA_LEADERBOARD_ROUNDS), "seed": int(settings.ARENA_LEADERBOARD_SEED)}
     if method == MUSIC_ARENA:
         return {**options, "min_votes": MA_MIN_VOTES}
     return {
         **options,
-        "both_bad": conf.get("ARENA_LEADERBOARD_BOTH_BAD"),
-        "anchor": conf.get("ARENA_LEADERBOARD_ANCHOR"),
-        "anchor_rating": float(conf.get("ARENA_LEADERBOARD_ANCHOR_RATING")),
-        "min_votes": int(conf.get("ARENA_LEADERBOARD_MIN_VOTES")),
+        "both_bad": settings.ARENA_LEADERBOARD_BOTH_BAD,
+        "anchor": settings.ARENA_LEADERBOARD_ANCHOR,
+        "anchor_rating": float(settings.ARENA_LEADERBOARD_ANCHOR_RATING),
+        "min_votes": int(settings.ARENA_LEADERBOARD_MIN_VOTES),
     }
 
 
@@ -536,6 +657,6 @@ def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
     return snapshot
 
 
-def leaderboard_queue_refresh() -> None:
-    """Debounce: one refit per window however many votes arrive in it."""
-    jobs.leaderboard_refresh_debounced(delay=int(conf.get("ARENA_LEADERBOARD_DEBOUNCE_SECONDS")))
+def leaderboard_queue_refresh() -> bool:
+    """Debounce: one refit per window however many votes arrive in it; True if this call queued it."""
+    return debounced_apply(task(jobs.LEADERBOARD_REFRESH), key=jobs.LEADERBOARD_PENDING_KEY, delay=int(settings.ARENA_LEADERBOARD_DEBOUNCE_SECONDS))

@@ -13,7 +13,7 @@ from django.db import OperationalError
 from common.debounce import debounce_clear
 
 from . import jobs, release_builds, services
-from .broadcast import leaderboard_broadcast
+from .consumers import leaderboard_broadcast
 from .models import AdapterKind, ArenaSystem
 
 

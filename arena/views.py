@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
-from auditorium.ranged import ranged_file_response
+from common.ranged import ranged_file_response
 
-from . import conf
 from .models import Battle
 from .release_builds import release_visible
 from .selectors import battle_to_resume, leaderboard_latest
@@ -20,13 +20,13 @@ from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_
 @require_safe
 @ensure_csrf_cookie
 def arena(request: HttpRequest) -> HttpResponse:
-    visitor = visitor_for_cookie(request.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+    visitor = visitor_for_cookie(request.COOKIES.get(settings.ARENA_VISITOR_COOKIE))
     context = {
-        "terms_version": conf.get("ARENA_TERMS_VERSION"),
-        "needs_terms": visitor is None or visitor.terms_version != conf.get("ARENA_TERMS_VERSION"),
-        "min_listen_seconds": conf.get("ARENA_MIN_LISTEN_SECONDS"),
-        "prompt_max_chars": conf.get("ARENA_PROMPT_MAX_CHARS"),
-        "lyrics_max_chars": conf.get("ARENA_LYRICS_MAX_CHARS"),
+        "terms_version": settings.ARENA_TERMS_VERSION,
+        "needs_terms": visitor is None or visitor.terms_version != settings.ARENA_TERMS_VERSION,
+        "min_listen_seconds": settings.ARENA_MIN_LISTEN_SECONDS,
+        "prompt_max_chars": settings.ARENA_PROMPT_MAX_CHARS,
+        "lyrics_max_chars": settings.ARENA_LYRICS_MAX_CHARS,
         # A reload mid-battle brings the same battle back: the server knows it from the visitor cookie.
         "resume": battle_to_resume(visitor),
     }
@@ -45,7 +45,7 @@ def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
     if side not in ("a", "b"):
         raise Http404("No such audio.")
     battle = get_object_or_404(Battle.objects.select_related("clip_a", "clip_b"), public_id=public_id)
-    visitor = visitor_for_cookie(request.COOKIES.get(conf.get("ARENA_VISITOR_COOKIE")))
+    visitor = visitor_for_cookie(request.COOKIES.get(settings.ARENA_VISITOR_COOKIE))
     clip = battle.clip_for(side)
     if visitor is None or visitor.pk != battle.visitor_id or clip is None or battle.status not in (Battle.Status.READY, Battle.Status.VOTED):
         raise Http404("No such audio.")

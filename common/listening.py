@@ -10,7 +10,7 @@ both written by the server and neither trusted from the page:
   is ignored, so a replayed batch adds nothing.
 - **fetches**: the byte ranges of each clip the audio endpoint sent to this listener, noted at the
   end of each response with the bytes the server took while the client was connected
-  (auditorium/ranged.py).
+  (common/ranged.py).
 
 Heard time is counted by one transport playing one clip at a time, between server
 stamps (`evidence`): a `play` or `switch` ends the other clip's interval, so sending

@@ -3,8 +3,8 @@
 Enforced in the authentication backend, so every password check counts and is refused alike:
 the sign-in form, the admin's, and HTTP Basic where a deployment turns it on. The forms ask
 first, to say why in a sentence instead of "wrong password". While an account is locked even
-the right password is refused: that is what stops guessing. Windows are fixed, as in the
-arena's rate limits; failures are counted, successes clear the account's count.
+the right password is refused: that is what stops guessing. Windows are fixed and counted as the
+arena's rate limits are (common.rates); failures are counted, successes clear the account's count.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.core.exceptions import PermissionDenied
 
 from .auth_backend import CachedModelBackend
 from .proxy import client_address
-from .rates import parse_rate, salted_hash, window_start
+from .rates import parse_rate, salted_hash, window_count, window_start
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +70,7 @@ def failure_record(request, username: str, *, now: float | None = None) -> None:
     now = time.time() if now is None else now
     for key, _, window, _, _ in _windows(request, username, now):
         try:
-            if not cache.add(key, 1, timeout=window + 5):
-                cache.incr(key)
-        except ValueError:
-            cache.add(key, 1, timeout=window + 5)
+            window_count(key, window)
         except Exception:
             log.warning("login throttle skipped: cache unavailable", exc_info=True)
 

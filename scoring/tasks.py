@@ -11,14 +11,19 @@ Services queue these by name (scoring.queueing), so nothing here is imported by 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
 
 from . import broadcast, queueing, services
 from .reward import services as reward_services
 
 logger = logging.getLogger(__name__)
+# The warm-up's lines keep the worker's logger name, where operators look for them.
+worker_logger = logging.getLogger("auditorium.worker")
 
 COMMON = {
     "acks_late": True,
@@ -89,3 +94,41 @@ def reward_train_task(training_id: int) -> dict:
 @shared_task(name=queueing.SELECTION_REFRESH, acks_late=True, time_limit=600, soft_time_limit=550, ignore_result=True)
 def selection_refresh_task(study_id: int, reason: str = "") -> dict:
     return reward_services.selection_refresh_by_id(study_id=study_id, reason=reason)
+
+
+# --- Worker start: the judges of AUDITORIUM_WARM_JUDGES ---------------------------------------
+
+
+def warm_judge_keys() -> list[str]:
+    return [key.strip() for key in os.environ.get("AUDITORIUM_WARM_JUDGES", "").split(",") if key.strip()]
+
+
+def _warm(keys: list[str]) -> None:
+    from django.db import connection
+
+    try:
+        for key, result in services.judges_warm(keys=keys).items():
+            if result == "ok":
+                worker_logger.info("judge %s loaded and warmed in worker process %s", key, os.getpid())
+            else:
+                worker_logger.error("judge %s refused at worker start: %s", key, result)
+    except Exception:  # a failed warm-up must not take the worker down; the first job loads instead
+        worker_logger.exception("warm-up of judges %s failed", keys)
+    finally:
+        connection.close()
+
+
+@worker_process_init.connect
+def _warm_configured_judges(**_kwargs) -> threading.Thread | None:
+    """Load the configured judges in the process that will run the jobs (a prefork child or the solo worker).
+
+    Runs in a thread: prefork children must report ready within seconds, and loading a 7B model
+    takes longer. A job for a judge still loading waits on the model cache's lock instead of
+    loading a second copy. Never in the parent before forking: CUDA does not survive a fork.
+    """
+    keys = warm_judge_keys()
+    if not keys:
+        return None
+    thread = threading.Thread(target=_warm, args=(keys,), name="judge-warm-up", daemon=True)
+    thread.start()
+    return thread

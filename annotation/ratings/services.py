@@ -28,8 +28,8 @@ from django.utils import timezone
 from annotation import cached
 from annotation.models import ORDER_PRIME, AnnotatorProfile, AudioFetch, ChosenBy, Clip, Condition, Dimension, Study, StudyAnnotator
 from annotation.services import audio_fetch_record  # noqa: F401  (the audio view records through it)
-from auditorium.deferred import deferred_rows
 from common import listening
+from common.deferred import deferred_rows
 from common.errors import ServiceError
 
 from .models import LABELS, MAX_MULTI_CLIPS, Rating, RatingAssignment, RatingItem, RatingItemClip, RatingListeningEvent, RatingSubmission, RatingTask, TaskType, task_scale
@@ -395,7 +395,7 @@ def rating_skip(*, assignment_id: int, annotator, reason: str) -> RatingAssignme
 
 def _record_for(assignment: RatingAssignment) -> dict:
     """The listening record per label, by the shared rules (common.listening.evidence)."""
-    deferred_rows.flush()  # this process's queued audio notes (auditorium/deferred.py)
+    deferred_rows.flush()  # this process's queued audio notes (common/deferred.py)
     labels = assignment.labels
     side_of = {clip_id: label for label, clip_id in labels.items()}
     durations = dict(Clip.objects.filter(pk__in=side_of).values_list("pk", "duration"))

@@ -14,8 +14,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from auditorium.deferred import deferred_rows
 from common import listening
+from common.deferred import deferred_rows
 from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 

@@ -11,8 +11,8 @@ from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from auditorium.deferred import deferred_rows
 from common import listening
+from common.deferred import deferred_rows
 from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
@@ -27,7 +27,7 @@ def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None,
     if served is None or not getattr(user, "is_authenticated", False):
         return
     first, last, total = served
-    # Queued under the ASGI server and written in batches; readers flush first (auditorium/deferred.py).
+    # Queued under the ASGI server and written in batches; readers flush first (common/deferred.py).
     deferred_rows.add(AudioFetch(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 

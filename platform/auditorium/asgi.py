@@ -16,7 +16,7 @@ from auditorium.asgi_handler import ThreadedASGIHandler  # noqa: E402
 django_asgi_app = ThreadedASGIHandler()
 
 from auditorium.dbpool import install_reporting, report_if_asked  # noqa: E402
-from auditorium.deferred import deferred_rows  # noqa: E402
+from common.deferred import deferred_rows  # noqa: E402
 
 install_reporting()
 
@@ -25,7 +25,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from auditorium.ranged import ConnectionWatchASGI  # noqa: E402
+from auditorium.asgi_handler import ConnectionWatchASGI  # noqa: E402
 from auditorium.routing import websocket_urlpatterns  # noqa: E402
 from auditorium.ws_origin import SameOriginWebSocket  # noqa: E402
 from common.limits import BodyLimitASGI  # noqa: E402
@@ -38,7 +38,7 @@ async def lifespan(scope, receive, send):
         message = await receive()
         if message["type"] == "lifespan.startup":
             # A real server from here on (every launch path sends the startup message; an embedded
-            # test server need not): the audio notes are queued and written in batches (auditorium/deferred.py).
+            # test server need not): the audio notes are queued and written in batches (common/deferred.py).
             deferred_rows.enable()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":

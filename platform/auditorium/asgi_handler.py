@@ -9,17 +9,24 @@ request waited 10 s and failed. Here each request is handed to one of ASGI_THREA
 threads (the least busy), so a thread's connection is reused by its next request, never lost, and
 at most ASGI_THREADS connections are out at once: the pool is sized from the same number
 (auditorium.dbpool.pool_max_size).
+
+Around it, ConnectionWatchASGI notes per request when the server reports the client gone, for the
+counted audio streams (common/ranged.py), and the request's stage for the pool trace (auditorium.dbpool).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
 
-from .dbpool import DEFAULT_THREADS
+from common.ranged import ClientConnection, client_connection
+
+from .dbpool import DEFAULT_THREADS, request_stage
 
 
 def asgi_threads(environ=os.environ) -> int:
@@ -52,3 +59,39 @@ class ThreadedASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, send)
         finally:
             self.busy[index] -= 1
+
+
+class ConnectionWatchASGI:
+    """Notes, per HTTP request, when the server reports the client gone (read by the counted file streams)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        state = ClientConnection()
+        token = client_connection.set(state)
+        stage = {"path": scope.get("path", ""), "response_started": None}
+        stage_token = request_stage.set(stage)
+
+        async def watched_receive():
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                state.disconnected = True
+            return message
+
+        async def watched_send(message):
+            if message["type"] == "http.response.start":
+                stage["response_started"] = time.monotonic()
+            await send(message)
+            if message["type"] == "http.response.body":
+                # Once the client is gone the server's send returns at once, and a stream would run to its end in
+                # one step without the disconnect ever being read: one turn of the loop lets it be seen first.
+                await asyncio.sleep(0)
+
+        try:
+            return await self.app(scope, watched_receive, watched_send)
+        finally:
+            request_stage.reset(stage_token)
+            client_connection.reset(token)

@@ -2,21 +2,17 @@
 
 GPU workers run one process per device (`-Q gpu -c 1 --pool solo`, CUDA_VISIBLE_DEVICES picking
 the device; platform/deploy/README.md). Models load once per process (auditorium.runtime); the
-judges named in AUDITORIUM_WARM_JUDGES are loaded when the worker starts, so the first job does
-not pay for loading and kernel warm-up.
+judges named in AUDITORIUM_WARM_JUDGES are loaded when the worker starts (scoring/tasks.py), so
+the first job does not pay for loading and kernel warm-up.
 """
 
-import logging
 import os
-import threading
 
 from celery import Celery, bootsteps
 from celery.signals import worker_process_init
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
-
-logger = logging.getLogger("auditorium.worker")
 
 app = Celery("auditorium")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -75,40 +71,3 @@ def _forget_inherited_connection_pools(**_kwargs) -> None:
         pools = getattr(type(conn), "_connection_pools", None)
         if pools:
             pools.clear()
-
-
-def warm_judge_keys() -> list[str]:
-    return [key.strip() for key in os.environ.get("AUDITORIUM_WARM_JUDGES", "").split(",") if key.strip()]
-
-
-def _warm(keys: list[str]) -> None:
-    from django.db import connection
-
-    from scoring.services import judges_warm
-
-    try:
-        for key, result in judges_warm(keys=keys).items():
-            if result == "ok":
-                logger.info("judge %s loaded and warmed in worker process %s", key, os.getpid())
-            else:
-                logger.error("judge %s refused at worker start: %s", key, result)
-    except Exception:  # a failed warm-up must not take the worker down; the first job loads instead
-        logger.exception("warm-up of judges %s failed", keys)
-    finally:
-        connection.close()
-
-
-@worker_process_init.connect
-def _warm_configured_judges(**_kwargs) -> threading.Thread | None:
-    """Load the configured judges in the process that will run the jobs (a prefork child or the solo worker).
-
-    Runs in a thread: prefork children must report ready within seconds, and loading a 7B model
-    takes longer. A job for a judge still loading waits on the model cache's lock instead of
-    loading a second copy. Never in the parent before forking: CUDA does not survive a fork.
-    """
-    keys = warm_judge_keys()
-    if not keys:
-        return None
-    thread = threading.Thread(target=_warm, args=(keys,), name="judge-warm-up", daemon=True)
-    thread.start()
-    return thread

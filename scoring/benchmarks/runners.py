@@ -41,6 +41,7 @@ from django import db
 from django.db import transaction
 from django.utils import timezone
 
+from auditorium.celery import task
 from common.errors import ServiceError
 from common.roles import is_researcher
 from scoring import services as scoring_services
@@ -60,14 +61,12 @@ HTTP_TASK = "benchmarks.http_run"
 
 
 def _queue(name: str, *args) -> None:
-    from celery import current_app
-
     if name == HTTP_TASK and settings.CELERY_TASK_ALWAYS_EAGER and settings.BENCHMARK_HTTP_IN_THREAD:
         # No broker: an eager task would run every request inside the POST that asked for it (minutes for a slow
         # judge). A thread of this process runs it instead, and the submission page shows its progress.
         transaction.on_commit(lambda: _in_thread(*args))
         return
-    transaction.on_commit(lambda: current_app.tasks[name].delay(*args))
+    transaction.on_commit(lambda: task(name).delay(*args))
 
 
 def _in_thread(submission_id: int) -> threading.Thread:

@@ -11,9 +11,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from annotation.models import Clip, Study
-from auditorium.ranged import ranged_file_response
 from common.errors import ServiceError
 from common.guards import forbidden
+from common.ranged import ranged_file_response
 from common.roles import is_researcher
 from scoring import selectors as scoring_selectors
 from scoring.evaluation import DIMENSIONS, MODALITIES

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
-from arena import conf
 from arena.blind import HEADER_BYTES, SAMPLE_BYTES, blind_frames
 from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, Visitor
 from arena.services import battle_audio_fetch_record, listen_events_record, visitor_accept_terms
@@ -39,12 +39,12 @@ def arena_system(name: str, **fields) -> ArenaSystem:
 
 
 def visitor_with_terms() -> tuple[Visitor, str]:
-    return visitor_accept_terms(cookie=None, version=conf.get("ARENA_TERMS_VERSION"))
+    return visitor_accept_terms(cookie=None, version=settings.ARENA_TERMS_VERSION)
 
 
 def visitor_client(cookie: str, *, csrf: bool = False) -> Client:
     client = Client(enforce_csrf_checks=csrf, REMOTE_ADDR="203.0.113.7")
-    client.cookies[conf.get("ARENA_VISITOR_COOKIE")] = cookie
+    client.cookies[settings.ARENA_VISITOR_COOKIE] = cookie
     return client
 
 
@@ -68,7 +68,7 @@ def ready_battle(visitor: Visitor, system_a: ArenaSystem, system_b: ArenaSystem,
 
 def fetch_audio(battle: Battle, *, side: str, at) -> None:
     """What the audio endpoint notes when it sends a side's clip whole."""
-    size = HEADER_BYTES + SAMPLE_BYTES * blind_frames(seconds=battle.duration_requested, rate=int(conf.get("ARENA_SAMPLE_RATE")))
+    size = HEADER_BYTES + SAMPLE_BYTES * blind_frames(seconds=battle.duration_requested, rate=int(settings.ARENA_SAMPLE_RATE))
     battle_audio_fetch_record(battle=battle, side=side, served=(0, size - 1, size), now=at)
 
 

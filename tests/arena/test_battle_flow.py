@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 import soundfile as sf
 from django.apps import apps
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from arena import conf
 from arena.models import AdapterKind, Battle, BattleAudioFetch, ListenEvent, RejectedVote, Vote
 from arena.services import ArenaError, listen_events_record, vote_submit
 from common import listening
@@ -50,12 +50,12 @@ def test_battle_needs_accepted_terms(client, demo_pair):
 
 
 def test_terms_acceptance_sets_cookie_and_stores_version(client, db):
-    response = post(client, reverse("arena:api-terms"), {"accept": True, "version": conf.get("ARENA_TERMS_VERSION")})
+    response = post(client, reverse("arena:api-terms"), {"accept": True, "version": settings.ARENA_TERMS_VERSION})
     assert response.status_code == 200
-    cookie = response.cookies[conf.get("ARENA_VISITOR_COOKIE")]
+    cookie = response.cookies[settings.ARENA_VISITOR_COOKIE]
     assert cookie["httponly"]
     visitor = apps.get_model("arena", "Visitor").objects.get()
-    assert visitor.terms_version == conf.get("ARENA_TERMS_VERSION") and visitor.terms_accepted_at is not None
+    assert visitor.terms_version == settings.ARENA_TERMS_VERSION and visitor.terms_accepted_at is not None
     # Only hashes of the cookie are stored.
     assert cookie.value not in (visitor.cookie_hash, visitor.pseudonym)
     stale = post(client, reverse("arena:api-terms"), {"accept": True, "version": "0"})
@@ -75,8 +75,8 @@ def test_full_battle_on_demo_systems_reveals_only_after_the_vote(demo_pair, djan
     assert data["status"] == "ready" and data["reveal"] is None and data["vote"] is None
     assert data["progress"] == {"ready": 2, "total": 2}
     battle = Battle.objects.get(public_id=data["id"])
-    assert battle.clip_a.duration == pytest.approx(conf.get("ARENA_CLIP_SECONDS"), abs=0.01)
-    assert battle.clip_a.sample_rate == battle.clip_b.sample_rate == conf.get("ARENA_SAMPLE_RATE")
+    assert battle.clip_a.duration == pytest.approx(settings.ARENA_CLIP_SECONDS, abs=0.01)
+    assert battle.clip_a.sample_rate == battle.clip_b.sample_rate == settings.ARENA_SAMPLE_RATE
     assert battle.generation_seconds_a is not None and battle.is_instrumental
 
     # Everything the visitor can fetch before voting: JSON, the page, both audio files with headers.
@@ -85,7 +85,7 @@ def test_full_battle_on_demo_systems_reveals_only_after_the_vote(demo_pair, djan
         assert audio.status_code == 200
         body = b"".join(audio.streaming_content)
         samples, rate = sf.read(io.BytesIO(body))
-        assert rate == conf.get("ARENA_SAMPLE_RATE") and len(samples) > rate
+        assert rate == settings.ARENA_SAMPLE_RATE and len(samples) > rate
         pre_vote.append(body)
         pre_vote.append(json.dumps(dict(audio.headers)).encode())
         assert data["audio"][side] == f"/arena/audio/{data['id']}/{side}/"

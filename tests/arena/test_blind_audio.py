@@ -10,9 +10,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 import soundfile as sf
+from django.conf import settings
 from django.urls import reverse
 
-from arena import conf
 from arena.blind import HEADER_BYTES, blind_frames
 from arena.models import ArenaSystem, Battle
 from arena.seed import PREBAKED_PROMPTS, arena_seed
@@ -59,7 +59,7 @@ def seeded_battles(db, settings, django_capture_on_commit_callbacks):
 
 def test_every_systems_clips_are_served_with_the_same_size_header_and_metadata(seeded_battles):
     client, battles = seeded_battles
-    rate = int(conf.get("ARENA_SAMPLE_RATE"))
+    rate = int(settings.ARENA_SAMPLE_RATE)
     frames = blind_frames(seconds=3.0, rate=rate)
     served = defaultdict(set)  # system -> {(size, header bytes, chunk layout, headers)}
     stored_sizes = defaultdict(set)

@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 from django.utils import timezone
 
-from arena.broadcast import leaderboard_broadcast
+from arena.consumers import leaderboard_broadcast
 from arena.models import ArenaPrompt, ArenaSystem, LeaderboardSnapshot
 from arena.seed import PREBAKED_PROMPTS, arena_seed
 from arena.services import vote_submit
@@ -80,10 +80,10 @@ def test_leaderboard_refresh_command_stores_and_pushes_the_board_it_prints(db, m
     import io
     import json
 
-    from arena import broadcast
+    from arena import consumers
 
     pushed = []
-    monkeypatch.setattr(broadcast, "leaderboard_broadcast", lambda payload: pushed.append(payload))
+    monkeypatch.setattr(consumers, "leaderboard_broadcast", lambda payload: pushed.append(payload))
     visitor, _ = visitor_with_terms()
     a, b = arena_system("s1"), arena_system("s2")
     voted(visitor, a, b, "a")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from arena.leaderboard import VoteRow, board_compute, counts_from_votes
-from arena.noisy import noisy_board, noisy_boards
+from arena.leaderboard import noisy_board, noisy_boards
 
 
 def votes(seed=0):

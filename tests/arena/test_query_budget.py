@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
-from arena import conf, jobs
+from arena import services
 from arena.models import Battle, RejectedVote, Vote
 
 from .conftest import arena_system, listen, ready_battle, visitor_client, visitor_with_terms
@@ -24,7 +25,7 @@ def queued(monkeypatch):
     """The leaderboard refits queued by votes. The refit runs in a Celery worker, not in the vote's
     request; tests run tasks eagerly, so the queueing is recorded here instead of run inline."""
     calls = []
-    monkeypatch.setattr(jobs, "leaderboard_refresh_debounced", lambda **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(services, "leaderboard_queue_refresh", lambda: calls.append(True))
     return calls
 
 
@@ -37,7 +38,7 @@ def voter(transactional_db, queued):
         battle = ready_battle(visitor, *systems, ready_ago=120)
         t0 = timezone.now() - timedelta(seconds=100)
         for side, offset in (("a", 0), ("b", 20)):
-            listen(battle, visitor, side=side, seconds=conf.get("ARENA_MIN_LISTEN_SECONDS") + 1, start=t0 + timedelta(seconds=offset))
+            listen(battle, visitor, side=side, seconds=settings.ARENA_MIN_LISTEN_SECONDS + 1, start=t0 + timedelta(seconds=offset))
         battles.append(battle)
     client = visitor_client(cookie)
     # The first request of a visit reads the visitor once; votes after it are the hot path.

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import AudioFetch
-from auditorium.deferred import DeferredRows
+from common.deferred import DeferredRows
 from tests.factories import AnnotatorFactory, AssignmentFactory, ClipFactory, PairFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,7 +40,7 @@ def test_queued_notes_are_written_in_batches_and_by_a_flush():
 def test_the_listening_record_reads_this_process_queued_notes(monkeypatch):
     """A fetch still queued when the events arrive is counted: the record flushes first."""
     from annotation.services import listening as annotation_listening
-    from auditorium import deferred
+    from common import deferred
 
     rows = DeferredRows(interval=3600)
     rows.enable()

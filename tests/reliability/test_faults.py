@@ -19,12 +19,12 @@ from datetime import timedelta
 from urllib.parse import urlparse
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from annotation.models import Judgment
-from arena import conf
 from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, ListenEvent, Vote
 from arena.selectors import listening_record
 from arena.services import visitor_accept_terms
@@ -53,7 +53,7 @@ def ready_battles(n: int, *, per_visitor: int = 1):
     ready_at = timezone.now() - timedelta(minutes=5)
     out = []
     for i in range(0, n, per_visitor):
-        visitor, cookie = visitor_accept_terms(cookie=None, version=conf.get("ARENA_TERMS_VERSION"))
+        visitor, cookie = visitor_accept_terms(cookie=None, version=settings.ARENA_TERMS_VERSION)
         for _ in range(min(per_visitor, n - i)):
             battle = Battle.objects.create(
                 visitor=visitor, prompt="calm pads", duration_requested=5.0, seed=1, system_a=systems[0], system_b=systems[1],
@@ -135,7 +135,7 @@ def test_fifty_clients_with_retries_lose_nothing_and_duplicate_nothing(fast_aren
             gate.wait()
             for battle, cookie in items:
                 client = Client()
-                client.cookies[conf.get("ARENA_VISITOR_COOKIE")] = cookie
+                client.cookies[settings.ARENA_VISITOR_COOKIE] = cookie
                 body = {"vote": "a", "idempotency_key": uuid.uuid4().hex}
                 status = post_with_retries(client, f"/arena/api/battles/{battle.public_id}/vote/", body, flaky=drop_first)
                 if status in (200, 201):
@@ -210,7 +210,7 @@ def test_redis_restart_while_votes_arrive_loses_no_vote(fast_arena):
 
     def voter():
         client = Client()
-        client.cookies[conf.get("ARENA_VISITOR_COOKIE")] = cookie
+        client.cookies[settings.ARENA_VISITOR_COOKIE] = cookie
         try:
             for battle, _ in battles:
                 body = {"vote": "b", "idempotency_key": f"k-{battle.pk}"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.conf import settings
 from django.test import Client, override_settings
 
 from annotation.dataset.importer import pairs_import
 from annotation.services import consent_give
-from arena import conf
 from arena.services import visitor_accept_terms
 from tests.factories import AssignmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
@@ -29,9 +29,9 @@ def world():
     consent_give(user=user)
     client = Client()
     client.force_login(user)
-    visitor, cookie = visitor_accept_terms(cookie=None, version=conf.get("ARENA_TERMS_VERSION"))
+    visitor, cookie = visitor_accept_terms(cookie=None, version=settings.ARENA_TERMS_VERSION)
     visitor_client = Client()
-    visitor_client.cookies[conf.get("ARENA_VISITOR_COOKIE")] = cookie
+    visitor_client.cookies[settings.ARENA_VISITOR_COOKIE] = cookie
     return {"study": study, "assignment": assignment, "client": client, "visitor": visitor_client, "pseudonym": user.annotator_profile.pseudonym}
 
 

@@ -79,7 +79,7 @@ def test_judges_warm_loads_the_model_once_and_refuses_cuda_judges_without_cuda(t
 
 
 def test_worker_start_warms_the_configured_judges_in_a_thread(monkeypatch):
-    from auditorium import celery as worker
+    from scoring import tasks as worker
 
     calls = []
     monkeypatch.setattr(services, "judges_warm", lambda *, keys: calls.append(keys) or {k: "ok" for k in keys})

@@ -55,7 +55,7 @@ class Command(BaseCommand):
         if opts["refresh"]:
             if opts["from_release"]:
                 raise CommandError("--refresh stores the board of the stored votes; it cannot be combined with --from-release")
-            from arena.broadcast import leaderboard_broadcast
+            from arena.consumers import leaderboard_broadcast
             from arena.services import leaderboard_refresh
 
             leaderboard_broadcast(leaderboard_refresh(**options).payload)

@@ -6,26 +6,23 @@ seeking silently restarts from zero in Chrome and fails in Safari.
 What a response sent is known only at its end: `on_sent(first, last, total)` is called then with
 the bytes handed to the server while the client was still connected (a chunk counts once the
 server's send of it returned and the next one was asked for). Under ASGI the connection's state
-comes from `ConnectionWatchASGI`, which notes the client's disconnect as the server reports it;
-the server drops a send after that silently, so a client that closes after the headers is
-credited with nothing sent after the close was seen.
+comes from the wiring's connection watch (auditorium/asgi_handler.py), which notes the client's
+disconnect as the server reports it; the server drops a send after that silently, so a client
+that closes after the headers is credited with nothing sent after the close was seen.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import mimetypes
 import os
 import re
-import time
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.utils.http import quote_etag
 
-from .dbpool import request_stage
 from .deferred import deferred_rows
 
 log = logging.getLogger(__name__)
@@ -34,47 +31,14 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 CONTENT_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg", ".ogg": "audio/ogg", ".opus": "audio/ogg"}
 
 
-class _Connection:
+class ClientConnection:
+    """Whether the server has reported the client of this request gone (set by the ASGI connection watch)."""
+
     disconnected = False
 
 
-_connection: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("auditorium_connection", default=None)
-
-
-class ConnectionWatchASGI:
-    """Notes, per HTTP request, when the server reports the client gone (read by the counted file streams)."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        state = _Connection()
-        token = _connection.set(state)
-        stage = {"path": scope.get("path", ""), "response_started": None}
-        stage_token = request_stage.set(stage)
-
-        async def watched_receive():
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                state.disconnected = True
-            return message
-
-        async def watched_send(message):
-            if message["type"] == "http.response.start":
-                stage["response_started"] = time.monotonic()
-            await send(message)
-            if message["type"] == "http.response.body":
-                # Once the client is gone the server's send returns at once, and a stream would run to its end in
-                # one step without the disconnect ever being read: one turn of the loop lets it be seen first.
-                await asyncio.sleep(0)
-
-        try:
-            return await self.app(scope, watched_receive, watched_send)
-        finally:
-            request_stage.reset(stage_token)
-            _connection.reset(token)
+# Set per HTTP request by the wiring's ASGI connection watch (auditorium/asgi_handler.py); None elsewhere (WSGI, tests).
+client_connection: contextvars.ContextVar[ClientConnection | None] = contextvars.ContextVar("auditorium_connection", default=None)
 
 
 class _Window:
@@ -90,7 +54,7 @@ class _Window:
         self.remaining -= len(data)
         return data
 
-    def _took(self, size: int, connection: _Connection | None) -> None:
+    def _took(self, size: int, connection: ClientConnection | None) -> None:
         if connection is None or not connection.disconnected:
             self.sent += size
 
@@ -122,14 +86,14 @@ class _AsyncWindow(_Window):
     __iter__ = None
 
     async def __aiter__(self):
-        connection = _connection.get()
+        connection = client_connection.get()
         try:
             while data := self._read():
                 yield data
                 self._took(len(data), connection)
         finally:
             if deferred_rows.enabled:
-                self.close()  # the note is queued, not written (auditorium/deferred.py): no thread hop needed
+                self.close()  # the note is queued, not written (common/deferred.py): no thread hop needed
             else:
                 await sync_to_async(self.close, thread_sensitive=True)()
 
