@@ -10,7 +10,7 @@ import pytest
 from annotation import services
 from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from annotation.screens import huggins as screening
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.crowd import hear_practice
 from tests.factories import ClipFactory, UserFactory
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import axe_violations
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, UserFactory
 
