@@ -32,7 +32,7 @@ def test_every_page_has_no_axe_violations(live_server, browser, listening_study,
     from scoring.models import Judge
     from scoring.services import run_create
     from scoring.tasks import run_start
-    from tests.arena.test_browser import simulated_votes
+    from tests.arena.helpers import simulated_votes
 
     study, pair = listening_study
     annotator = UserFactory(username="axe-annotator", roles=["annotator"])
