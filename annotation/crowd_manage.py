@@ -6,6 +6,8 @@ a refusal re-renders the study page with the message beside the form and stores 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -31,67 +33,69 @@ def _back(study: Study, anchor: str) -> HttpResponse:
     return redirect(f"{reverse('study-manage', kwargs={'name': study.name})}#{anchor}")
 
 
-@study_required
-@require_POST
-def practice_add(request: HttpRequest, name: str) -> HttpResponse:
+def _created_from_form(request: HttpRequest, name: str, *, form: Callable[[Study], object], create: Callable, success: Callable[[object], str], anchor: str, form_key: str) -> HttpResponse:
+    """Stores what a valid form describes and goes back to its section; an invalid form or a refused
+    change re-renders the study page with the form and its errors (400)."""
     study, refused = _writable_study(request, name)
     if refused is not None:
         return refused
-    form = PracticeItemForm(request.POST, candidates=practice_candidates(study=study))
-    if form.is_valid():
+    bound = form(study)
+    if bound.is_valid():
         try:
-            item = services.practice_add(study=study, **form.cleaned_data)
+            created = create(study=study, **bound.cleaned_data)
         except ServiceError as exc:
-            _form_error(form, exc)
+            _form_error(bound, exc)
         else:
-            messages.success(request, f"Pair {item.from_pair_id} is now practice pair {item.position + 1}.")
-            return _back(study, "practice")
-    return _study_manage_render(request, study, None, status=400, crowd_forms={"practice_form": form})
+            messages.success(request, success(created))
+            return _back(study, anchor)
+    return _study_manage_render(request, study, None, status=400, crowd_forms={form_key: bound})
+
+
+def _changed(request: HttpRequest, name: str, *, change: Callable[[Study], object], success: Callable[[object], str], anchor: str) -> HttpResponse:
+    """Applies a change that needs no form; a refusal re-renders the study page with its message and status."""
+    study, refused = _writable_study(request, name)
+    if refused is not None:
+        return refused
+    try:
+        result = change(study)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return _study_manage_render(request, study, None, status=exc.status)
+    messages.success(request, success(result))
+    return _back(study, anchor)
+
+
+@study_required
+@require_POST
+def practice_add(request: HttpRequest, name: str) -> HttpResponse:
+    return _created_from_form(
+        request, name, form=lambda study: PracticeItemForm(request.POST, candidates=practice_candidates(study=study)), create=services.practice_add,
+        success=lambda item: f"Pair {item.from_pair_id} is now practice pair {item.position + 1}.", anchor="practice", form_key="practice_form",
+    )
 
 
 @study_required
 @require_POST
 def practice_remove(request: HttpRequest, name: str, item_id: int) -> HttpResponse:
-    study, refused = _writable_study(request, name)
-    if refused is not None:
-        return refused
-    try:
-        answers = services.practice_remove(study=study, item_id=item_id)
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return _study_manage_render(request, study, None, status=exc.status)
-    messages.success(request, f"Practice pair removed{f', with the {answers} practice answer(s) given to it' if answers else ''}.")
-    return _back(study, "practice")
+    return _changed(
+        request, name, change=lambda study: services.practice_remove(study=study, item_id=item_id), anchor="practice",
+        success=lambda answers: f"Practice pair removed{f', with the {answers} practice answer(s) given to it' if answers else ''}.",
+    )
 
 
 @study_required
 @require_POST
 def recruitment_link_add(request: HttpRequest, name: str) -> HttpResponse:
-    study, refused = _writable_study(request, name)
-    if refused is not None:
-        return refused
-    form = RecruitmentLinkForm(request.POST)
-    if form.is_valid():
-        try:
-            services.recruitment_link_create(study=study, **form.cleaned_data)
-        except ServiceError as exc:
-            _form_error(form, exc)
-        else:
-            messages.success(request, "Recruitment link opened. Paste its URL into the recruitment platform.")
-            return _back(study, "recruitment")
-    return _study_manage_render(request, study, None, status=400, crowd_forms={"link_form": form})
+    return _created_from_form(
+        request, name, form=lambda _study: RecruitmentLinkForm(request.POST), create=services.recruitment_link_create,
+        success=lambda _link: "Recruitment link opened. Paste its URL into the recruitment platform.", anchor="recruitment", form_key="link_form",
+    )
 
 
 @study_required
 @require_POST
 def recruitment_link_close(request: HttpRequest, name: str, link_id: int) -> HttpResponse:
-    study, refused = _writable_study(request, name)
-    if refused is not None:
-        return refused
-    try:
-        services.recruitment_link_close(study=study, link_id=link_id)
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-        return _study_manage_render(request, study, None, status=exc.status)
-    messages.success(request, "Recruitment link closed: it admits no one from now on.")
-    return _back(study, "recruitment")
+    return _changed(
+        request, name, change=lambda study: services.recruitment_link_close(study=study, link_id=link_id), anchor="recruitment",
+        success=lambda _closed: "Recruitment link closed: it admits no one from now on.",
+    )

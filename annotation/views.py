@@ -175,20 +175,34 @@ def api_url_template(name: str, *, arg_name: str = "assignment_id") -> str:
     return reverse(name, kwargs={arg_name: sentinel}).replace(str(sentinel), "{id}")
 
 
+def annotator_page_gate(request: HttpRequest, study: Study, *, rating_page: bool) -> HttpResponse | None:
+    """What stands between an annotator and a study's listening page, or None when they may open it.
+
+    The pairwise page and the rating page pass the same gates in the same order, so that neither
+    can tell a non-member more than the other does.
+    """
+    # Membership first: whoever is not an annotator of the study learns nothing of it, not even its task type.
+    if not selectors.is_active_member(study=study, user=request.user):
+        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
+    # A rating study (acr, multi) has its own page (annotation/ratings/); a pairwise one has this app's.
+    if hasattr(study, "rating_task") != rating_page:
+        return redirect("ratings:rate" if not rating_page else "annotate", name=study.name)
+    if not selectors.has_consented(user=request.user):
+        return redirect(f"{reverse('consent')}?next={request.path}")
+    # The same headphone screen and practice round for both kinds, before the first item.
+    step = services.crowd_step(study=study, annotator=request.user)
+    if step is not None:
+        return redirect(step, name=study.name)
+    return None
+
+
 @login_required
 @require_safe
 def annotate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
-    if not selectors.is_active_member(study=study, user=request.user):
-        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
-    if hasattr(study, "rating_task"):
-        # A rating study (acr, multi) has its own page (annotation/ratings/).
-        return redirect("ratings:rate", name=study.name)
-    if not selectors.has_consented(user=request.user):
-        return redirect(f"{reverse('consent')}?next={request.path}")
-    step = services.crowd_step(study=study, annotator=request.user)
-    if step is not None:
-        return redirect(step, name=study.name)
+    gate = annotator_page_gate(request, study, rating_page=False)
+    if gate is not None:
+        return gate
     config = {
         "study": study.name,
         "nextUrl": reverse("api-assignment-next", kwargs={"name": study.name}),

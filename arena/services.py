@@ -311,14 +311,10 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
         if locked.status != Battle.Status.READY:
             raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
         fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
-        if fresh:
-            if locked.listening.get("events", 0) + len(fresh) > settings.ARENA_MAX_EVENTS_PER_BATTLE:
-                raise ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
-            now = now or timezone.now()
-            ListenEvent.objects.bulk_create([ListenEvent(battle=locked, server_time=now, **event) for event in fresh])
-            locked.listening = listening_record(locked)
-            locked.listen_seq = fresh[-1]["seq"]
-            locked.save(update_fields=["listening", "listen_seq"])
+        listening.events_append(
+            locked, fresh, event_model=ListenEvent, owner_field="battle", seq_field="listen_seq", record=listening_record, limit=settings.ARENA_MAX_EVENTS_PER_BATTLE, now=now,
+            full=lambda: ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60),
+        )
     return {"heard": listen_seconds(locked), "accepted": len(fresh), "ignored": ignored, "last_seq": locked.listen_seq}
 
 

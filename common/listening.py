@@ -20,14 +20,19 @@ before the clip's first byte was sent; and a clip counts at most the seconds of 
 that were sent of it (bytes sent / file size x duration), unless the whole file was
 sent (then replays and loops count).
 
-This module holds the pure rules; each app stores its own rows and calls them.
+This module holds the pure rules; each app stores its own rows and calls them. The rating page and
+the arena append a batch to their rows the same way (`events_append`); the pairwise page writes
+its own rows with prepared statements (annotation/services/listening.py).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from django.utils import timezone
 
 from .errors import ServiceError
 
@@ -95,6 +100,23 @@ def events_clean(raw, *, sides: tuple[str, ...], last_seq: int) -> tuple[list[di
             continue
         fresh.append({"seq": seq, "side": side, "kind": kind, "position": position, "client_time": client_time})
     return fresh, ignored
+
+
+def events_append(holder, fresh: list[dict], *, event_model, owner_field: str, seq_field: str, record: Callable, limit: int, full: Callable[[], ServiceError], now: datetime | None = None) -> None:
+    """Append the fresh events of a batch to the holder's rows (an assignment or a battle, locked by the caller), stamped `now`.
+
+    The holder's `listening` record is computed again from every stored row and its last received number
+    (`seq_field`) moves to the batch's last. Refused with `full()` when the holder would pass `limit` events.
+    """
+    if not fresh:
+        return
+    if holder.listening.get("events", 0) + len(fresh) > limit:
+        raise full()
+    now = now or timezone.now()
+    event_model.objects.bulk_create([event_model(**{owner_field: holder}, server_time=now, **event) for event in fresh])
+    holder.listening = record(holder)
+    setattr(holder, seq_field, fresh[-1]["seq"])
+    holder.save(update_fields=["listening", seq_field])
 
 
 def coverage(ranges: list[tuple[int, int]], total: int) -> float:

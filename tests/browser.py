@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,11 @@ CHROMIUM_ARGS = [
 # tests/conftest.py calls require_chromium() before every test carrying this mark.
 needs_chromium = pytest.mark.browser
 
+
+# The two window shapes the pages are checked in: a desktop and a 390 px phone.
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
+DOC_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 
 def require_chromium(path: str | None = None) -> str:
     """The Chromium executable; if there is none: a skip locally, a failure under CI."""
@@ -61,3 +67,13 @@ def axe_violations(page) -> list[dict]:
         }"""
     )
     return result
+
+
+def shots_dir(tmp_path) -> Path:
+    # AUDITORIUM_SCREENSHOTS=1 refreshes the committed docs/screenshots; otherwise they stay untouched.
+    return DOC_SHOTS if os.environ.get("AUDITORIUM_SCREENSHOTS") == "1" else tmp_path
+
+
+def overflow(page) -> int:
+    """How far the page scrolls sideways (0 when it fits its window)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

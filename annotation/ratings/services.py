@@ -431,14 +431,10 @@ def rating_listening_record(*, assignment_id: int, annotator, events, now=None) 
         _require_consent(annotator)
         sides = tuple(assignment.labels)
         fresh, ignored = listening.events_clean(events, sides=sides, last_seq=assignment.listening_seq)
-        if fresh:
-            if assignment.listening.get("events", 0) + len(fresh) > MAX_EVENTS_PER_ASSIGNMENT:
-                raise ServiceError("This task has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
-            now = now or timezone.now()
-            RatingListeningEvent.objects.bulk_create([RatingListeningEvent(assignment=assignment, server_time=now, **event) for event in fresh])
-            assignment.listening = _record_for(assignment)
-            assignment.listening_seq = fresh[-1]["seq"]
-            assignment.save(update_fields=["listening", "listening_seq"])
+        listening.events_append(
+            assignment, fresh, event_model=RatingListeningEvent, owner_field="assignment", seq_field="listening_seq", record=_record_for, limit=MAX_EVENTS_PER_ASSIGNMENT, now=now,
+            full=lambda: ServiceError("This task has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60),
+        )
     return {
         "accepted": len(fresh),
         "ignored": ignored,

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from annotation import selectors as annotation_selectors
 from annotation.models import Study
-from annotation.services import crowd_step
-from annotation.views import api_url_template, clip_audio_served
-from common.guards import forbidden
+from annotation.views import annotator_page_gate, api_url_template, clip_audio_served
 from common.roles import is_researcher
 
 from . import selectors
@@ -27,18 +24,10 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
 @require_safe
 def rate(request: HttpRequest, name: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
-    # Membership first: whoever is not an annotator of the study learns nothing of it, not even its task type.
-    if not annotation_selectors.is_active_member(study=study, user=request.user):
-        return forbidden(request, "You are not an annotator of this study. Ask the researcher running it to add you.")
-    task = selectors.rating_task_of(study)
-    if task is None:
-        return redirect("annotate", name=study.name)
-    if not annotation_selectors.has_consented(user=request.user):
-        return redirect(f"{reverse('consent')}?next={request.path}")
-    # The same headphone screen and practice round as pairwise studies, before the first item.
-    step = crowd_step(study=study, annotator=request.user)
-    if step is not None:
-        return redirect(step, name=study.name)
+    gate = annotator_page_gate(request, study, rating_page=True)
+    if gate is not None:
+        return gate
+    task = study.rating_task
     config = {
         "nextUrl": reverse("ratings:api-next", kwargs={"name": study.name}),
         "submitUrl": api_url_template("ratings:api-submit"),

@@ -9,6 +9,7 @@ BENCHMARK_LEADERBOARD_PUBLIC is on.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,6 +189,30 @@ def _scores_key(kind: str, benchmark: Benchmark, *, part: str, dim: str, modalit
     return f"{kind}:{_stamp(benchmark)}:{part}:{dim}:{modality or ''}"
 
 
+def _cached_cell(kind: str, benchmark: Benchmark, *, part: str, dim: str, modality: str | None, compute: Callable[[], dict]) -> dict:
+    """One leaderboard cell (pair or MOS), computed once until a submission is added or finishes."""
+    key = _scores_key(kind, benchmark, part=part, dim=dim, modality=modality)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    out = compute()
+    cache.set(key, out, 3600)
+    return out
+
+
+def _cell_mask(frame: Frame | MosFrame, part: str, labelled: np.ndarray, modality: str | None) -> np.ndarray:
+    """The items one cell scores: those of the part with a reference answer, of the modality when one is named."""
+    mask = _part_mask(frame, part) & labelled
+    if modality:
+        mask &= frame.modality == modality
+    return mask
+
+
+def _votes_in(mask: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Which human answers (each naming its item by row) fall on the cell's items."""
+    return mask[owner] if owner.size else np.zeros(0, dtype=bool)
+
+
 def _stamp(benchmark: Benchmark) -> str:
     # Changes whenever a submission is added, finishes or is scored again (Max ignores NULLs on every database).
     agg = Submission.objects.filter(benchmark=benchmark).aggregate(last=Max("id"), done=Count("id", filter=Q(state=Submission.State.DONE)), changed=Max("finished_at"))
@@ -202,19 +227,16 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
     test per pair, see scoring.stats.mcnemar_tests}. Cached until a submission
     is added or finishes.
     """
-    key = _scores_key("benchmark-scores:v2", benchmark, part=part, dim=dim, modality=modality)
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    frame = frame or load_frame(benchmark)
-    mask = _part_mask(frame, part) & (frame.truth[dim] != NO_LABEL)
-    if modality:
-        mask &= frame.modality == modality
+    return _cached_cell("benchmark-scores:v2", benchmark, part=part, dim=dim, modality=modality, compute=lambda: _pair_cell(benchmark, frame or load_frame(benchmark), part=part, dim=dim, modality=modality))
+
+
+def _pair_cell(benchmark: Benchmark, frame: Frame, *, part: str, dim: str, modality: str | None) -> dict:
+    mask = _cell_mask(frame, part, frame.truth[dim] != NO_LABEL, modality)
     truth = frame.truth[dim][mask]
     pred = frame.pred[dim][:, mask]
     result = compare_submissions(pred, truth, clusters=frame.clusters[mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
     vote_item, vote_code = frame.votes[dim]
-    in_part = mask[vote_item] if vote_item.size else np.zeros(0, dtype=bool)
+    in_part = _votes_in(mask, vote_item)
     rows = []
     for s, submission in enumerate(frame.submissions):
         rows.append(
@@ -228,7 +250,7 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
                 "errors": int(frame.errors[s, mask].sum()),
             }
         )
-    out = {
+    return {
         "n": result["n"],
         "chance": result["chance"],
         "ceiling": human_ceiling(vote_item[in_part], vote_code[in_part]),
@@ -236,8 +258,6 @@ def scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | None = 
         "p": result["p"],
         "mcnemar": result["mcnemar"],
     }
-    cache.set(key, out, 3600)
-    return out
 
 
 def submission_figures(user, submission: Submission) -> dict:
@@ -404,24 +424,19 @@ def mos_scores(benchmark: Benchmark, *, part: str, dim: str, modality: str | Non
     """Every scored submission of a MOS benchmark on one part and dimension (optionally one modality): SRCC with the
     clips' MOS, its interval, the paired tests and the groups (scoring.ratings.compare_correlations), and the human
     ceiling of the same clips (scoring.ratings.split_half_ceiling). Cached until a submission is added or finishes."""
-    key = _scores_key("benchmark-mos:v1", benchmark, part=part, dim=dim, modality=modality)
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    frame = frame or load_mos_frame(benchmark)
-    mask = _part_mask(frame, part) & ~np.isnan(frame.mos[dim])
-    if modality:
-        mask &= frame.modality == modality
+    return _cached_cell("benchmark-mos:v1", benchmark, part=part, dim=dim, modality=modality, compute=lambda: _mos_cell(benchmark, frame or load_mos_frame(benchmark), part=part, dim=dim, modality=modality))
+
+
+def _mos_cell(benchmark: Benchmark, frame: MosFrame, *, part: str, dim: str, modality: str | None) -> dict:
+    mask = _cell_mask(frame, part, ~np.isnan(frame.mos[dim]), modality)
     result = ratings.compare_correlations(frame.score[dim][:, mask], frame.mos[dim][mask], rounds=benchmark.bootstrap_rounds, seed=benchmark.seed)
     owner, values = frame.ratings[dim]
-    in_part = mask[owner] if owner.size else np.zeros(0, dtype=bool)
+    in_part = _votes_in(mask, owner)
     rows = [
         {"submission": sub.pk, "srcc": result["srcc"][s], "ci": result["ci"][s] if result["ci"] else None, "n": result["n"], "answered": result["answered"][s], "rank": result["rank"][s]}
         for s, sub in enumerate(frame.submissions)
     ]
-    out = {"n": result["n"], "ceiling": ratings.split_half_ceiling(owner[in_part], values[in_part], seed=benchmark.seed), "rows": rows, "p": result["p"]}
-    cache.set(key, out, 3600)
-    return out
+    return {"n": result["n"], "ceiling": ratings.split_half_ceiling(owner[in_part], values[in_part], seed=benchmark.seed), "rows": rows, "p": result["p"]}
 
 
 def mos_leaderboard(benchmark: Benchmark, user, *, dim: str, modality: str | None = None) -> dict:

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from annotation import services
 from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from annotation.screens import huggins as screening
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.crowd import hear_practice
 from tests.factories import ClipFactory, UserFactory
+from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
 
 pytestmark = pytest.mark.browser
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
-PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
-DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def shot(page, name: str, tmp_path) -> None:
@@ -27,10 +24,6 @@ def shot(page, name: str, tmp_path) -> None:
     page.set_viewport_size({"width": size["width"], "height": page.evaluate("document.documentElement.scrollHeight")})
     page.screenshot(path=str(folder / f"{name}.png"))
     page.set_viewport_size(size)
-
-
-def overflow(page) -> int:
-    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
 LOAD_ALL = """() => Promise.all([...document.querySelectorAll('audio')].map((a) => new Promise((ok) => {

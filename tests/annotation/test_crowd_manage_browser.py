@@ -8,8 +8,8 @@ import pytest
 
 from annotation.crowd_models import PracticeItem, RecruitmentLink
 from annotation.models import Pair
-from tests.annotation.test_crowd_browser import DESKTOP, DOC_SHOTS, PHONE, overflow
-from tests.annotation.test_listening_browser import login
+from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
+from tests.annotation.browser_helpers import login
 from tests.factories import PairFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.browser

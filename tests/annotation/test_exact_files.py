@@ -10,8 +10,7 @@ from django.core.management import call_command
 from annotation.models import Condition, Judgment
 from tests.audio import write_tone
 
-from .test_export import export, read_rows, wipe_database
-from .test_import import row, run, snapshot, write_jsonl
+from tests.annotation.dataset_files import export, read_rows, row, run, snapshot, wipe_database, write_jsonl
 
 pytestmark = pytest.mark.django_db
 

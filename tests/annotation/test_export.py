@@ -9,14 +9,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.dataset import EXPORT_KEYS
 from annotation.dataset.aggregates import AGGREGATE_KEYS
-from annotation.models import AnnotatorProfile, Assignment, Clip, Condition, Judgment, Pair, Study, System
+from annotation.models import AnnotatorProfile, Clip, Judgment, Pair, System
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory
+from tests.annotation.dataset_files import export, read_rows, wipe_database
 
 pytestmark = pytest.mark.django_db
 
@@ -61,16 +61,6 @@ def study():
             vote(pair, annotators[0], shown_a=pair.clip_a, alignment="A", musicality="B", rationale="A 更贴合提示")
             vote(pair, annotators[1], shown_a=pair.clip_b, alignment="B", musicality="B", conf=("5.0", "1.5"))
     return study
-
-
-def export(out: Path, *extra) -> str:
-    buf = io.StringIO()
-    call_command("export_dataset", "--out", str(out), *extra, stdout=buf)
-    return buf.getvalue()
-
-
-def read_rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def sha(path: Path) -> str:
@@ -202,18 +192,6 @@ def test_bad_export_options_are_refused_without_changes(tmp_path, study, args, m
     with pytest.raises(CommandError, match=message):
         export(tmp_path / "ds", *args)
     assert list(Pair.objects.order_by("pk").values_list("pk", "split")) == before
-
-
-def wipe_database():
-    Judgment.objects.all().delete()
-    Assignment.objects.all().delete()
-    Pair.objects.all().delete()
-    Study.objects.all().delete()
-    Condition.objects.all().delete()
-    Clip.objects.all().delete()
-    System.objects.all().delete()
-    AnnotatorProfile.objects.all().delete()
-    get_user_model().objects.all().delete()
 
 
 def test_round_trip_export_import_into_an_empty_database_export_is_byte_identical(tmp_path, study):

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from annotation.dataset.rows import MAX_REPORTED_ERRORS
 from annotation.models import Pair
-from tests.annotation.test_admin_import import audio_zip
+from tests.annotation.admin_upload import audio_zip
 from tests.factories import StudyFactory, UserFactory
 from tests.live_uvicorn import serving
 

@@ -22,7 +22,7 @@ from annotation.models import Clip, Judgment, Pair, Study
 from tests.audio import write_tone
 from tests.factories import StudyFactory, UserFactory
 
-from .test_admin_import import jsonl, row
+from tests.annotation.admin_upload import jsonl, row
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from annotation.dataset import keys
 from annotation.models import Clip, Pair, Study
 
-from .test_admin_import import audio_zip, jsonl, row, upload
+from tests.annotation.admin_upload import audio_zip, jsonl, row, upload
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment, Pair, Study, StudyAnnotator
-from tests.annotation.test_pair_counters import submit
+from tests.annotation.helpers import submit
 from tests.factories import AnnotatorFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from annotation import services
 from annotation.models import Assignment, Judgment, Pair
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory
-from tests.listening import listen
+from tests.annotation.helpers import submit
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +19,6 @@ def assert_counters_match(study):
     )
     for pair in rows:
         assert (pair.n_judgments, pair.n_live) == (pair.judged, pair.active), f"pair {pair.pk}"
-
-
-def submit(assignment, user, key):
-    listen(assignment, seconds=3.0)
-    return services.judgment_submit(
-        assignment_id=assignment.pk, annotator=user, alignment="A", alignment_confidence=3, musicality="B", musicality_confidence=3,
-        idempotency_key=key, now=assignment.served_at + timedelta(seconds=20),
-    )
 
 
 def test_counters_follow_locks_submits_skips_expiry_withdrawal_and_deletes():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotation import services
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.browser

@@ -18,7 +18,7 @@ import pytest
 
 from annotation.models import Judgment, Pair
 from scoring.models import Judge, ScoringRun
-from tests.annotation.test_admin_import import audio_zip, jsonl, row
+from tests.annotation.admin_upload import audio_zip, jsonl, row
 from tests.factories import PairFactory, StudyFactory, UserFactory
 from tests.live_browser import BrowserLiveServerTestCase
 

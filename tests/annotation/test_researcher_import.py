@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotation.models import Judgment, Pair, Study
-from tests.annotation.test_admin_import import audio_zip, jsonl, row
+from tests.annotation.admin_upload import audio_zip, jsonl, row
 from tests.factories import AnnotatorFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

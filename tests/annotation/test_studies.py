@@ -10,29 +10,9 @@ from annotation import services
 from annotation.models import Study
 from common.errors import ServiceError
 from tests.factories import StudyFactory, UserFactory
+from tests.annotation.helpers import PARAMETERS
 
 pytestmark = pytest.mark.django_db
-
-PARAMETERS = {
-    "title": "Vocals study",
-    "instructions": "Listen to both clips.",
-    "overlap_target": 4,
-    "overlap_share": 0.5,
-    "min_listen_seconds": 6.5,
-    "rationale_min_length": 15,
-    "lock_ttl_seconds": 300,
-    "gold_rate": 0.1,
-    "annotator_target": 25,
-    "selection": "uncertainty",
-    "active_share": 0.3,
-    "licence": "CC BY 4.0",
-    "is_active": False,
-    "screening": "huggins",
-    "screening_trials": 8,
-    "screening_pass": 7,
-    "screening_retries": 2,
-    "screening_existing_members": True,
-}
 
 
 def stored(study: Study) -> dict:

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation.models import Study, StudyAnnotator
 from scoring.models import Judge, TrainingRun
-from tests.annotation.test_studies import PARAMETERS
+from tests.annotation.helpers import PARAMETERS
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -210,6 +210,23 @@ def test_replayed_events_are_ignored(db):
     assert post(client, events_url(battle.public_id), {"events": [{"seq": seq + 2, "side": "b", "kind": "play"}, {"seq": seq + 1, "side": "b", "kind": "tick"}]}).status_code == 400
 
 
+def test_a_battle_refuses_events_past_its_limit_and_keeps_what_it_had(settings, db):
+    settings.ARENA_MAX_EVENTS_PER_BATTLE = 5
+    visitor, _cookie = visitor_with_terms()
+    battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=120)
+    now = timezone.now()
+    first = listen_events_record(battle=battle, visitor=visitor, events=[{"seq": n, "side": "a", "kind": "tick"} for n in range(1, 5)], now=now)
+    assert first["accepted"] == 4 and first["last_seq"] == 4
+    with pytest.raises(ArenaError) as refused:
+        listen_events_record(battle=battle, visitor=visitor, events=[{"seq": n, "side": "a", "kind": "tick"} for n in range(5, 7)], now=now)
+    assert refused.value.code == "too_many_events" and refused.value.status == 429
+    battle.refresh_from_db()
+    assert ListenEvent.objects.filter(battle=battle).count() == 4 and battle.listen_seq == 4 and battle.listening["events"] == 4
+    # A replay adds nothing, so it is answered even at the limit; one more new event still fits.
+    assert listen_events_record(battle=battle, visitor=visitor, events=[{"seq": 4, "side": "a", "kind": "tick"}], now=now)["ignored"] == 1
+    assert listen_events_record(battle=battle, visitor=visitor, events=[{"seq": 5, "side": "a", "kind": "tick"}], now=now)["last_seq"] == 5
+
+
 def test_second_vote_is_rejected_logged_and_never_overwrites(db):
     visitor, cookie = visitor_with_terms()
     battle = ready_battle(visitor, arena_system("s1"), arena_system("s2"), ready_ago=60)

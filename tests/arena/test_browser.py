@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import os
-import random
-from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.utils import timezone
 
-from tests.browser import launch  # noqa: E402
-
-DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+from tests.arena.helpers import simulated_votes
+from tests.browser import DOC_SHOTS, launch
 
 pytestmark = pytest.mark.browser
 
@@ -28,26 +23,6 @@ def browser_page():
         page = browser.new_page(viewport={"width": 1100, "height": 900}, bypass_csp=True)
         yield page
         browser.close()
-
-
-def simulated_votes(n: int, seed: int = 0) -> None:
-    """Votes from simulated visitors whose taste follows the demo systems' designed musicality ranking."""
-    from annotation.demo import DEMO_SYSTEMS
-    from arena.models import ArenaSystem, Battle, Visitor, Vote
-
-    rank = {s.name: s.musicality_rank for s in DEMO_SYSTEMS}
-    systems = list(ArenaSystem.objects.select_related("system"))
-    rng = random.Random(seed)
-    visitor = Visitor.objects.create(cookie_hash="sim" + "0" * 61, pseudonym="u-simulated", terms_version="1", terms_accepted_at=timezone.now())
-    for k in range(n):
-        a, b = rng.sample(systems, 2)
-        p_a = 1 / (1 + 10 ** ((rank[a.name] - rank[b.name]) * 60 / 400))
-        choice = rng.choices(["a", "b", "tie", "both_bad"], weights=[0.85 * p_a, 0.85 * (1 - p_a), 0.1, 0.05])[0]
-        battle = Battle.objects.create(
-            visitor=visitor, prompt=f"simulated {k}", is_instrumental=k % 4 != 0, duration_requested=3.0, seed=k, system_a=a, system_b=b,
-            status=Battle.Status.VOTED, ready_at=timezone.now() - timedelta(seconds=30),
-        )
-        Vote.objects.create(battle=battle, visitor=visitor, choice=choice, listen_seconds_a=6.0, listen_seconds_b=6.0)
 
 
 def arena_hear(page, side: str, seconds: float, timeout_s: float = 20.0) -> None:

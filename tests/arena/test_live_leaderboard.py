@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
-from django.utils import timezone
 
 from arena.consumers import leaderboard_broadcast
 from arena.models import ArenaPrompt, ArenaSystem, LeaderboardSnapshot
 from arena.seed import PREBAKED_PROMPTS, arena_seed
-from arena.services import vote_submit
 
-from .conftest import arena_system, fetch_audio, ready_battle, send, visitor_with_terms
+from tests.arena.helpers import voted
 
-
-def voted(visitor, a, b, choice):
-    battle = ready_battle(visitor, a, b, ready_ago=60)
-    t0 = timezone.now() - timedelta(seconds=50)
-    for side, offset in (("a", 0), ("b", 10)):
-        fetch_audio(battle, side=side, at=t0)
-        events = [(0, "play", side), (3, "pause", side), (4, "play", side), (7, "ended", side)]
-        send(battle, visitor, [(offset + at, kind, s) for at, kind, s in events], start=t0)
-    return vote_submit(battle=battle, visitor=visitor, choice=choice)
+from .conftest import arena_system, visitor_with_terms
 
 
 def test_votes_refit_the_board_once_per_debounce_window(db, django_capture_on_commit_callbacks, settings):

@@ -13,7 +13,7 @@ from tests.factories import UserFactory
 from tests.live_processes import OtherProcessLiveTestCase
 
 from .conftest import arena_system, visitor_with_terms
-from .test_live_leaderboard import voted
+from tests.arena.helpers import voted
 
 pytestmark = pytest.mark.browser
 

@@ -16,7 +16,7 @@ from common.errors import ServiceError
 from tests.factories import UserFactory
 
 from .conftest import arena_system, visitor_with_terms
-from .test_live_leaderboard import voted
+from tests.arena.helpers import voted
 
 
 @pytest.fixture

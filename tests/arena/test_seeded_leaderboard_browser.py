@@ -11,7 +11,7 @@ import time
 import pytest
 from django.core.management import call_command
 
-from tests.arena.test_transport_browser import PHONE, shots_dir
+from tests.browser import PHONE, shots_dir
 
 pytestmark = pytest.mark.browser
 

@@ -4,15 +4,12 @@ leaderboard on a 390 px phone with every column in view."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from tests.arena.test_browser import DOC_SHOTS, simulated_votes
+from tests.arena.helpers import simulated_votes
+from tests.browser import PHONE, shots_dir
 
 pytestmark = pytest.mark.browser
-PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2}
 
 
 @pytest.fixture
@@ -26,11 +23,6 @@ def arena_settings(settings):
     settings.ARENA_LEADERBOARD_DEBOUNCE_SECONDS = 0
     arena_seed()
     return settings
-
-
-def shots_dir(tmp_path) -> Path:
-    # AUDITORIUM_SCREENSHOTS=1 refreshes the committed docs/screenshots; otherwise they stay untouched.
-    return DOC_SHOTS if os.environ.get("AUDITORIUM_SCREENSHOTS") == "1" else tmp_path
 
 
 def snapshot(page) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import services
-from tests.annotation.test_listening_browser import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import axe_violations
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, UserFactory
 
@@ -32,7 +32,7 @@ def test_every_page_has_no_axe_violations(live_server, browser, listening_study,
     from scoring.models import Judge
     from scoring.services import run_create
     from scoring.tasks import run_start
-    from tests.arena.test_browser import simulated_votes
+    from tests.arena.helpers import simulated_votes
 
     study, pair = listening_study
     annotator = UserFactory(username="axe-annotator", roles=["annotator"])

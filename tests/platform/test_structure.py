@@ -364,3 +364,38 @@ def test_live_pages_load_the_live_client_before_their_own_script():
     for page, script in (("arena/leaderboard.html", "arena/leaderboard.js"), ("scoring/report.html", "scoring/report.js"), ("scoring/run.html", "scoring/run.js"), ("scoring/training.html", "scoring/training.js")):
         sources = re.findall(r"<script src=\"\{% static '([^']+)' %\}\"", (templates / page).read_text())
         assert "js/live.js" in sources and sources.index("js/live.js") < sources.index(script), (page, sources)
+
+
+# --- (e) the tests -----------------------------------------------------------------------------
+
+TESTS = ROOT / "tests"
+
+
+def _test_module_imports(source: str) -> list[tuple[int, str]]:
+    """(line, dotted name) of each import in the source that names a test module (last name `test_*`).
+
+    Shared set-up lives in helper modules and conftest.py: a test file that imports another one
+    runs that file's imports and fixtures too, and breaks when that file is renamed or split.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            names = [base] if node.module else []
+            names += [f"{base}.{alias.name}" if node.module else f"{base}{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if name.rsplit(".", 1)[-1].startswith("test_")]
+    return found
+
+
+def test_the_test_import_check_sees_every_form():
+    source = "import tests.a.test_x\nfrom tests.a.test_y import f\nfrom .test_z import g\nfrom . import test_w\nfrom tests.a import helpers\nimport tests.a.helpers\n"
+    assert [name for _, name in _test_module_imports(source)] == ["tests.a.test_x", "tests.a.test_y", ".test_z", ".test_w"]
+
+
+def test_no_test_file_imports_another_test_module():
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in sorted(TESTS.rglob("*.py")) for line, name in _test_module_imports(path.read_text())]
+    assert not offenders, "move what is shared into a helper module or conftest.py: " + "; ".join(offenders)

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from tests.factories import UserFactory
 
-from .test_access import all_routes, url_for, world  # noqa: F401  (world is a fixture)
+from tests.reliability.routes import all_routes, url_for, world  # noqa: F401  (world is a fixture)
 
 EXPECTED = {
     "X-Content-Type-Options": "nosniff",

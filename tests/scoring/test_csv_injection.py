@@ -12,7 +12,7 @@ from annotation.models import Condition
 from common.csvfile import csv_cell, csv_text
 from scoring.models import ScoringRun
 from tests.factories import UserFactory
-from tests.scoring.test_report import build_study
+from tests.scoring.report_study import build_study
 
 pytestmark = pytest.mark.django_db
 

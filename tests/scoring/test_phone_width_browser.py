@@ -15,7 +15,7 @@ from tests.factories import UserFactory
 from tests.fixtures import needs_tunejury
 from tests.live_browser import BrowserLiveServerTestCase
 from tests.scoring.reward_study import build_study
-from tests.scoring.test_report_browser import showcase_study
+from tests.scoring.showcase_study import showcase_study
 
 pytestmark = [pytest.mark.browser]
 
