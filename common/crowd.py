@@ -69,7 +69,17 @@ def _dawid_skene(frame: pd.DataFrame):
     return _p_first(model.probas_), pd.Series(reliability)
 
 
-def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int = 50):
+def _mace(codes: dict):
+    """MACE point fit: P(first) per item (sorted by item) and competence per annotator (`mace_fit`)."""
+    q1, knowing, _ = mace_fit(codes)
+    return pd.Series(q1, index=codes["item_names"]).sort_index(), pd.Series(knowing, index=codes["worker_names"])
+
+
+def mace_crowdkit(frame: pd.DataFrame, seed: int = 0, *, restarts: int = 1, iterations: int = 50):
+    """crowd-kit's MACE (variational, its defaults) on the same frame: the reference `mace_fit` is tested against.
+
+    Its restarts all draw their start from the same `random_state`, so they are one fit repeated.
+    """
     _, MACE = _crowdkit()
     model = MACE(n_restarts=restarts, n_iter=iterations, random_state=seed)
     with warnings.catch_warnings():
@@ -118,8 +128,8 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
     workers_index = pd.Index(frame["worker"].unique())
     reliability = pd.DataFrame({"votes": frame.groupby("worker").size()}).reindex(workers_index)
     rng = np.random.default_rng(seed)
+    codes = _codes(frame)
     if rounds > 0:
-        codes = _codes(frame)
         weights = rng.multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=rounds).astype(float)
     if "dawid_skene" in methods:
         p_first, rel = _dawid_skene(frame)
@@ -129,7 +139,7 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
             low, high = _percentiles(_in_chunks(ds_refit, codes, weights), codes)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
-        p_first, rel = _mace(frame, seed)
+        p_first, rel = _mace(codes)
         constant = _constant_workers(frame)
         # As in Dawid–Skene: an annotator who always gives the same answer shows no knowledge of the truth.
         rel[rel.index.isin(constant)] = 0.0
@@ -163,6 +173,7 @@ def _codes(frame: pd.DataFrame) -> dict:
         "items": len(item_names),
         "workers": len(worker_names),
         "worker_names": worker_names,
+        "item_names": item_names,
         "to_item": sparse.csr_matrix((ones, (np.arange(n), item)), shape=(n, len(item_names))),
         "to_worker": sparse.csr_matrix((ones, (np.arange(n), worker)), shape=(n, len(worker_names))),
     }
@@ -245,6 +256,76 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
         like0 = np.log(sv * (label == 0) + (1 - sv) * theta_l)
         q1 = 1.0 / (1.0 + np.exp(np.clip(_item_sums(codes, like0) - _item_sums(codes, like1), -700, 700)))
     return np.where(total > 0, s, np.nan)
+
+
+# The priors of crowd-kit's variational MACE (its defaults): Beta(0.5, 0.5) on knowing vs guessing,
+# a symmetric Dirichlet(10) on each annotator's guessing strategy.
+MACE_KNOW_PRIOR = (0.5, 0.5)  # (guessing, knowing)
+MACE_STRATEGY_PRIOR = 10.0
+MACE_ITERATIONS = 1000
+MACE_TOL = 1e-6
+
+
+def mace_fit(codes: dict, *, iterations: int = MACE_ITERATIONS, tol: float = MACE_TOL, start: tuple | None = None):
+    """Binary MACE fitted by variational EM, crowd-kit's model: (P(label 1) per item, competence per worker, log-likelihood).
+
+    An annotator knows the answer with probability `knowing` and then gives it; otherwise (`guessing`)
+    it answers by its own strategy `theta`. The variational M-step is crowd-kit's (exp digamma of the
+    expected counts plus the priors above), the E-step the exact posterior, in logs so that an item
+    with many votes does not underflow. Arrays follow `codes`' worker and item order.
+
+    Start: the share of 1 votes per item, with knowing = guessing = theta = 0.5 for the first counts
+    (deterministic, and independent of the order the votes come in). crowd-kit instead draws the
+    start from its `random_state` by the annotators' order of appearance, and its restarts all reuse
+    that draw, so its fit moves when the same votes arrive in another order. `start` =
+    (knowing, guessing, theta (workers, 2)) replaces the majority start (the tests pass crowd-kit's).
+    Stops after `iterations` M-steps or once no posterior and no competence moves by more than `tol`.
+    Competence is `knowing` after the last M-step and the posteriors come from the E-step after it,
+    as in crowd-kit.
+    """
+    from scipy.special import digamma
+
+    item, worker, label = codes["item"], codes["worker"], codes["label"]
+    n_items, n_workers = codes["items"], codes["workers"]
+    is1 = label == 1
+    cell = 2 * worker + label  # a vote's (worker, label) cell in theta.ravel()
+
+    def per_worker(values):
+        return np.bincount(worker, weights=values, minlength=n_workers)
+
+    def e_step(knowing, guessing, theta):
+        """Item posteriors P(truth 1), the log-likelihood, and per vote P(vote | guessed) and P(known)."""
+        noise, k = guessing[worker] * theta.ravel()[cell], knowing[worker]
+        hit, miss = np.log(noise + k), np.log(noise)  # P(vote | truth = its label), P(vote | the other truth)
+        log1 = np.bincount(item, weights=np.where(is1, hit, miss), minlength=n_items)
+        log0 = np.bincount(item, weights=np.where(is1, miss, hit), minlength=n_items)
+        q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
+        return q1, float((np.logaddexp(log0, log1) - np.log(2.0)).sum()), noise, k
+
+    if start is None:
+        q1 = np.bincount(item, weights=is1.astype(float), minlength=n_items) / np.bincount(item, minlength=n_items)
+        knowing, guessing, theta = np.full(n_workers, 0.5), np.full(n_workers, 0.5), np.full((n_workers, 2), 0.5)
+        noise, k, loglik = np.full(len(label), 0.25), np.full(len(label), 0.5), -np.inf
+    else:
+        knowing, guessing, theta = (np.array(a, dtype=float) for a in start)
+        q1, loglik, noise, k = e_step(knowing, guessing, theta)
+    alpha, beta = MACE_KNOW_PRIOR
+    for _ in range(iterations):
+        # P(the annotator knew | all votes): the truth is the vote's label (posterior q) and it was known, not guessed.
+        knew = np.where(is1, q1[item], 1.0 - q1[item]) * k / (noise + k)
+        guessed = 1.0 - knew
+        known, guesses = per_worker(knew), per_worker(guessed)
+        guessed_1 = per_worker(guessed * is1)
+        norm = np.exp(digamma(known + guesses + alpha + beta))
+        new_knowing, guessing = np.exp(digamma(known + beta)) / norm, np.exp(digamma(guesses + alpha)) / norm
+        strategy_norm = np.exp(digamma(guesses + 2 * MACE_STRATEGY_PRIOR))[:, None]
+        theta = np.exp(digamma(np.stack([guesses - guessed_1, guessed_1], axis=1) + MACE_STRATEGY_PRIOR)) / strategy_norm
+        new_q1, loglik, noise, k = e_step(new_knowing, guessing, theta)
+        moved = max(np.abs(new_q1 - q1).max(initial=0.0), np.abs(new_knowing - knowing).max(initial=0.0))
+        q1, knowing = new_q1, new_knowing
+        if moved < tol:
+            break
+    return q1, knowing, loglik
 
 
 # Rounds refitted together are (rounds x votes) arrays; this many cells at most per chunk bounds the memory.
