@@ -51,9 +51,16 @@ def majority_labels(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(share > 0.5, 1.0, np.where(share < 0.5, 0.0, np.nan)), index=share.index, name="majority")
 
 
-def _dawid_skene(frame: pd.DataFrame):
+def _dawid_skene(codes: dict):
+    """Dawid–Skene point fit: P(first) per item (sorted by item) and reliability per annotator (`ds_fit`)."""
+    q1, reliability = ds_fit(codes)
+    return pd.Series(q1, index=codes["item_names"]).sort_index(), pd.Series(reliability, index=codes["worker_names"])
+
+
+def ds_crowdkit(frame: pd.DataFrame, *, iterations: int = 100, tol: float = 1e-6):
+    """crowd-kit's Dawid–Skene on the same frame, reduced as `ds_fit` reduces: the reference it is tested against."""
     DawidSkene, _ = _crowdkit()
-    model = DawidSkene(n_iter=100, tol=1e-6)
+    model = DawidSkene(n_iter=iterations, tol=tol)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(frame)
@@ -62,8 +69,6 @@ def _dawid_skene(frame: pd.DataFrame):
     reliability = {}
     for worker in frame["worker"].unique():
         block = errors.loc[worker]
-        # A label the annotator never gave is reported with probability 0 (not unknown): a voter who always
-        # gives the same label is right on one class only, not perfectly reliable.
         diagonal = [(float(block.loc[c, c]) if c in block.index else 0.0) if c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
     return _p_first(model.probas_), pd.Series(reliability)
@@ -132,7 +137,7 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
     if rounds > 0:
         weights = rng.multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=rounds).astype(float)
     if "dawid_skene" in methods:
-        p_first, rel = _dawid_skene(frame)
+        p_first, rel = _dawid_skene(codes)
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
@@ -256,6 +261,69 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
         like0 = np.log(sv * (label == 0) + (1 - sv) * theta_l)
         q1 = 1.0 / (1.0 + np.exp(np.clip(_item_sums(codes, like0) - _item_sums(codes, like1), -700, 700)))
     return np.where(total > 0, s, np.nan)
+
+
+# crowd-kit's floor under a probability in Dawid–Skene (errors, class priors, posteriors).
+DS_EPS = 1e-10
+DS_ITERATIONS = 100
+DS_TOL = 1e-6
+
+
+def ds_fit(codes: dict, *, iterations: int = DS_ITERATIONS, tol: float = DS_TOL):
+    """Binary Dawid–Skene as crowd-kit fits it, in numpy: (P(label 1) per item, reliability per worker).
+
+    Start: the majority posteriors (the share of each label per item); then E-step, class prior,
+    M-step, until the evidence lower bound per vote gains less than `tol` or after `iterations`
+    rounds. The M-step keeps only the labels an annotator gave (floored at DS_EPS) and normalises
+    over them; a label the annotator never gave has probability 0, so an annotator who always gives
+    the same label is right on one class only. Reliability is the mean of the confusion diagonal.
+    If the votes show a single label, crowd-kit knows one class only: P = that label, reliability 1.
+    """
+    item, worker, label = codes["item"], codes["worker"], codes["label"]
+    n_items, n_workers = codes["items"], codes["workers"]
+    if len(label) == 0 or (label == label[0]).all():
+        single = float(label[0]) if len(label) else np.nan
+        return np.full(n_items, single), np.ones(n_workers)
+    cell = 2 * worker + label  # a vote's (worker, observed label) row
+    per_item = np.bincount(item, minlength=n_items)
+    gave = np.bincount(cell, minlength=2 * n_workers).reshape(n_workers, 2) > 0
+
+    def m_step(q):
+        # errors[w, observed, true]
+        counts = np.stack([np.bincount(cell, weights=q[item, c], minlength=2 * n_workers) for c in (0, 1)], axis=1).reshape(n_workers, 2, 2)
+        counts = np.where(gave[:, :, None], np.maximum(counts, DS_EPS), 0.0)
+        return counts / counts.sum(axis=1, keepdims=True)
+
+    def e_step(prior, errors):
+        with np.errstate(divide="ignore"):
+            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+        logs = np.stack([np.bincount(item, weights=log_errors[:, c], minlength=n_items) for c in (0, 1)], axis=1) + np.log(np.maximum(prior, DS_EPS))
+        logs -= logs.max(axis=1, keepdims=True)
+        q = np.exp(logs)
+        return q / q.sum(axis=1, keepdims=True)
+
+    def lower_bound(q, prior, errors):
+        with np.errstate(divide="ignore"):
+            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+        joint = (q[item] * (log_errors + np.log(np.maximum(prior, DS_EPS)))).sum()
+        q = np.maximum(q, DS_EPS)
+        return float(joint - (q * np.log(q)).sum()) / len(label)
+
+    share = np.bincount(item, weights=label.astype(float), minlength=n_items) / per_item
+    q = np.stack([1.0 - share, share], axis=1)
+    prior, errors = q.mean(axis=0), m_step(q)
+    bound = -np.inf
+    for _ in range(iterations):
+        q = e_step(prior, errors)
+        prior = q.mean(axis=0)
+        errors = m_step(q)
+        new_bound = lower_bound(q, prior, errors)
+        if new_bound - bound < tol:
+            break
+        bound = new_bound
+    # crowd-kit floors the posteriors it reports (the bound above does it in place).
+    q = np.maximum(q, DS_EPS)
+    return q[:, 1], (errors[:, 0, 0] + errors[:, 1, 1]) / 2
 
 
 # The priors of crowd-kit's variational MACE (its defaults): Beta(0.5, 0.5) on knowing vs guessing,

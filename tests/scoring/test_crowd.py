@@ -10,7 +10,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from common.crowd import _codes, aggregate, calibration, mace_crowdkit, mace_fit, majority_labels
+from common.crowd import _codes, aggregate, calibration, ds_crowdkit, mace_crowdkit, mace_fit, majority_labels
 from scoring import report, report_tables
 from scoring.crowd import crowd_report, pair_labels
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
@@ -246,3 +246,22 @@ def test_mace_point_fit_does_not_depend_on_the_order_of_the_votes():
     shuffled = aggregate(workers[order], tasks[order], labels[order], rounds=0, methods=("mace",))
     assert np.abs(first.labels["p_mace"] - shuffled.labels["p_mace"].reindex(first.labels.index)).max() < 1e-12
     assert np.abs(first.reliability["mace"] - shuffled.reliability["mace"].reindex(first.reliability.index)).max() < 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+@pytest.mark.parametrize("case", ["simulated", "one-label-annotator", "one-label-votes", "tiny"])
+def test_dawid_skene_fit_is_crowd_kits(case):
+    if case == "simulated":
+        workers, tasks, labels, truth, accuracy = simulated(items=80, seed=2)
+    elif case == "one-label-annotator":
+        workers, tasks, labels, truth, accuracy = simulated(items=60, seed=3)
+        workers, tasks, labels = np.r_[workers, np.full(60, 99)], np.r_[tasks, np.arange(60)], np.r_[labels, np.zeros(60, dtype=int)]
+    elif case == "one-label-votes":
+        workers, tasks, labels = np.array([1, 2, 1]), np.array([1, 1, 2]), np.array([1, 1, 1])
+    else:
+        workers, tasks, labels = np.array([1, 2, 1, 3]), np.array([1, 1, 2, 3]), np.array([1, 0, 1, 1])
+    frame = pd.DataFrame({"worker": workers, "task": tasks, "label": labels})
+    p_first, reliability = ds_crowdkit(frame)
+    result = aggregate(workers, tasks, labels, rounds=0, methods=("dawid_skene",))
+    assert np.abs(result.labels["p_dawid_skene"] - p_first).max() < 1e-9
+    assert np.abs(result.reliability["dawid_skene"] - reliability.reindex(result.reliability.index)).max() < 1e-9
