@@ -1,4 +1,4 @@
-"""Labels aggregated with a model of each annotator (crowd-kit), beside the plain majority vote.
+"""Labels aggregated with a model of each annotator, beside the plain majority vote.
 
 Input is always long-form votes: one row per (annotator, item) with a binary label
 (1 = the item's first clip won, 0 = its second). Three aggregates come out:
@@ -15,6 +15,11 @@ Input is always long-form votes: one row per (annotator, item) with a binary lab
 Uncertainty of the reliabilities: items are resampled with replacement and the model is refitted on
 every resample (see `aggregate`), so the interval carries both how few answers an annotator gave
 and how unsure the labels their answers are checked against are.
+
+Point fits (`ds_fit`, `mace_fit`) are crowd-kit's models fitted in numpy: crowd-kit's pandas EM
+took seconds for a handful of votes. crowd-kit stays the reference they are tested against
+(`ds_crowdkit`, `mace_crowdkit`; tests/scoring/test_crowd.py): Dawid–Skene is the same EM and agrees
+to rounding; MACE differs only in its start (see `mace_fit`).
 
 No Django here: the report, the export, the reward model and the benchmark share it.
 """
@@ -236,7 +241,8 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
 
     Binary MACE EM vectorised over rounds: each vote is the truth when the annotator knows it
     (probability s), else a draw from the annotator's own strategy theta; started at the majority
-    posteriors and s = 0.5, theta = 0.5, with the add-0.5 smoothing of crowd-kit's point fit.
+    posteriors and s = 0.5, theta = 0.5, with add-0.5 smoothing: a plain-EM variant of the point
+    fit's model (`mace_fit` takes the variational M-step).
     """
     label = codes["label"]
     vote_w = weights[:, codes["item"]]
@@ -330,7 +336,7 @@ def ds_fit(codes: dict, *, iterations: int = DS_ITERATIONS, tol: float = DS_TOL)
 # a symmetric Dirichlet(10) on each annotator's guessing strategy.
 MACE_KNOW_PRIOR = (0.5, 0.5)  # (guessing, knowing)
 MACE_STRATEGY_PRIOR = 10.0
-MACE_ITERATIONS = 1000
+MACE_ITERATIONS = 3000
 MACE_TOL = 1e-6
 
 
@@ -342,14 +348,18 @@ def mace_fit(codes: dict, *, iterations: int = MACE_ITERATIONS, tol: float = MAC
     expected counts plus the priors above), the E-step the exact posterior, in logs so that an item
     with many votes does not underflow. Arrays follow `codes`' worker and item order.
 
-    Start: the share of 1 votes per item, with knowing = guessing = theta = 0.5 for the first counts
-    (deterministic, and independent of the order the votes come in). crowd-kit instead draws the
-    start from its `random_state` by the annotators' order of appearance, and its restarts all reuse
-    that draw, so its fit moves when the same votes arrive in another order. `start` =
-    (knowing, guessing, theta (workers, 2)) replaces the majority start (the tests pass crowd-kit's).
-    Stops after `iterations` M-steps or once no posterior and no competence moves by more than `tol`.
-    Competence is `knowing` after the last M-step and the posteriors come from the E-step after it,
-    as in crowd-kit.
+    Start: the share of 1 votes per item, with knowing = guessing = theta = 0.5 for the first counts,
+    so the fit is deterministic and independent of the order the votes come in. crowd-kit draws its
+    start from `random_state` by the annotators' order of appearance and its restarts all reuse that
+    one draw: its fit moves with the order of the rows. Where the votes pin the model down (several
+    votes per item) both starts reach the same fit (tests/scoring/test_crowd.py). On sparse votes
+    (most pairs 1-2 votes) the likelihood is flat, EM crawls and may stop on another local optimum:
+    there crowd-kit's own fit moves as much under a reordering of the rows (bench/report.py
+    --crowdkit; bench/results/report-cpu.txt). `start` = (knowing, guessing, theta (workers, 2))
+    replaces the majority start (the tests pass crowd-kit's). Runs until no posterior and no
+    competence moves by more than `tol` in an iteration (sparse votes need a few thousand, numpy
+    makes that cheap) or `iterations` M-steps. Competence is `knowing` after the last M-step and the
+    posteriors come from the E-step after it, as in crowd-kit.
     """
     from scipy.special import digamma
 
