@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/report.py [--votes 100000] [--bootstrap 1000] [--repeat 3]
     .venv/bin/python bench/report.py --db     # also: store the votes in a scratch database and time report_build end to end
-    .venv/bin/python bench/report.py --votes 5000 --bootstrap 200 --repeat 1 --crowdkit   # also: the report with crowd-kit's point fits
+    .venv/bin/python bench/report.py --votes 2000 --repeat 1 --crowdkit   # instead: the report with crowd-kit's point fits vs numpy's
 
 What is timed:
   1. agreement point estimates (rate + Krippendorff's alpha, both dimensions):
@@ -12,7 +12,7 @@ What is timed:
      naive loop re-run on a resample of pairs (a few rounds, divided).
   3. the whole report computation (agreement with bootstrap, confidence, position bias, annotators,
      two judges with breakdowns) on frames; with --db, report_build from the database as well.
-  4. with --crowdkit: the whole report again with the Dawid–Skene and MACE point fits done by crowd-kit (as
+  4. with --crowdkit, instead of 1-3 (it runs on a handful of votes too): the whole report with the Dawid–Skene and MACE point fits done by crowd-kit (as
      the report did before common.crowd fitted them in numpy), CPU seconds of both, and how far the two
      fits' P(first clip), reliability and labels lie apart on this data.
 Baseline and subject run in the same process on the same data; medians of --repeat runs.
@@ -131,6 +131,20 @@ def median_cpu(fn, repeat: int) -> tuple[float, float, object]:
     return statistics.median(cpu), statistics.median(wall), result
 
 
+def profiled(fn):
+    """fn under cProfile, printing the report's own functions by cumulative time after each call."""
+    import cProfile
+    import pstats
+
+    def run():
+        profiler = cProfile.Profile()
+        result = profiler.runcall(fn)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"(common|scoring)/[a-z_]+\.py", 12)
+        return result
+
+    return run
+
+
 def crowdkit_point_fits(seed: int = 0):
     """Replacements for common.crowd's numpy point fits that call crowd-kit instead, with the report's old settings."""
     from common import crowd
@@ -144,11 +158,15 @@ def crowdkit_point_fits(seed: int = 0):
     }
 
 
-def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int) -> None:
+def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, profile: bool = False) -> None:
     """The report with crowd-kit's point fits vs numpy's (CPU), and the two fits side by side on each dimension."""
     from common import crowd
 
+    if profile:
+        compute = profiled(compute)
+
     numpy_fits = {name: getattr(crowd, name) for name in ("_dawid_skene", "_mace")}
+    crowd._crowdkit()  # its import (nltk and friends, seconds) is paid once per process: not timed here
     try:
         for name, fit in crowdkit_point_fits(seed).items():
             setattr(crowd, name, fit)
@@ -185,7 +203,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-rounds", type=int, default=5, help="bootstrap rounds the naive loop runs (each is a full pass)")
-    parser.add_argument("--crowdkit", action="store_true", help="also time the report with crowd-kit's Dawid-Skene and MACE point fits (slow: use a few thousand votes)")
+    parser.add_argument("--crowdkit", action="store_true", help="instead: the report with crowd-kit's Dawid-Skene and MACE point fits vs numpy's (slow: a few thousand votes at most)")
+    parser.add_argument("--profile", action="store_true", help="with --crowdkit: cProfile each report run (CPU figures then include the profiler)")
     parser.add_argument("--db", action="store_true", help="also time report_build from a scratch database (BENCH_DATABASE_URL, default local PostgreSQL)")
     args = parser.parse_args()
 
@@ -209,7 +228,12 @@ def main() -> None:
     raw_votes, pairs, verdicts, sources = synthetic(args.votes)
     votes = agreement.votes_frame_prepare(raw_votes)
     multi = int((votes.groupby("pair_id").size() >= 2).sum())
-    print(f"data: {len(votes):,} votes on {votes['pair_id'].nunique():,} pairs ({multi:,} with >=2 votes), 300 annotators, 2 judges x {len(pairs):,} verdicts")
+    print(f"data: {len(votes):,} votes on {votes['pair_id'].nunique():,} pairs ({multi:,} with >=2 votes), {votes['annotator_id'].nunique()} annotators, 2 judges x {len(pairs):,} verdicts")
+    options = report.ReportOptions(rounds=args.bootstrap)
+    if args.crowdkit:
+        compute = lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options)  # noqa: E731
+        crowdkit_comparison(votes, compute, options.seed, args.repeat, profile=args.profile)
+        return
 
     # 1. Point estimates: vectorised vs naive loop, same numbers.
     records = list(zip(votes["pair_id"].tolist(), votes["pref_alignment"].tolist(), votes["pref_musicality"].tolist(), strict=True))
@@ -254,14 +278,10 @@ def main() -> None:
           f"naive {per_naive * 1000:.0f} ms ({args.naive_rounds} rounds measured) -> {per_naive / per_vec:.0f}x")
 
     # 3. The whole report computation on frames.
-    options = report.ReportOptions(rounds=args.bootstrap)
     t_full, body = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
     t_naive_report = t_naive + args.bootstrap * per_naive
     print(f"full report on frames ({args.bootstrap} bootstrap rounds, {len(body[0]['annotators'])} annotators, 2 judges): {t_full:.2f} s; "
           f"the naive loop needs {t_naive_report:.0f} s for the agreement figures alone ({args.bootstrap} x {per_naive * 1000:.0f} ms, from the rounds measured above) -> {t_naive_report / t_full:.0f}x")
-
-    if args.crowdkit:
-        crowdkit_comparison(votes, lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), options.seed, args.repeat)
 
     if args.db:
         time_from_database(raw_votes, pairs, verdicts, options, args.repeat)
