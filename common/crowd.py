@@ -406,6 +406,19 @@ def mace_fit(codes: dict, *, iterations: int = MACE_ITERATIONS, tol: float = MAC
     return q1, knowing, loglik
 
 
+def mace_crowdkit_start(n_workers: int, seed: int = 0) -> tuple:
+    """crowd-kit's MACE start for `random_state=seed` as a `mace_fit` start: (knowing, guessing, theta).
+
+    It draws P(guess), P(know) and the strategy alike from U(1, 2.5) and normalises each row; workers
+    in their order of appearance, strategy columns in the labels' order of appearance.
+    """
+    import scipy.stats as sps
+
+    draw = sps.uniform(1, 1.5).rvs(size=(n_workers, 2), random_state=seed)
+    draw = draw / draw.sum(axis=1, keepdims=True)
+    return draw[:, 1], draw[:, 0], draw
+
+
 # Rounds refitted together are (rounds x votes) arrays; this many cells at most per chunk bounds the memory.
 CHUNK_CELLS = 2_000_000
 

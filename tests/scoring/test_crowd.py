@@ -10,7 +10,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from common.crowd import _codes, aggregate, calibration, ds_crowdkit, mace_crowdkit, mace_fit, majority_labels
+from common.crowd import _codes, aggregate, calibration, ds_crowdkit, mace_crowdkit, mace_crowdkit_start, mace_fit, majority_labels
 from scoring import report, report_tables
 from scoring.crowd import crowd_report, pair_labels
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
@@ -205,15 +205,10 @@ def _crowd_kit_order(workers, tasks, labels) -> pd.DataFrame:
 
 @pytest.mark.filterwarnings("ignore::Warning")  # crowd-kit's own pandas deprecations
 def test_mace_fit_is_crowd_kits_variational_mace():
-    import scipy.stats as sps
-
     workers, tasks, labels, truth, accuracy = simulated(items=80)
     frame = _crowd_kit_order(workers, tasks, labels)
     codes = _codes(frame)
-    # crowd-kit's start for random_state 0: P(guess, know) and the strategy drawn alike, each row normalised.
-    draw = sps.uniform(1, 1.5).rvs(size=(codes["workers"], 2), random_state=0)
-    draw = draw / draw.sum(axis=1, keepdims=True)
-    q1, knowing, _ = mace_fit(codes, iterations=50, tol=0.0, start=(draw[:, 1], draw[:, 0], draw))
+    q1, knowing, _ = mace_fit(codes, iterations=50, tol=0.0, start=mace_crowdkit_start(codes["workers"], 0))
     p_first, competence = mace_crowdkit(frame, 0, iterations=50)
     assert np.abs(pd.Series(q1, index=codes["item_names"]).sort_index() - p_first).max() < 1e-9
     assert np.abs(pd.Series(knowing, index=codes["worker_names"]) - competence.reindex(codes["worker_names"])).max() < 1e-9
