@@ -74,6 +74,8 @@ def ds_crowdkit(frame: pd.DataFrame, *, iterations: int = 100, tol: float = 1e-6
     reliability = {}
     for worker in frame["worker"].unique():
         block = errors.loc[worker]
+        # A label the annotator never gave is reported with probability 0 (not unknown): a voter who always
+        # gives the same label is right on one class only, not perfectly reliable.
         diagonal = [(float(block.loc[c, c]) if c in block.index else 0.0) if c in block.columns else np.nan for c in (0, 1)]
         reliability[worker] = float(np.nanmean(diagonal))
     return _p_first(model.probas_), pd.Series(reliability)
@@ -359,7 +361,9 @@ def mace_fit(codes: dict, *, iterations: int = MACE_ITERATIONS, tol: float = MAC
     replaces the majority start (the tests pass crowd-kit's). Runs until no posterior and no
     competence moves by more than `tol` in an iteration (sparse votes need a few thousand, numpy
     makes that cheap) or `iterations` M-steps. Competence is `knowing` after the last M-step and the
-    posteriors come from the E-step after it, as in crowd-kit.
+    posteriors come from the E-step after it, as in crowd-kit. The truth has two values even where
+    the votes show only one (crowd-kit then knows a single class and reports P = 1 for it): such
+    items keep a posterior short of certainty, with the same label.
     """
     from scipy.special import digamma
 
