@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/report.py [--votes 100000] [--bootstrap 1000] [--repeat 3]
     .venv/bin/python bench/report.py --db     # also: store the votes in a scratch database and time report_build end to end
+    .venv/bin/python bench/report.py --votes 2000 --repeat 1 --crowdkit   # instead: the report with crowd-kit's point fits vs numpy's
 
 What is timed:
   1. agreement point estimates (rate + Krippendorff's alpha, both dimensions):
@@ -11,6 +12,9 @@ What is timed:
      naive loop re-run on a resample of pairs (a few rounds, divided).
   3. the whole report computation (agreement with bootstrap, confidence, position bias, annotators,
      two judges with breakdowns) on frames; with --db, report_build from the database as well.
+  4. with --crowdkit, instead of 1-3 (it runs on a handful of votes too): the whole report with the Dawid–Skene and MACE point fits done by crowd-kit (as
+     the report did before common.crowd fitted them in numpy), CPU seconds of both, and how far the two
+     fits' P(first clip), reliability and labels lie apart on this data.
 Baseline and subject run in the same process on the same data; medians of --repeat runs.
 """
 
@@ -116,12 +120,108 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def median_cpu(fn, repeat: int) -> tuple[float, float, object]:
+    """Median CPU seconds (time.process_time) and wall seconds of `repeat` calls, and the last result."""
+    cpu, wall, result = [], [], None
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        result = fn()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return statistics.median(cpu), statistics.median(wall), result
+
+
+def profiled(fn):
+    """fn under cProfile, printing the report's own functions by cumulative time after each call."""
+    import cProfile
+    import pstats
+
+    def run():
+        profiler = cProfile.Profile()
+        result = profiler.runcall(fn)
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"(common|scoring)/[a-z_]+\.py", 12)
+        return result
+
+    return run
+
+
+def crowdkit_point_fits(seed: int = 0):
+    """Replacements for common.crowd's numpy point fits that call crowd-kit instead, with the report's old settings."""
+    from common import crowd
+
+    def frame(codes):
+        return pd.DataFrame({"worker": codes["worker_names"][codes["worker"]], "task": codes["item_names"][codes["item"]], "label": codes["label"]})
+
+    return {
+        "_dawid_skene": lambda codes: crowd.ds_crowdkit(frame(codes)),
+        "_mace": lambda codes: crowd.mace_crowdkit(frame(codes), seed, restarts=3, iterations=50),
+    }
+
+
+def frame_crowdkit_order(codes) -> pd.DataFrame:
+    """The votes ordered so that crowd-kit's MACE reads its counts back right: a 0 vote first, workers named by first appearance."""
+    label = codes["label"]
+    order = np.r_[int(np.flatnonzero(label == 0)[0]), np.flatnonzero(label == 1), np.flatnonzero(label == 0)[1:]]
+    frame = pd.DataFrame({"worker": codes["worker"][order], "task": codes["item"][order], "label": label[order]})
+    frame["worker"] = pd.factorize(frame["worker"])[0]
+    return frame
+
+
+def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, profile: bool = False) -> None:
+    """The report with crowd-kit's point fits vs numpy's (CPU), and the two fits side by side on each dimension."""
+    from common import crowd
+
+    if profile:
+        compute = profiled(compute)
+
+    numpy_fits = {name: getattr(crowd, name) for name in ("_dawid_skene", "_mace")}
+    crowd._crowdkit()  # its import (nltk and friends, seconds) is paid once per process: not timed here
+    try:
+        for name, fit in crowdkit_point_fits(seed).items():
+            setattr(crowd, name, fit)
+        cpu_ck, wall_ck, _ = median_cpu(compute, repeat)
+    finally:
+        for name, fit in numpy_fits.items():
+            setattr(crowd, name, fit)
+    cpu_np, wall_np, _ = median_cpu(compute, repeat)
+    print(f"full report on frames, point fits by crowd-kit: {cpu_ck:.2f} s CPU ({wall_ck:.2f} s wall); "
+          f"by numpy: {cpu_np:.2f} s CPU ({wall_np:.2f} s wall) -> {cpu_ck / cpu_np:.1f}x")
+    two_valued = votes[~votes["tie_any"] & ~votes["excluded"]]
+    for dim in ("alignment", "musicality"):
+        two = two_valued[two_valued[f"pref_{dim}"].notna()]
+        codes = crowd._codes(crowd._frame(two["annotator_id"].to_numpy(), two["pair_id"].to_numpy(), two[f"pref_{dim}"].to_numpy()))
+        for name, fit in crowdkit_point_fits(seed).items():
+            p_ck, rel_ck = fit(codes)
+            p_np, rel_np = numpy_fits[name](codes)
+            label_ck, label_np = crowd._label(p_ck), crowd._label(p_np)
+            differ = int((label_ck.fillna(-1) != label_np.reindex(label_ck.index).fillna(-1)).sum())
+            print(f"  {dim} {name.strip('_')}: max |P(first) numpy - crowd-kit| {np.abs(p_np.reindex(p_ck.index) - p_ck).max():.2e}, "
+                  f"max |reliability diff| {np.abs(rel_np.reindex(rel_ck.index) - rel_ck).max():.2e}, labels differ on {differ} of {len(label_ck)} pairs")
+            if name == "_mace":
+                # crowd-kit's MACE draws its start by the annotators' order of appearance: the same votes, rows reversed.
+                reverse = {key: (value[::-1] if key in ("item", "worker", "label") else value) for key, value in codes.items()}
+                p_rev, rel_rev = fit(reverse)
+                differ = int((label_ck.fillna(-1) != crowd._label(p_rev).reindex(label_ck.index).fillna(-1)).sum())
+                print(f"  {dim} mace, crowd-kit against itself on the rows reversed: max |P(first) diff| {np.abs(p_rev.reindex(p_ck.index) - p_ck).max():.2e}, "
+                      f"max |reliability diff| {np.abs(rel_rev.reindex(rel_ck.index) - rel_ck).max():.2e}, labels differ on {differ} of {len(label_ck)} pairs")
+                # crowd-kit's model from crowd-kit's own start (the numpy port, equal to crowd-kit at 50 iterations
+                # in the tests) run to convergence: how much of the gap is its 50 iterations, how much another optimum.
+                aligned = crowd._codes(frame_crowdkit_order(codes))
+                q_ck, know_ck, loglik_ck = crowd.mace_fit(aligned, start=crowd.mace_crowdkit_start(aligned["workers"], seed), iterations=20_000)
+                q_np, know_np, loglik_np = crowd.mace_fit(aligned, iterations=20_000)
+                print(f"  {dim} mace, both starts run to convergence: max |P(first) diff| {np.abs(q_ck - q_np).max():.2e}, max |reliability diff| "
+                      f"{np.abs(know_ck - know_np).max():.2e}, labels differ on {int(((q_ck > 0.5) != (q_np > 0.5)).sum())}; log-likelihood "
+                      f"crowd-kit's start {loglik_ck:.3f}, majority start {loglik_np:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--votes", type=int, default=100_000)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-rounds", type=int, default=5, help="bootstrap rounds the naive loop runs (each is a full pass)")
+    parser.add_argument("--crowdkit", action="store_true", help="instead: the report with crowd-kit's Dawid-Skene and MACE point fits vs numpy's (slow: a few thousand votes at most)")
+    parser.add_argument("--profile", action="store_true", help="with --crowdkit: cProfile each report run (CPU figures then include the profiler)")
     parser.add_argument("--db", action="store_true", help="also time report_build from a scratch database (BENCH_DATABASE_URL, default local PostgreSQL)")
     args = parser.parse_args()
 
@@ -145,7 +245,12 @@ def main() -> None:
     raw_votes, pairs, verdicts, sources = synthetic(args.votes)
     votes = agreement.votes_frame_prepare(raw_votes)
     multi = int((votes.groupby("pair_id").size() >= 2).sum())
-    print(f"data: {len(votes):,} votes on {votes['pair_id'].nunique():,} pairs ({multi:,} with >=2 votes), 300 annotators, 2 judges x {len(pairs):,} verdicts")
+    print(f"data: {len(votes):,} votes on {votes['pair_id'].nunique():,} pairs ({multi:,} with >=2 votes), {votes['annotator_id'].nunique()} annotators, 2 judges x {len(pairs):,} verdicts")
+    options = report.ReportOptions(rounds=args.bootstrap)
+    if args.crowdkit:
+        compute = lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options)  # noqa: E731
+        crowdkit_comparison(votes, compute, options.seed, args.repeat, profile=args.profile)
+        return
 
     # 1. Point estimates: vectorised vs naive loop, same numbers.
     records = list(zip(votes["pair_id"].tolist(), votes["pref_alignment"].tolist(), votes["pref_musicality"].tolist(), strict=True))
@@ -190,7 +295,6 @@ def main() -> None:
           f"naive {per_naive * 1000:.0f} ms ({args.naive_rounds} rounds measured) -> {per_naive / per_vec:.0f}x")
 
     # 3. The whole report computation on frames.
-    options = report.ReportOptions(rounds=args.bootstrap)
     t_full, body = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
     t_naive_report = t_naive + args.bootstrap * per_naive
     print(f"full report on frames ({args.bootstrap} bootstrap rounds, {len(body[0]['annotators'])} annotators, 2 judges): {t_full:.2f} s; "

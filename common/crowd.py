@@ -1,4 +1,4 @@
-"""Labels aggregated with a model of each annotator (crowd-kit), beside the plain majority vote.
+"""Labels aggregated with a model of each annotator, beside the plain majority vote.
 
 Input is always long-form votes: one row per (annotator, item) with a binary label
 (1 = the item's first clip won, 0 = its second). Three aggregates come out:
@@ -15,6 +15,11 @@ Input is always long-form votes: one row per (annotator, item) with a binary lab
 Uncertainty of the reliabilities: items are resampled with replacement and the model is refitted on
 every resample (see `aggregate`), so the interval carries both how few answers an annotator gave
 and how unsure the labels their answers are checked against are.
+
+Point fits (`ds_fit`, `mace_fit`) are crowd-kit's models fitted in numpy: crowd-kit's pandas EM
+took seconds for a handful of votes. crowd-kit stays the reference they are tested against
+(`ds_crowdkit`, `mace_crowdkit`; tests/scoring/test_crowd.py): Dawid–Skene is the same EM and agrees
+to rounding; MACE differs only in its start (see `mace_fit`).
 
 No Django here: the report, the export, the reward model and the benchmark share it.
 """
@@ -51,9 +56,16 @@ def majority_labels(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(share > 0.5, 1.0, np.where(share < 0.5, 0.0, np.nan)), index=share.index, name="majority")
 
 
-def _dawid_skene(frame: pd.DataFrame):
+def _dawid_skene(codes: dict):
+    """Dawid–Skene point fit: P(first) per item (sorted by item) and reliability per annotator (`ds_fit`)."""
+    q1, reliability = ds_fit(codes)
+    return pd.Series(q1, index=codes["item_names"]).sort_index(), pd.Series(reliability, index=codes["worker_names"])
+
+
+def ds_crowdkit(frame: pd.DataFrame, *, iterations: int = 100, tol: float = 1e-6):
+    """crowd-kit's Dawid–Skene on the same frame, reduced as `ds_fit` reduces: the reference it is tested against."""
     DawidSkene, _ = _crowdkit()
-    model = DawidSkene(n_iter=100, tol=1e-6)
+    model = DawidSkene(n_iter=iterations, tol=tol)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(frame)
@@ -69,7 +81,17 @@ def _dawid_skene(frame: pd.DataFrame):
     return _p_first(model.probas_), pd.Series(reliability)
 
 
-def _mace(frame: pd.DataFrame, seed: int, *, restarts: int = 3, iterations: int = 50):
+def _mace(codes: dict):
+    """MACE point fit: P(first) per item (sorted by item) and competence per annotator (`mace_fit`)."""
+    q1, knowing, _ = mace_fit(codes)
+    return pd.Series(q1, index=codes["item_names"]).sort_index(), pd.Series(knowing, index=codes["worker_names"])
+
+
+def mace_crowdkit(frame: pd.DataFrame, seed: int = 0, *, restarts: int = 1, iterations: int = 50):
+    """crowd-kit's MACE (variational, its defaults) on the same frame: the reference `mace_fit` is tested against.
+
+    Its restarts all draw their start from the same `random_state`, so they are one fit repeated.
+    """
     _, MACE = _crowdkit()
     model = MACE(n_restarts=restarts, n_iter=iterations, random_state=seed)
     with warnings.catch_warnings():
@@ -118,18 +140,18 @@ def aggregate(workers, items, labels, *, rounds: int = 200, seed: int = 0, metho
     workers_index = pd.Index(frame["worker"].unique())
     reliability = pd.DataFrame({"votes": frame.groupby("worker").size()}).reindex(workers_index)
     rng = np.random.default_rng(seed)
+    codes = _codes(frame)
     if rounds > 0:
-        codes = _codes(frame)
         weights = rng.multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=rounds).astype(float)
     if "dawid_skene" in methods:
-        p_first, rel = _dawid_skene(frame)
+        p_first, rel = _dawid_skene(codes)
         out["p_dawid_skene"], out["dawid_skene"] = p_first, _label(p_first)
         reliability["dawid_skene"] = rel
         if rounds > 0:
             low, high = _percentiles(_in_chunks(ds_refit, codes, weights), codes)
             reliability["dawid_skene_low"], reliability["dawid_skene_high"] = low, high
     if "mace" in methods:
-        p_first, rel = _mace(frame, seed)
+        p_first, rel = _mace(codes)
         constant = _constant_workers(frame)
         # As in Dawid–Skene: an annotator who always gives the same answer shows no knowledge of the truth.
         rel[rel.index.isin(constant)] = 0.0
@@ -163,6 +185,7 @@ def _codes(frame: pd.DataFrame) -> dict:
         "items": len(item_names),
         "workers": len(worker_names),
         "worker_names": worker_names,
+        "item_names": item_names,
         "to_item": sparse.csr_matrix((ones, (np.arange(n), item)), shape=(n, len(item_names))),
         "to_worker": sparse.csr_matrix((ones, (np.arange(n), worker)), shape=(n, len(worker_names))),
     }
@@ -220,7 +243,8 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
 
     Binary MACE EM vectorised over rounds: each vote is the truth when the annotator knows it
     (probability s), else a draw from the annotator's own strategy theta; started at the majority
-    posteriors and s = 0.5, theta = 0.5, with the add-0.5 smoothing of crowd-kit's point fit.
+    posteriors and s = 0.5, theta = 0.5, with add-0.5 smoothing: a plain-EM variant of the point
+    fit's model (`mace_fit` takes the variational M-step).
     """
     label = codes["label"]
     vote_w = weights[:, codes["item"]]
@@ -245,6 +269,158 @@ def mace_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.
         like0 = np.log(sv * (label == 0) + (1 - sv) * theta_l)
         q1 = 1.0 / (1.0 + np.exp(np.clip(_item_sums(codes, like0) - _item_sums(codes, like1), -700, 700)))
     return np.where(total > 0, s, np.nan)
+
+
+# crowd-kit's floor under a probability in Dawid–Skene (errors, class priors, posteriors).
+DS_EPS = 1e-10
+DS_ITERATIONS = 100
+DS_TOL = 1e-6
+
+
+def ds_fit(codes: dict, *, iterations: int = DS_ITERATIONS, tol: float = DS_TOL):
+    """Binary Dawid–Skene as crowd-kit fits it, in numpy: (P(label 1) per item, reliability per worker).
+
+    Start: the majority posteriors (the share of each label per item); then E-step, class prior,
+    M-step, until the evidence lower bound per vote gains less than `tol` or after `iterations`
+    rounds. The M-step keeps only the labels an annotator gave (floored at DS_EPS) and normalises
+    over them; a label the annotator never gave has probability 0, so an annotator who always gives
+    the same label is right on one class only. Reliability is the mean of the confusion diagonal.
+    If the votes show a single label, crowd-kit knows one class only: P = that label, reliability 1.
+    """
+    item, worker, label = codes["item"], codes["worker"], codes["label"]
+    n_items, n_workers = codes["items"], codes["workers"]
+    if len(label) == 0 or (label == label[0]).all():
+        single = float(label[0]) if len(label) else np.nan
+        return np.full(n_items, single), np.ones(n_workers)
+    cell = 2 * worker + label  # a vote's (worker, observed label) row
+    per_item = np.bincount(item, minlength=n_items)
+    gave = np.bincount(cell, minlength=2 * n_workers).reshape(n_workers, 2) > 0
+
+    def m_step(q):
+        # errors[w, observed, true]
+        counts = np.stack([np.bincount(cell, weights=q[item, c], minlength=2 * n_workers) for c in (0, 1)], axis=1).reshape(n_workers, 2, 2)
+        counts = np.where(gave[:, :, None], np.maximum(counts, DS_EPS), 0.0)
+        return counts / counts.sum(axis=1, keepdims=True)
+
+    def e_step(prior, errors):
+        with np.errstate(divide="ignore"):
+            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+        logs = np.stack([np.bincount(item, weights=log_errors[:, c], minlength=n_items) for c in (0, 1)], axis=1) + np.log(np.maximum(prior, DS_EPS))
+        logs -= logs.max(axis=1, keepdims=True)
+        q = np.exp(logs)
+        return q / q.sum(axis=1, keepdims=True)
+
+    def lower_bound(q, prior, errors):
+        with np.errstate(divide="ignore"):
+            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+        joint = (q[item] * (log_errors + np.log(np.maximum(prior, DS_EPS)))).sum()
+        q = np.maximum(q, DS_EPS)
+        return float(joint - (q * np.log(q)).sum()) / len(label)
+
+    share = np.bincount(item, weights=label.astype(float), minlength=n_items) / per_item
+    q = np.stack([1.0 - share, share], axis=1)
+    prior, errors = q.mean(axis=0), m_step(q)
+    bound = -np.inf
+    for _ in range(iterations):
+        q = e_step(prior, errors)
+        prior = q.mean(axis=0)
+        errors = m_step(q)
+        new_bound = lower_bound(q, prior, errors)
+        if new_bound - bound < tol:
+            break
+        bound = new_bound
+    # crowd-kit floors the posteriors it reports (the bound above does it in place).
+    q = np.maximum(q, DS_EPS)
+    return q[:, 1], (errors[:, 0, 0] + errors[:, 1, 1]) / 2
+
+
+# The priors of crowd-kit's variational MACE (its defaults): Beta(0.5, 0.5) on knowing vs guessing,
+# a symmetric Dirichlet(10) on each annotator's guessing strategy.
+MACE_KNOW_PRIOR = (0.5, 0.5)  # (guessing, knowing)
+MACE_STRATEGY_PRIOR = 10.0
+MACE_ITERATIONS = 3000
+MACE_TOL = 1e-6
+
+
+def mace_fit(codes: dict, *, iterations: int = MACE_ITERATIONS, tol: float = MACE_TOL, start: tuple | None = None):
+    """Binary MACE fitted by variational EM, crowd-kit's model: (P(label 1) per item, competence per worker, log-likelihood).
+
+    An annotator knows the answer with probability `knowing` and then gives it; otherwise (`guessing`)
+    it answers by its own strategy `theta`. The variational M-step is crowd-kit's (exp digamma of the
+    expected counts plus the priors above), the E-step the exact posterior, in logs so that an item
+    with many votes does not underflow. Arrays follow `codes`' worker and item order.
+
+    Start: the share of 1 votes per item, with knowing = guessing = theta = 0.5 for the first counts,
+    so the fit is deterministic and independent of the order the votes come in. crowd-kit draws its
+    start from `random_state` by the annotators' order of appearance and its restarts all reuse that
+    one draw: its fit moves with the order of the rows. Where the votes pin the model down (several
+    votes per item) both starts reach the same fit (tests/scoring/test_crowd.py). On sparse votes
+    (most pairs 1-2 votes) the likelihood is flat, EM crawls and may stop on another local optimum:
+    there crowd-kit's own fit moves as much under a reordering of the rows (bench/report.py
+    --crowdkit; bench/results/report-cpu.txt). `start` = (knowing, guessing, theta (workers, 2))
+    replaces the majority start (the tests pass crowd-kit's). Runs until no posterior and no
+    competence moves by more than `tol` in an iteration (sparse votes need a few thousand, numpy
+    makes that cheap) or `iterations` M-steps. Competence is `knowing` after the last M-step and the
+    posteriors come from the E-step after it, as in crowd-kit. The truth has two values even where
+    the votes show only one (crowd-kit then knows a single class and reports P = 1 for it): such
+    items keep a posterior short of certainty, with the same label.
+    """
+    from scipy.special import digamma
+
+    item, worker, label = codes["item"], codes["worker"], codes["label"]
+    n_items, n_workers = codes["items"], codes["workers"]
+    is1 = label == 1
+    cell = 2 * worker + label  # a vote's (worker, label) cell in theta.ravel()
+
+    def per_worker(values):
+        return np.bincount(worker, weights=values, minlength=n_workers)
+
+    def e_step(knowing, guessing, theta):
+        """Item posteriors P(truth 1), the log-likelihood, and per vote P(vote | guessed) and P(known)."""
+        noise, k = guessing[worker] * theta.ravel()[cell], knowing[worker]
+        hit, miss = np.log(noise + k), np.log(noise)  # P(vote | truth = its label), P(vote | the other truth)
+        log1 = np.bincount(item, weights=np.where(is1, hit, miss), minlength=n_items)
+        log0 = np.bincount(item, weights=np.where(is1, miss, hit), minlength=n_items)
+        q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
+        return q1, float((np.logaddexp(log0, log1) - np.log(2.0)).sum()), noise, k
+
+    if start is None:
+        q1 = np.bincount(item, weights=is1.astype(float), minlength=n_items) / np.bincount(item, minlength=n_items)
+        knowing, guessing, theta = np.full(n_workers, 0.5), np.full(n_workers, 0.5), np.full((n_workers, 2), 0.5)
+        noise, k, loglik = np.full(len(label), 0.25), np.full(len(label), 0.5), -np.inf
+    else:
+        knowing, guessing, theta = (np.array(a, dtype=float) for a in start)
+        q1, loglik, noise, k = e_step(knowing, guessing, theta)
+    alpha, beta = MACE_KNOW_PRIOR
+    for _ in range(iterations):
+        # P(the annotator knew | all votes): the truth is the vote's label (posterior q) and it was known, not guessed.
+        knew = np.where(is1, q1[item], 1.0 - q1[item]) * k / (noise + k)
+        guessed = 1.0 - knew
+        known, guesses = per_worker(knew), per_worker(guessed)
+        guessed_1 = per_worker(guessed * is1)
+        norm = np.exp(digamma(known + guesses + alpha + beta))
+        new_knowing, guessing = np.exp(digamma(known + beta)) / norm, np.exp(digamma(guesses + alpha)) / norm
+        strategy_norm = np.exp(digamma(guesses + 2 * MACE_STRATEGY_PRIOR))[:, None]
+        theta = np.exp(digamma(np.stack([guesses - guessed_1, guessed_1], axis=1) + MACE_STRATEGY_PRIOR)) / strategy_norm
+        new_q1, loglik, noise, k = e_step(new_knowing, guessing, theta)
+        moved = max(np.abs(new_q1 - q1).max(initial=0.0), np.abs(new_knowing - knowing).max(initial=0.0))
+        q1, knowing = new_q1, new_knowing
+        if moved < tol:
+            break
+    return q1, knowing, loglik
+
+
+def mace_crowdkit_start(n_workers: int, seed: int = 0) -> tuple:
+    """crowd-kit's MACE start for `random_state=seed` as a `mace_fit` start: (knowing, guessing, theta).
+
+    It draws P(guess), P(know) and the strategy alike from U(1, 2.5) and normalises each row; workers
+    in their order of appearance, strategy columns in the labels' order of appearance.
+    """
+    import scipy.stats as sps
+
+    draw = sps.uniform(1, 1.5).rvs(size=(n_workers, 2), random_state=seed)
+    draw = draw / draw.sum(axis=1, keepdims=True)
+    return draw[:, 1], draw[:, 0], draw
 
 
 # Rounds refitted together are (rounds x votes) arrays; this many cells at most per chunk bounds the memory.

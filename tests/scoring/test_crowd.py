@@ -10,7 +10,7 @@ import pytest
 from django.test import TestCase, override_settings
 from django.urls import reverse
 
-from common.crowd import aggregate, calibration, majority_labels
+from common.crowd import _codes, aggregate, calibration, ds_crowdkit, mace_crowdkit, mace_crowdkit_start, mace_fit, majority_labels
 from scoring import report, report_tables
 from scoring.crowd import crowd_report, pair_labels
 from tests.factories import AnnotatorFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
@@ -187,3 +187,76 @@ def test_mace_gives_an_annotator_who_always_gives_one_label_no_credit():
     assert reliability.loc["always-a", ["mace_low", "mace_high"]].tolist() == [0.0, 0.0]
     honest = reliability.loc[["honest0", "honest1", "honest2"]]
     assert (honest["mace"] > 0.4).all() and (honest["mace_low"] <= honest["mace_high"]).all()
+
+
+def _crowd_kit_order(workers, tasks, labels) -> pd.DataFrame:
+    """The votes as a frame crowd-kit's MACE reads right: a 0 vote first and workers named by first appearance.
+
+    crowd-kit sums its guessing counts by sorted worker and label but reads them back by order of
+    appearance; on this order the two agree, so it fits the model it describes.
+    """
+    frame = pd.DataFrame({"worker": workers, "task": tasks, "label": labels})
+    first = int(np.flatnonzero(frame["label"].to_numpy() == 0)[0])
+    frame = frame.iloc[np.r_[first, np.delete(np.arange(len(frame)), first)]].reset_index(drop=True)
+    frame["named"] = frame["worker"]
+    frame["worker"] = pd.factorize(frame["worker"])[0]
+    return frame
+
+
+@pytest.mark.filterwarnings("ignore::Warning")  # crowd-kit's own pandas deprecations
+def test_mace_fit_is_crowd_kits_variational_mace():
+    workers, tasks, labels, truth, accuracy = simulated(items=80)
+    frame = _crowd_kit_order(workers, tasks, labels)
+    codes = _codes(frame)
+    q1, knowing, _ = mace_fit(codes, iterations=50, tol=0.0, start=mace_crowdkit_start(codes["workers"], 0))
+    p_first, competence = mace_crowdkit(frame, 0, iterations=50)
+    assert np.abs(pd.Series(q1, index=codes["item_names"]).sort_index() - p_first).max() < 1e-9
+    assert np.abs(pd.Series(knowing, index=codes["worker_names"]) - competence.reindex(codes["worker_names"])).max() < 1e-9
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+def test_mace_point_fit_agrees_with_crowd_kit_run_to_convergence():
+    workers, tasks, labels, truth, accuracy = simulated(items=60)
+    frame = _crowd_kit_order(workers, tasks, labels)
+    p_first, competence = mace_crowdkit(frame, 0, iterations=200)
+    result = aggregate(frame["worker"], frame["task"], frame["label"], rounds=0, methods=("mace",))
+    # The majority start and crowd-kit's random one reach the same fit: P(first) and competence to 1e-4, the same labels.
+    assert np.abs(result.labels["p_mace"] - p_first).max() < 1e-4
+    assert np.abs(result.reliability["mace"] - competence.reindex(result.reliability.index)).max() < 1e-4
+    crowd_kit_labels = np.where(p_first > 0.5, 1.0, 0.0)
+    assert (result.labels["mace"].to_numpy() == crowd_kit_labels).all()
+    # Known truth: MACE labels beat the majority vote (whose ties count as wrong), spammers and flippers know little.
+    right = (result.labels["mace"].to_numpy() == truth[result.labels.index]).mean()
+    assert right > (result.labels["majority"].to_numpy() == truth[result.labels.index]).mean() + 0.2 and right > 0.8
+    named = frame.groupby("worker")["named"].first()
+    spammers = [w for w in result.reliability.index if accuracy[named[w]] <= 0.5]
+    honest = [w for w in result.reliability.index if accuracy[named[w]] > 0.7]
+    assert result.reliability.loc[spammers, "mace"].mean() < result.reliability.loc[honest, "mace"].mean() - 0.3
+
+
+def test_mace_point_fit_does_not_depend_on_the_order_of_the_votes():
+    workers, tasks, labels, truth, accuracy = simulated(items=80)
+    order = np.random.default_rng(5).permutation(len(workers))
+    first = aggregate(workers, tasks, labels, rounds=0, methods=("mace",))
+    shuffled = aggregate(workers[order], tasks[order], labels[order], rounds=0, methods=("mace",))
+    assert np.abs(first.labels["p_mace"] - shuffled.labels["p_mace"].reindex(first.labels.index)).max() < 1e-12
+    assert np.abs(first.reliability["mace"] - shuffled.reliability["mace"].reindex(first.reliability.index)).max() < 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::Warning")
+@pytest.mark.parametrize("case", ["simulated", "one-label-annotator", "one-label-votes", "tiny"])
+def test_dawid_skene_fit_is_crowd_kits(case):
+    if case == "simulated":
+        workers, tasks, labels, truth, accuracy = simulated(items=80, seed=2)
+    elif case == "one-label-annotator":
+        workers, tasks, labels, truth, accuracy = simulated(items=60, seed=3)
+        workers, tasks, labels = np.r_[workers, np.full(60, 99)], np.r_[tasks, np.arange(60)], np.r_[labels, np.zeros(60, dtype=int)]
+    elif case == "one-label-votes":
+        workers, tasks, labels = np.array([1, 2, 1]), np.array([1, 1, 2]), np.array([1, 1, 1])
+    else:
+        workers, tasks, labels = np.array([1, 2, 1, 3]), np.array([1, 1, 2, 3]), np.array([1, 0, 1, 1])
+    frame = pd.DataFrame({"worker": workers, "task": tasks, "label": labels})
+    p_first, reliability = ds_crowdkit(frame)
+    result = aggregate(workers, tasks, labels, rounds=0, methods=("dawid_skene",))
+    assert np.abs(result.labels["p_dawid_skene"] - p_first).max() < 1e-9
+    assert np.abs(result.reliability["dawid_skene"] - reliability.reindex(result.reliability.index)).max() < 1e-9
