@@ -1,6 +1,6 @@
 """The ratings report on 100,000 synthetic ratings, against the pairwise report on 100,000 votes in the same run.
 
-    .venv/bin/python bench/ratings_report.py [--ratings 100000] [--bootstrap 1000] [--repeat 3]
+    .venv/bin/python bench/ratings_report.py [--ratings 100000] [--bootstrap 1000] [--repeat 3] [--skip-pairwise] [--write FILE]
 
 Ratings: acr (1-5), two dimensions, 300 raters, 10 ratings per clip and dimension (5,000 clips for
 100,000 ratings), 6 systems, 5 % gold items, two judges scoring every clip. Timed: the ratings
@@ -9,13 +9,18 @@ rater bootstrap, Krippendorff's alpha interval and ordinal, ICC(2,k), rater bias
 gold checks, judges against the MOS at clip and system level with clip-resampled intervals).
 Baseline: the pairwise report on frames (scoring.report.report_compute) on bench/report.py's
 synthetic 100,000 votes, same bootstrap rounds, in the same process. Medians of --repeat runs (wall clock) and
-the mean CPU seconds of this process per run, with the load average before and after.
+the mean CPU seconds of this process per run (time.process_time: every thread of the process), with the load
+average before and after. Every ratings run starts cold: the resamples a report caches are dropped first.
+--skip-pairwise leaves the (slow) baseline out; --write also writes the lines to FILE under a header with the
+command line, the commit and the load.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +64,16 @@ def main() -> None:
     parser.add_argument("--ratings", type=int, default=100_000)
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-pairwise", action="store_true", help="time the ratings report only (no ratio)")
+    parser.add_argument("--write", metavar="FILE", help="also write the output to FILE under a header line")
     args = parser.parse_args()
+    lines = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    load_at_start = os.getloadavg()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
     os.environ.setdefault("DJANGO_DEBUG", "true")
     os.environ.setdefault("SQLITE_PATH", str(Path(tempfile.mkdtemp()) / "bench.sqlite3"))
@@ -72,23 +86,41 @@ def main() -> None:
     from scoring import agreement, ratings, report
 
     frame, judges = synthetic_ratings(args.ratings)
-    print(f"ratings: {len(frame):,} on {frame['clip_id'].nunique():,} clips, {frame['annotator_id'].nunique()} raters, 2 dimensions, 2 judges")
-    print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} at the start")
+    say(f"ratings: {len(frame):,} on {frame['clip_id'].nunique():,} clips, {frame['annotator_id'].nunique()} raters, 2 dimensions, 2 judges")
+    say(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} at the start")
+
+    def ratings_run():
+        # Cold, as a new report: the resamples are cached per report size, so a repeat would otherwise reuse them.
+        ratings.clip_resamples.cache_clear()
+        ratings.rater_resamples.cache_clear()
+        return ratings.ratings_compute(frame, judge_scores=judges, rounds=args.bootstrap, seed=0)
+
     cpu = time.process_time()
-    t_ratings, section = median_time(lambda: ratings.ratings_compute(frame, judge_scores=judges, rounds=args.bootstrap, seed=0), args.repeat)
+    t_ratings, section = median_time(ratings_run, args.repeat)
     cpu_ratings = (time.process_time() - cpu) / args.repeat
-    raw_votes, pairs, verdicts, sources = synthetic(args.ratings)
-    votes = agreement.votes_frame_prepare(raw_votes)
-    options = report.ReportOptions(rounds=args.bootstrap)
-    cpu = time.process_time()
-    t_pairs, _ = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
-    cpu_pairs = (time.process_time() - cpu) / args.repeat
     # CPU seconds (this process, all its threads) beside the wall clock: on a shared machine the wall clock counts
     # the time other processes held the cores.
-    print(f"ratings report on frames ({args.bootstrap} bootstrap rounds): {t_ratings:.3f} s wall, {cpu_ratings:.3f} s CPU  ({section['ratings']:,} ratings kept, {len(section['mos_clips']):,} clip MOS rows)")
-    print(f"pairwise report on frames, {len(votes):,} votes, same rounds: {t_pairs:.3f} s wall, {cpu_pairs:.3f} s CPU")
-    print(f"ratio ratings / pairwise: {t_ratings / t_pairs:.2f} wall, {cpu_ratings / cpu_pairs:.2f} CPU")
-    print(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    say(f"ratings report on frames ({args.bootstrap} bootstrap rounds): {t_ratings:.3f} s wall, {cpu_ratings:.3f} s CPU  ({section['ratings']:,} ratings kept, {len(section['mos_clips']):,} clip MOS rows)")
+    if not args.skip_pairwise:
+        raw_votes, pairs, verdicts, sources = synthetic(args.ratings)
+        votes = agreement.votes_frame_prepare(raw_votes)
+        options = report.ReportOptions(rounds=args.bootstrap)
+        cpu = time.process_time()
+        t_pairs, _ = median_time(lambda: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=options), args.repeat)
+        cpu_pairs = (time.process_time() - cpu) / args.repeat
+        say(f"pairwise report on frames, {len(votes):,} votes, same rounds: {t_pairs:.3f} s wall, {cpu_pairs:.3f} s CPU")
+        say(f"ratio ratings / pairwise: {t_ratings / t_pairs:.3f} wall, {cpu_ratings / cpu_pairs:.4f} CPU")
+    say(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    if args.write:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
+        dirty = " + uncommitted changes" if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip() else ""
+        command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/ratings_report.py", *sys.argv[1:]])
+        settings = os.environ.get("DJANGO_SETTINGS_MODULE", "")
+        header = (
+            f"# DJANGO_SETTINGS_MODULE={settings} {command}   (commit {commit}{dirty}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"{os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in load_at_start)} when it started)"
+        )
+        Path(args.write).write_text("\n".join([header, *lines]) + "\n")
 
 
 if __name__ == "__main__":

@@ -22,17 +22,21 @@ def test_weighted_srcc_is_spearman_of_each_resample(case):
         "both few": (np.round(score), mos),
         "same array": (mos, mos),
     }[case]
-    draws, weights = ratings.clip_resamples(n, rounds=50, seed=1)
-    got = ratings.weighted_srcc(x, y, weights)
+    resamples, draws = ratings.clip_resamples(n, rounds=50, seed=1), ratings.clip_draws(n, rounds=50, seed=1)
+    got = ratings.weighted_srcc(x, y, resamples)
     expected = [sps.spearmanr(x[d], y[d]).statistic for d in draws]
     assert np.allclose(got, expected, atol=1e-12)
+    # Kendall's tau-b of every resample: the same counts of pairs and the same final arithmetic as scipy's.
+    taus = ratings._resampled_kendall(x, y, resamples.counts)
+    assert np.array_equal(taus, [sps.kendalltau(x[d], y[d]).statistic for d in draws], equal_nan=True)
 
 
 def test_resamples_are_drawn_once_and_cannot_be_changed():
     first = ratings.clip_resamples(30, rounds=10, seed=2)
     assert ratings.clip_resamples(30, rounds=10, seed=2) is first
-    with pytest.raises(ValueError):
-        first[1][0, 0] = 5
+    for array in first:
+        with pytest.raises(ValueError):
+            array[0] = 5
 
 
 def test_row_percentiles_match_numpy_with_and_without_gaps():
