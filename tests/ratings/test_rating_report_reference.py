@@ -54,7 +54,8 @@ def test_judges_against_mos_equal_scipy_on_each_resample_of_clips(study):
         assert row["clip"]["intervals"] == {
             "lcc": interval([np.corrcoef(pred[d], truth[d])[0, 1] for d in draws]),
             "srcc": interval([sps.spearmanr(pred[d], truth[d]).statistic for d in draws]),
-            "ktau": interval([sps.kendalltau(pred[d], truth[d]).statistic for d in draws[: ratings.KENDALL_CLIP_ROUNDS]]),
+            # Kendall's clip-level interval: the first 100 resamples, as the report has always shown it.
+            "ktau": interval([sps.kendalltau(pred[d], truth[d]).statistic for d in draws[:100]]),
         }
         lcc, srcc, ktau = [], [], []
         for d in draws:
