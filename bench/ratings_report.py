@@ -109,7 +109,10 @@ def main() -> None:
         print(line, flush=True)
         lines.append(line)
 
-    load_at_start = os.getloadavg()
+    load_at_start, started = os.getloadavg(), time.gmtime()
+    # The tree that runs, read before the runs (a commit made while they run must not be credited with them).
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
+    dirty = " + uncommitted changes" if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip() else ""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditorium.settings")
     os.environ.setdefault("DJANGO_DEBUG", "true")
     os.environ.setdefault("SQLITE_PATH", str(Path(tempfile.mkdtemp()) / "bench.sqlite3"))
@@ -151,12 +154,10 @@ def main() -> None:
         say(f"ratio ratings / pairwise: {t_ratings / t_pairs:.3f} wall, {cpu_ratings / cpu_pairs:.4f} CPU")
     say(f"load average at the end: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if args.write:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
-        dirty = " + uncommitted changes" if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip() else ""
         command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/ratings_report.py", *sys.argv[1:]])
         settings = os.environ.get("DJANGO_SETTINGS_MODULE", "")
         header = (
-            f"# DJANGO_SETTINGS_MODULE={settings} {command}   (commit {commit}{dirty}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"# DJANGO_SETTINGS_MODULE={settings} {command}   (commit {commit}{dirty}, started {time.strftime('%Y-%m-%d %H:%M UTC', started)}, "
             f"{os.cpu_count()} CPUs, load average {' '.join(f'{v:.1f}' for v in load_at_start)} when it started)"
         )
         Path(args.write).write_text("\n".join([header, *lines]) + "\n")
