@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -48,3 +50,21 @@ def test_row_percentiles_match_numpy_with_and_without_gaps():
     samples = rng.normal(size=(3, 9))
     samples[0, 0] = np.nan
     assert ratings._percentiles(samples, (50.0,))[0][0] == pytest.approx(np.nanpercentile(samples[0], 50.0))
+
+
+def test_row_percentiles_with_some_rows_gapped_equal_numpy_and_may_reorder_in_place():
+    rng = np.random.default_rng(5)
+    samples = rng.normal(size=(50, 1000))
+    samples[[3, 17], [10, 999]] = np.nan
+    samples[40] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the all-NaN row
+        expected = [np.nanpercentile(samples, q, axis=1) for q in (2.5, 50.0, 97.5)]
+    for overwrite in (False, True):
+        work = samples.copy()
+        got = ratings._percentiles(work, (2.5, 50.0, 97.5), overwrite=overwrite)
+        for g, e in zip(got, expected):
+            assert np.allclose(g, e, equal_nan=True, rtol=0, atol=1e-12)
+        # Each row keeps its values (a partition only reorders them); without overwrite, their order too.
+        assert np.array_equal(np.sort(work, axis=1), np.sort(samples, axis=1), equal_nan=True)
+        assert overwrite or np.array_equal(work, samples, equal_nan=True)
