@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -22,17 +24,21 @@ def test_weighted_srcc_is_spearman_of_each_resample(case):
         "both few": (np.round(score), mos),
         "same array": (mos, mos),
     }[case]
-    draws, weights = ratings.clip_resamples(n, rounds=50, seed=1)
-    got = ratings.weighted_srcc(x, y, weights)
+    resamples, draws = ratings.clip_resamples(n, rounds=50, seed=1), ratings.clip_draws(n, rounds=50, seed=1)
+    got = ratings.weighted_srcc(x, y, resamples)
     expected = [sps.spearmanr(x[d], y[d]).statistic for d in draws]
     assert np.allclose(got, expected, atol=1e-12)
+    # Kendall's tau-b of every resample: the same counts of pairs and the same final arithmetic as scipy's.
+    taus = ratings._resampled_kendall(x, y, resamples.counts)
+    assert np.array_equal(taus, [sps.kendalltau(x[d], y[d]).statistic for d in draws], equal_nan=True)
 
 
 def test_resamples_are_drawn_once_and_cannot_be_changed():
     first = ratings.clip_resamples(30, rounds=10, seed=2)
     assert ratings.clip_resamples(30, rounds=10, seed=2) is first
-    with pytest.raises(ValueError):
-        first[1][0, 0] = 5
+    for array in first:
+        with pytest.raises(ValueError):
+            array[0] = 5
 
 
 def test_row_percentiles_match_numpy_with_and_without_gaps():
@@ -44,3 +50,21 @@ def test_row_percentiles_match_numpy_with_and_without_gaps():
     samples = rng.normal(size=(3, 9))
     samples[0, 0] = np.nan
     assert ratings._percentiles(samples, (50.0,))[0][0] == pytest.approx(np.nanpercentile(samples[0], 50.0))
+
+
+def test_row_percentiles_with_some_rows_gapped_equal_numpy_and_may_reorder_in_place():
+    rng = np.random.default_rng(5)
+    samples = rng.normal(size=(50, 1000))
+    samples[[3, 17], [10, 999]] = np.nan
+    samples[40] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the all-NaN row
+        expected = [np.nanpercentile(samples, q, axis=1) for q in (2.5, 50.0, 97.5)]
+    for overwrite in (False, True):
+        work = samples.copy()
+        got = ratings._percentiles(work, (2.5, 50.0, 97.5), overwrite=overwrite)
+        for g, e in zip(got, expected):
+            assert np.allclose(g, e, equal_nan=True, rtol=0, atol=1e-12)
+        # Each row keeps its values (a partition only reorders them); without overwrite, their order too.
+        assert np.array_equal(np.sort(work, axis=1), np.sort(samples, axis=1), equal_nan=True)
+        assert overwrite or np.array_equal(work, samples, equal_nan=True)
