@@ -122,7 +122,7 @@ def main() -> None:
     django.setup()
     from report import median_time, synthetic
 
-    from scoring import agreement, ratings, report
+    from scoring import agreement, ratings, report, resampled
 
     frame, judges = synthetic_ratings(args.ratings)
     say(f"ratings: {len(frame):,} on {frame['clip_id'].nunique():,} clips, {frame['annotator_id'].nunique()} raters, 2 dimensions, 2 judges")
@@ -130,7 +130,7 @@ def main() -> None:
 
     def ratings_run():
         # Cold, as a new report: the resamples are cached per report size, so a repeat would otherwise reuse them.
-        ratings.clip_resamples.cache_clear()
+        resampled.clip_resamples.cache_clear()
         ratings.rater_resamples.cache_clear()
         return ratings.ratings_compute(frame, judge_scores=judges, rounds=args.bootstrap, seed=0)
 

@@ -77,3 +77,16 @@ def shots_dir(tmp_path) -> Path:
 def overflow(page) -> int:
     """How far the page scrolls sideways (0 when it fits its window)."""
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def refuse(page, url: str, *, status: int, body: str) -> list[dict]:
+    """Answer every request to `url` with `status` and `body` (JSON when it starts with "{"); returns the headers
+    of the requests refused, so a test can check what the page sent."""
+    sent: list[dict] = []
+
+    def answer(route):
+        sent.append(route.request.headers)
+        route.fulfill(status=status, content_type="application/json" if body.startswith("{") else "text/html", body=body)
+
+    page.route(url, answer)
+    return sent

@@ -18,10 +18,9 @@ serve it or check it and never sends or stores the answer.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
-import soundfile as sf
+
+from . import trials
 
 SAMPLE_RATE = 44_100
 TONE_HZ = 200.0
@@ -70,11 +69,9 @@ def trial_audio(seed: int, index: int) -> np.ndarray:
 
 
 def trial_wav(seed: int, index: int) -> bytes:
-    buffer = io.BytesIO()
-    sf.write(buffer, trial_audio(seed, index), SAMPLE_RATE, format="WAV", subtype="PCM_16")
-    return buffer.getvalue()
+    return trials.wav(trial_audio(seed, index), SAMPLE_RATE)
 
 
 def score(seed: int, answers: list[int]) -> int:
     """How many answers name the quiet tone."""
-    return sum(int(a == t) for a, t in zip(answers, answers_for(seed, len(answers))))
+    return trials.right(answers_for, seed, answers)

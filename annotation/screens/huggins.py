@@ -21,10 +21,9 @@ or store the answer.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
-import soundfile as sf
+
+from . import trials
 
 SAMPLE_RATE = 44_100
 BURST_SECONDS = 1.0
@@ -84,11 +83,9 @@ def trial_audio(seed: int, index: int) -> np.ndarray:
 
 
 def trial_wav(seed: int, index: int) -> bytes:
-    buffer = io.BytesIO()
-    sf.write(buffer, trial_audio(seed, index), SAMPLE_RATE, format="WAV", subtype="PCM_16")
-    return buffer.getvalue()
+    return trials.wav(trial_audio(seed, index), SAMPLE_RATE)
 
 
 def score(seed: int, answers: list[int]) -> int:
     """How many answers name the target interval."""
-    return sum(int(a == t) for a, t in zip(answers, answers_for(seed, len(answers))))
+    return trials.right(answers_for, seed, answers)

@@ -16,6 +16,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from tests.browser import refuse
 from tests.factories import AnnotatorFactory, PairFactory, UserFactory
 from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 
@@ -435,13 +436,7 @@ def test_a_refused_next_pair_shows_the_servers_message(live_server, page, listen
     services.study_annotator_add(study=study, user=user)
     login(page, live_server, "refused")
     next_url = f"{live_server.url}{reverse('api-assignment-next', kwargs={'name': study.name})}"
-    posted: list[dict] = []
-
-    def refuse(route):
-        posted.append(route.request.headers)
-        route.fulfill(status=status, content_type="application/json" if body.startswith("{") else "text/html", body=body)
-
-    page.route(next_url, refuse)
+    posted = refuse(page, next_url, status=status, body=body)
     page.goto(f"{live_server.url}/studies/{study.name}/annotate/")
     page.wait_for_selector("#error-box:visible")
     assert page.inner_text("#error-box") == shown

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from annotation.ratings.models import Rating, RatingAssignment, RatingSubmission
+from tests.browser import refuse
 from tests.factories import ClipFactory
 from tests.ratings_helpers import rating_study
 
@@ -150,13 +151,7 @@ def test_a_refused_request_shows_the_servers_message(live_server, browser, trans
     context = browser.new_context(viewport=SIZES["desktop"], bypass_csp=True)
     page = context.new_page()
     _login(page, live_server, user.username)
-    posted = []
-
-    def refuse(route):
-        posted.append(route.request.headers)
-        route.fulfill(status=status, content_type="application/json" if body.startswith("{") else "text/html", body=body)
-
-    page.route(f"{live_server.url}{reverse('ratings:api-next', kwargs={'name': study.name})}", refuse)
+    posted = refuse(page, f"{live_server.url}{reverse('ratings:api-next', kwargs={'name': study.name})}", status=status, body=body)
     page.goto(f"{live_server.url}/ratings/studies/{study.name}/rate/")
     page.wait_for_selector("#error-box:visible")
     assert page.inner_text("#error-box") == shown

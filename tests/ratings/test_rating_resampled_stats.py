@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from scoring import ratings
+from scoring import ratings, resampled
 
 
 @pytest.mark.parametrize("case", ["continuous vs few levels", "few vs continuous", "both continuous", "both few", "same array"])
@@ -24,18 +24,18 @@ def test_weighted_srcc_is_spearman_of_each_resample(case):
         "both few": (np.round(score), mos),
         "same array": (mos, mos),
     }[case]
-    resamples, draws = ratings.clip_resamples(n, rounds=50, seed=1), ratings.clip_draws(n, rounds=50, seed=1)
-    got = ratings.weighted_srcc(x, y, resamples)
+    resamples, draws = resampled.clip_resamples(n, rounds=50, seed=1), resampled.clip_draws(n, rounds=50, seed=1)
+    got = resampled.weighted_srcc(x, y, resamples)
     expected = [sps.spearmanr(x[d], y[d]).statistic for d in draws]
     assert np.allclose(got, expected, atol=1e-12)
     # Kendall's tau-b of every resample: the same counts of pairs and the same final arithmetic as scipy's.
-    taus = ratings._resampled_kendall(x, y, resamples.counts)
+    taus = resampled._resampled_kendall(x, y, resamples.counts)
     assert np.array_equal(taus, [sps.kendalltau(x[d], y[d]).statistic for d in draws], equal_nan=True)
 
 
 def test_resamples_are_drawn_once_and_cannot_be_changed():
-    first = ratings.clip_resamples(30, rounds=10, seed=2)
-    assert ratings.clip_resamples(30, rounds=10, seed=2) is first
+    first = resampled.clip_resamples(30, rounds=10, seed=2)
+    assert resampled.clip_resamples(30, rounds=10, seed=2) is first
     for array in first:
         with pytest.raises(ValueError):
             array[0] = 5

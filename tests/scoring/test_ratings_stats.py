@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoring import ratings
+from scoring import ratings, resampled
 from tests.ratings_sim import simulate
 
 # Shrout & Fleiss (1979), Table 2: six targets rated by four judges; the paper gives ICC(2,1) = .29 and ICC(2,4) = .62.
@@ -116,10 +116,10 @@ def test_resamples_as_multiplicities_equal_explicit_resamples():
     rng = np.random.default_rng(0)
     x = rng.normal(size=300)
     y = np.rint(2 * x + rng.normal(size=300))
-    resamples = ratings.clip_resamples(300, rounds=5, seed=7)
-    draws = ratings.clip_draws(300, rounds=5, seed=7)
+    resamples = resampled.clip_resamples(300, rounds=5, seed=7)
+    draws = resampled.clip_draws(300, rounds=5, seed=7)
     assert np.array_equal(resamples.counts, np.stack([np.bincount(d, minlength=300) for d in draws], axis=1))
-    assert np.allclose(ratings.weighted_srcc(x, y, resamples), [stats.spearmanr(x[d], y[d]).statistic for d in draws])
-    assert np.allclose(ratings.resampled_pearson(x, y, resamples), [np.corrcoef(x[d], y[d])[0, 1] for d in draws])
+    assert np.allclose(resampled.weighted_srcc(x, y, resamples), [stats.spearmanr(x[d], y[d]).statistic for d in draws])
+    assert np.allclose(resampled.resampled_pearson(x, y, resamples), [np.corrcoef(x[d], y[d])[0, 1] for d in draws])
     xs, ys = rng.normal(size=(4, 6)), np.rint(rng.normal(size=(4, 6)))
-    assert np.allclose(ratings._tau_b_small(xs, ys), [stats.kendalltau(a, b).statistic for a, b in zip(xs, ys)])
+    assert np.allclose(resampled._tau_b_small(xs, ys), [stats.kendalltau(a, b).statistic for a, b in zip(xs, ys)])
