@@ -53,8 +53,7 @@ def trial_audio(seed: int, index: int) -> np.ndarray:
     envelope[:ramp] = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, ramp))
     envelope[-ramp:] = envelope[:ramp][::-1]
     tone = np.sin(2 * np.pi * TONE_HZ * np.arange(n) / SAMPLE_RATE) * envelope * LEVEL
-    gap = np.zeros((int(SAMPLE_RATE * GAP_SECONDS), 2))
-    parts = []
+    tones = []
     for interval in range(1, INTERVALS + 1):
         if interval == spec["target"]:
             left = right = tone * 10 ** (QUIET_DB / 20)
@@ -62,10 +61,8 @@ def trial_audio(seed: int, index: int) -> np.ndarray:
             left, right = tone, -tone
         else:
             left = right = tone
-        parts.append(np.stack([left, right], axis=1))
-        if interval < INTERVALS:
-            parts.append(gap)
-    return np.concatenate(parts).astype(np.float32)
+        tones.append(np.stack([left, right], axis=1))
+    return trials.sequence(tones, gap_seconds=GAP_SECONDS, sample_rate=SAMPLE_RATE)
 
 
 def trial_wav(seed: int, index: int) -> bytes:

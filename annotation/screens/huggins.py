@@ -71,15 +71,12 @@ def trial_audio(seed: int, index: int) -> np.ndarray:
     envelope = np.ones(n)
     envelope[:ramp] = np.linspace(0.0, 1.0, ramp)
     envelope[-ramp:] = np.linspace(1.0, 0.0, ramp)
-    gap = np.zeros((int(SAMPLE_RATE * GAP_SECONDS), 2))
-    parts = []
+    bursts = []
     for interval in range(1, INTERVALS + 1):
         noise = rng.standard_normal(n)
         burst = _huggins_burst(noise, spec["frequency"], interval == spec["target"], spec["decoys"][interval - 1])
-        parts.append(LEVEL * burst / np.abs(burst).max() * envelope[:, None])
-        if interval < INTERVALS:
-            parts.append(gap)
-    return np.concatenate(parts).astype(np.float32)
+        bursts.append(LEVEL * burst / np.abs(burst).max() * envelope[:, None])
+    return trials.sequence(bursts, gap_seconds=GAP_SECONDS, sample_rate=SAMPLE_RATE)
 
 
 def trial_wav(seed: int, index: int) -> bytes:
