@@ -448,7 +448,7 @@ def rating_listening_record(*, assignment_id: int, annotator, events, now=None) 
 
 
 def _value(raw, *, label: str, dimension: str, task: str) -> float:
-    low, high = (1, 5) if task == TaskType.ACR else (0, 100)
+    low, high = task_scale(task)
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
         raise ServiceError(f"Clip {label}, {dimension}: give a number from {low} to {high}.", code="bad_rating")
     if not low <= raw <= high or (task == TaskType.ACR and raw != int(raw)):

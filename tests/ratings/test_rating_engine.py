@@ -141,3 +141,24 @@ def test_gold_items_come_at_the_study_rate():
     gold = services.rating_item_add(study=study, condition=ConditionFactory(), clips=[clip], kind="gold", expected={clip.pk: {"musicality": [4, 5]}})
     a = services.rating_next(study=study, annotator=member(study))
     assert a.item_id == gold.pk and a.selection == "gold"
+
+
+def test_a_task_refuses_listening_events_past_its_limit_and_keeps_what_it_had(monkeypatch):
+    monkeypatch.setattr(services, "MAX_EVENTS_PER_ASSIGNMENT", 5)
+    study = rating_study(task="acr", items=1)
+    user = member(study)
+    assignment = services.rating_next(study=study, annotator=user)
+    label, now = next(iter(assignment.labels)), timezone.now()
+
+    def send(seqs):
+        return services.rating_listening_record(assignment_id=assignment.pk, annotator=user, events=[{"seq": n, "side": label, "kind": "tick"} for n in seqs], now=now)
+
+    assert send(range(1, 5))["accepted"] == 4
+    with pytest.raises(ServiceError) as refused:
+        send(range(5, 7))
+    assert refused.value.code == "too_many_events" and refused.value.status == 429 and refused.value.retry_after == 60
+    assignment.refresh_from_db()
+    assert assignment.listening_events.count() == 4 and assignment.listening_seq == 4 and assignment.listening["events"] == 4
+    # A replay adds nothing, so it is answered at the limit; one more new event still fits.
+    assert send([4])["ignored"] == 1
+    assert send([5])["last_seq"] == 5
