@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -77,12 +78,19 @@ def _blas_threads():
     return ThreadpoolController()
 
 
+# threadpoolctl's limit is process-wide and restored on exit: two threads overlapping their limits could restore
+# out of order and leave BLAS on one thread for good. One holder at a time (re-entrant: the sections nest).
+_BLAS_LIMIT = threading.RLock()
+
+
+@contextlib.contextmanager
 def _one_blas_thread():
     """A context with BLAS on one thread. The products here are a few hundred million flops: on a busy machine a
     second BLAS thread waits for a core while the first spins, so the same product costs about four times the CPU
     (measured: 37 ms against 9 ms for the linear sums of one judge at load 6 on 2 cores)."""
     controller = _blas_threads()
-    return controller.limit(limits=1, user_api="blas") if controller is not None else contextlib.nullcontext()
+    with _BLAS_LIMIT, (controller.limit(limits=1, user_api="blas") if controller is not None else contextlib.nullcontext()):
+        yield
 
 
 def _pearson_from_sums(total, sx, sy, sxx, syy, sxy) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
@@ -68,3 +69,24 @@ def test_row_percentiles_with_some_rows_gapped_equal_numpy_and_may_reorder_in_pl
         # Each row keeps its values (a partition only reorders them); without overwrite, their order too.
         assert np.array_equal(np.sort(work, axis=1), np.sort(samples, axis=1), equal_nan=True)
         assert overwrite or np.array_equal(work, samples, equal_nan=True)
+
+
+def test_reports_in_several_threads_leave_blas_as_they_found_it():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+    before, seen = blas_threads(), []
+
+    def report():
+        for _ in range(50):
+            with resampled._one_blas_thread(), resampled._one_blas_thread():
+                seen.append(blas_threads())
+
+    workers = [threading.Thread(target=report) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert blas_threads() == before and all(n == 1 for counts in seen for n in counts)
