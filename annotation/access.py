@@ -6,7 +6,12 @@ Every route that reaches a study goes through one of these:
 - `study_required` for HTML views and `StudyAccess` for API views whose URL names the study
   (`<name>`), or an object of it (a scoring run, a training, an export) through `resolve`;
 - `study_access_check` for services, forms and tasks handed a study by a caller;
-- `studies_visible_to`, `runs_visible_to` and `trainings_visible_to` for lists.
+- `studies_visible_to`, `runs_visible_to` and `trainings_visible_to` for lists;
+- `clip_audible_by` for every clip served from a study (pairwise, ratings); `labels_readable_by` for
+  anything derived from a study's labels (a benchmark's private part, its finer figures).
+
+Being a researcher is never enough by itself: a researcher reads a study's data only as its owner,
+a named collaborator, or an admin.
 
 A study a user may not reach answers 403 with who may; a study name that does not exist, 404.
 """
@@ -24,12 +29,43 @@ from common.errors import ServiceError
 from common.guards import RESEARCHERS_ONLY, forbidden
 from common.roles import is_admin, is_researcher
 
-from .models import Study
+from .models import Clip, Pair, Study
 from .selectors import study_writable_by
 
 
 def study_allowed(*, study: Study | None, user) -> bool:
     return study is not None and study_writable_by(study=study, user=user)
+
+
+def labels_readable_by(*, study: Study | None, user) -> bool:
+    """Whether `user` may read what a study's labels say (votes, reports, a benchmark's private part): the study
+    rule; a set with no study behind it (arena battles, an imported set) is for admins alone."""
+    if study is None:
+        return is_admin(user)
+    return study_allowed(study=study, user=user)
+
+
+def clip_audible_by(*, user, clip: Clip) -> bool:
+    """The one rule for a study's audio, whichever page serves it: an annotator hears the clips (and references) of
+    the pairs and rating items assigned to them; admins every clip; a researcher the clips of the studies the study
+    rule lets them reach."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    from .ratings.models import RatingAssignment, RatingItem
+    from .selectors import clip_assigned_to
+
+    if clip_assigned_to(user=user, clip=clip):
+        return True
+    if RatingAssignment.objects.filter(Q(item__item_clips__clip=clip) | Q(item__condition__reference=clip), annotator=user).exists():
+        return True
+    if is_admin(user):
+        return True
+    if not is_researcher(user):
+        return False
+    mine = studies_visible_to(user=user).values("pk")
+    in_pairs = Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip) | Q(condition__reference=clip), study__in=mine)
+    in_items = RatingItem.objects.filter(Q(item_clips__clip=clip) | Q(condition__reference=clip), study__in=mine)
+    return in_pairs.exists() or in_items.exists()
 
 
 def study_access_check(*, study: Study, user) -> None:

@@ -1,12 +1,14 @@
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from common.admin import ModelAdmin, TabularInline
+from common.admin import AnswersKept, ModelAdmin, TabularInline
 from common.errors import ServiceError
 from common.roles import is_admin, is_researcher
 
@@ -170,3 +172,13 @@ class ExternalParticipantAdmin(ModelAdmin):
     # The participant id itself is never stored; only its keyed hash.
     list_display = ("study", "user", "created_at", "completed_at", "screened_out_at")
     readonly_fields = [f.name for f in ExternalParticipant._meta.fields]
+
+
+# A user's assignments and listening events cascade from the user: the stock user admin keeps the answer rule too.
+_User = get_user_model()
+admin.site.unregister(_User)
+
+
+@admin.register(_User)
+class KeptUserAdmin(AnswersKept, UserAdmin):
+    pass

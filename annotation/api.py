@@ -15,10 +15,15 @@ from . import cached, selectors, services
 from .models import Assignment, Clip
 
 
-def _audio(clip: Clip | None) -> dict | None:
+def _audio(clip: Clip | None, *, study) -> dict | None:
+    """A clip as the page gets it: where to fetch it, how long it is, and the gain the page plays it at (Study.clip_gain_db)."""
     if clip is None:
         return None
-    return {"url": reverse("clip-audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
+    return {
+        "url": reverse("clip-audio", kwargs={"public_id": clip.public_id}),
+        "duration": round(clip.duration, 3),
+        "gain_db": study.clip_gain_db(clip),
+    }
 
 
 def _progress(assignment: Assignment, *, study, annotator) -> dict:
@@ -46,9 +51,9 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
             "prompt": condition.prompt,
             "lyrics": condition.lyrics,
             "modality": condition.modality,
-            "reference": _audio(condition.reference),
+            "reference": _audio(condition.reference, study=study),
         },
-        "clips": {"A": _audio(a_clip), "B": _audio(b_clip)},
+        "clips": {"A": _audio(a_clip, study=study), "B": _audio(b_clip, study=study)},
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
         # Where the page's event numbers continue, and what the server has counted so far.
         "listening": {
@@ -128,7 +133,19 @@ class ListeningEventsApi(APIView):
     """The page's play / pause / seek / switch / tick / ended events, stamped with the server's clock on arrival."""
 
     class ListeningEventsInput(serializers.Serializer):
-        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+        events = serializers.ListField(child=serializers.DictField(), max_length=50, required=False, default=list)
+        receipts = serializers.ListField(
+            child=serializers.DictField(),
+            max_length=8,
+            required=False,
+            default=list,
+            help_text="Proof of receiving a clip: {side, token: the audio response's Audio-Proof header, bytes: base64 of the file's bytes at the token's ranges, in order}.",
+        )
+
+        def validate(self, attrs):
+            if not attrs["events"] and not attrs["receipts"]:
+                raise serializers.ValidationError("Send events, receipts, or both.")
+            return attrs
 
     class ListeningEventsOutput(serializers.Serializer):
         accepted = serializers.IntegerField()
@@ -140,7 +157,7 @@ class ListeningEventsApi(APIView):
     @extend_schema(request=ListeningEventsInput, responses=ListeningEventsOutput)
     def post(self, request, assignment_id: int):
         data = validated(self.ListeningEventsInput, request.data)
-        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=data["events"])
+        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=data["events"], receipts=data["receipts"])
         return Response(self.ListeningEventsOutput(result).data)
 
 

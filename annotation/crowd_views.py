@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
+from common.blind import opaque_etag
 from common.errors import ServiceError
 from common.ranged import ranged_file_response
 from common.roles import is_researcher
@@ -205,18 +206,20 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
             "explanation": item.explanation,
         }
         done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
-        return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a), "min_listen": study.min_listen_seconds})
+        return _page(request, "annotation/practice.html", {"study": study, "item": item, "feedback": feedback, "done": done, "total": total, "clips": _clips(item, shown_a, study), "min_listen": study.min_listen_seconds})
     item = services.practice_next(study=study, annotator=request.user)
     if item is None:
         return redirect("annotate", name=study.name)
     shown_a = random.choice("ab")
     done = total - services.practice_servable(study=study).exclude(answers__annotator=request.user).count()
-    return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a), "min_listen": study.min_listen_seconds})
+    return _page(request, "annotation/practice.html", {"study": study, "item": item, "shown_a": shown_a, "done": done, "total": total, "clips": _clips(item, shown_a, study), "min_listen": study.min_listen_seconds})
 
 
-def _clips(item: PracticeItem, shown_a: str) -> dict:
-    first, second = (item.clip_a_id, item.clip_b_id) if shown_a == "a" else (item.clip_b_id, item.clip_a_id)
-    return {"A": _practice_audio_url(item, first), "B": _practice_audio_url(item, second)}
+def _clips(item: PracticeItem, shown_a: str, study: Study) -> dict:
+    """The practice pair's audio URLs as shown, and the gains the page plays them at (Study.clip_gain_db), as the real pairs get them."""
+    first, second = (item.clip_a, item.clip_b) if shown_a == "a" else (item.clip_b, item.clip_a)
+    gain = lambda clip: f"{study.clip_gain_db(clip):.1f}"  # noqa: E731
+    return {"A": _practice_audio_url(item, first.pk), "B": _practice_audio_url(item, second.pk), "gain_A": gain(first), "gain_B": gain(second)}
 
 
 @login_required
@@ -229,7 +232,7 @@ def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpRespon
         raise Http404("No such audio.")
     clip = item.clip_a if which == "a" else item.clip_b
     _heard(request, "practice", str(item.pk), which)
-    return ranged_file_response(request, clip.file.path, etag=clip.sha256)
+    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256))
 
 
 # --- Recruitment links ---------------------------------------------------------------------

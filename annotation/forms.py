@@ -46,6 +46,7 @@ class StudyForm(forms.ModelForm):
             "gold_rate": forms.NumberInput(attrs={"step": "0.01", "min": "0", "max": "1"}),
             "active_share": forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1"}),
             "min_listen_seconds": forms.NumberInput(attrs={"step": "0.5", "min": "0"}),
+            "loudness_target_lufs": forms.NumberInput(attrs={"step": "0.5", "min": "-40", "max": "-10"}),
         }
         labels = {
             "overlap_target": "Votes per overlap pair",
@@ -63,6 +64,8 @@ class StudyForm(forms.ModelForm):
             "screening_pass": "Headphone check: right answers to pass",
             "screening_retries": "Headphone check: retries after a fail",
             "screening_existing_members": "Headphone check also for members who judged before it was turned on",
+            "loudness_match": "Play every clip at the same loudness",
+            "loudness_target_lufs": "Loudness target (LUFS)",
         }
         error_messages = {
             "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
@@ -82,6 +85,11 @@ class StudyForm(forms.ModelForm):
                 "disagreement needed more at some targets, not at others."
             ),
             "active_share": "Cap on actively chosen pairs: the other draws stay random so the votes keep an unbiased sample.",
+            "loudness_match": (
+                "Each clip plays at the gain that brings its loudness (ITU-R BS.1770) to the target, its true peak kept under "
+                "-1 dBTP; the files are not changed. Changed during a study, answers are heard at two levels: the export says when."
+            ),
+            "loudness_target_lufs": "-23 LUFS (EBU R128) leaves most clips room to be matched without reaching the peak ceiling.",
         }
 
     def __init__(self, *args, **kwargs):
@@ -99,13 +107,14 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
             field.widget.attrs.setdefault("class", "input")
-        # The headphone-check settings may be left out of a post (older pages, API-like clients): they keep their value.
-        for name in SCREENING_FIELDS:
+        # The headphone-check settings and the loudness target may be left out of a post (older pages, API-like
+        # clients): they keep their value.
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
             self.fields[name].required = False
 
     def clean(self):
         cleaned = super().clean()
-        for name in SCREENING_FIELDS:
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = getattr(self.instance, name)
         if "task_type" in self.fields:

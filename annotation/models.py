@@ -16,6 +16,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from common.loudness import page_gain_db
+
 
 class Modality(models.TextChoices):
     TEXT = "text", "Text"
@@ -102,6 +104,13 @@ class Clip(models.Model):
     duration = models.FloatField(validators=[MinValueValidator(0.0)])
     sample_rate = models.PositiveIntegerField()
     channels = models.PositiveSmallIntegerField()
+    # BS.1770 figures of the stored file, measured at ingest (common/loudness.py): study pages level
+    # clips from them and the arena's style control uses them. Null: silence, under 400 ms, or not yet measured.
+    loudness_lufs = models.FloatField(null=True, blank=True, help_text="Integrated loudness (BS.1770-4), LUFS.")
+    true_peak_dbtp = models.FloatField(null=True, blank=True, help_text="True peak (4x oversampled), dBTP.")
+    # Set once the file was measured (at ingest, or by `manage.py backfill_loudness`): it tells a clip
+    # that has no figures because it is silent or shorter than 400 ms from one nobody measured yet.
+    loudness_measured_at = models.DateTimeField(null=True, blank=True, help_text="When the figures above were measured; empty: never.")
     original_name = models.CharField(max_length=500, blank=True, help_text="Path at import time; never shown to annotators.")
     # Hard negatives: the clip they were built from and how (see scoring hard-negative builder).
     derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="variants")
@@ -208,6 +217,19 @@ class Study(TriggerCounted):
     screening_existing_members = models.BooleanField(
         default=False, help_text="Also screen members who judged pairs here before the check was turned on (otherwise only new members take it)."
     )
+    # Loudness-matched playback (docs/listening.md): each clip is played at the gain that brings its
+    # measured loudness to the target, never lifting its true peak above -1 dBTP (common.loudness).
+    loudness_match = models.BooleanField(
+        default=True, help_text="Play every clip at the same loudness (BS.1770), so the louder clip does not win for being louder."
+    )
+    loudness_target_lufs = models.FloatField(
+        default=-23.0,
+        validators=[MinValueValidator(-40.0), MaxValueValidator(-10.0)],
+        help_text="Loudness every clip is brought to, in LUFS; -23 is EBU R128's programme level.",
+    )
+    # When the loudness setting last changed after the first answer: answers from before it were heard at other
+    # levels (the export says so).
+    loudness_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Kept by database triggers on the pairs (migration 0012): the next-pair lookup reads them
     # instead of counting the study's pairs on every request.
     n_pairs = models.IntegerField(default=0, editable=False)
@@ -228,6 +250,13 @@ class Study(TriggerCounted):
 
     def __str__(self) -> str:
         return self.title or self.name
+
+    def clip_gain_db(self, clip: Clip | None) -> float:
+        """The gain (dB, 0.1 dB steps) this study's pages play `clip` at: the one rule of common.loudness, 0 when the
+        study does not match loudness or the clip has no measured loudness (not measured yet, silent, or under 400 ms)."""
+        if clip is None or not self.loudness_match:
+            return 0.0
+        return page_gain_db(clip.loudness_lufs, clip.true_peak_dbtp, target_lufs=self.loudness_target_lufs)
 
 
 class StudyAnnotator(TriggerCounted):
@@ -544,6 +573,19 @@ class AudioFetch(models.Model):
     class Meta:
         ordering = ["served_at", "id"]
         indexes = [models.Index(fields=["user", "clip"])]
+
+
+class AudioReceipt(models.Model):
+    """A client's proof that it received the bytes of one audio response (common/audio_proof.py): only fetches with one count as heard."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    clip = models.ForeignKey(Clip, on_delete=models.CASCADE, related_name="+")
+    first_byte = models.PositiveBigIntegerField()
+    last_byte = models.PositiveBigIntegerField()
+    received_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "clip", "first_byte", "last_byte"], name="audio_receipt_once")]
 
 
 class StudyExport(models.Model):

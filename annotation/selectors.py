@@ -9,6 +9,7 @@ from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from common.loudness import PEAK_CEILING_DBTP
 from common.precompiled import PreparedSQL
 from common.roles import is_admin, is_researcher
 
@@ -28,20 +29,10 @@ def _assigned_clip_sql(connection) -> str:
 _ASSIGNED_CLIP = PreparedSQL(_assigned_clip_sql)
 
 
-def clip_audible_by(*, user, clip: Clip) -> bool:
-    """Admins hear everything; researchers the clips of the studies they may reach; an annotator only the clips (and references) of pairs assigned to them."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    # The annotator's own pairs first: the one answer the audio GETs of the judgment cycle need, without reading the roles.
-    if _ASSIGNED_CLIP.first(connections[Assignment.objects.db], [user.pk, clip.pk, clip.pk, clip.pk]) is not None:
-        return True
-    if is_admin(user):
-        return True
-    if is_researcher(user):
-        # The study rule (annotation/access.py): a researcher hears the clips of the studies they may reach.
-        mine = Q(study__owner=user) | Q(study__collaborators=user)
-        return Pair.objects.filter(Q(clip_a=clip) | Q(clip_b=clip) | Q(condition__reference=clip)).filter(mine).exists()
-    return False
+def clip_assigned_to(*, user, clip: Clip) -> bool:
+    """Whether the clip is one of a pair (or its reference) assigned to the user: the first question of the clip rule
+    (annotation.access.clip_audible_by), answered without reading the roles."""
+    return _ASSIGNED_CLIP.first(connections[Assignment.objects.db], [user.pk, clip.pk, clip.pk, clip.pk]) is not None
 
 
 # --- Annotators ----------------------------------------------------------------------
@@ -295,6 +286,44 @@ def study_totals(*, study: Study, now=None) -> dict:
     }
 
 
+# --- Loudness-matched playback ---------------------------------------------------------------
+
+
+def study_clips(*, study: Study) -> QuerySet[Clip]:
+    """Every clip a page of the study can play: its pairs' clips, rating items' clips, practice pairs' clips and
+    the references of their conditions."""
+    from .crowd_models import PracticeItem
+    from .ratings.models import RatingItem, RatingItemClip
+
+    pairs = Pair.objects.filter(study=study)
+    practice = PracticeItem.objects.filter(study=study)
+    in_study = (
+        Q(pk__in=pairs.values("clip_a"))
+        | Q(pk__in=pairs.values("clip_b"))
+        | Q(pk__in=pairs.values("condition__reference"))
+        | Q(pk__in=RatingItemClip.objects.filter(item__study=study).values("clip"))
+        | Q(pk__in=RatingItem.objects.filter(study=study).values("condition__reference"))
+        | Q(pk__in=practice.values("clip_a"))
+        | Q(pk__in=practice.values("clip_b"))
+        | Q(pk__in=practice.values("condition__reference"))
+    )
+    return Clip.objects.filter(in_study)
+
+
+def study_loudness(*, study: Study) -> dict:
+    """What the study page says of loudness matching: the setting, and how many of its clips were never measured
+    (they play as stored until `manage.py backfill_loudness` measures them)."""
+    clips = study_clips(study=study)
+    return {
+        "match": study.loudness_match,
+        "target_lufs": study.loudness_target_lufs,
+        "ceiling_dbtp": PEAK_CEILING_DBTP,
+        "unmeasured": clips.filter(loudness_measured_at__isnull=True).count(),
+        "unmeasurable": clips.filter(loudness_measured_at__isnull=False, loudness_lufs__isnull=True).count(),
+        "changed_at": study.loudness_changed_at,
+    }
+
+
 def study_writable_by(*, study: Study, user) -> bool:
     """The one rule for every change to a study (parameters, annotators, imports, training on its votes):
     its owner, the collaborators the owner names, and admins."""
@@ -368,3 +397,13 @@ def uploads_allowed(*, user, path: str) -> bool:
     if path.startswith("/admin/"):
         return bool(user.is_staff) and (is_admin(user) or user.has_perms(["annotation.add_pair", "annotation.add_judgment", "annotation.add_clip"]))
     return studies_importable_by(user=user).exists()
+
+
+def study_system_names(*, study: Study) -> list[str]:
+    """The systems whose clips the study plays, in a pair or a rating item."""
+    from .ratings.models import RatingItemClip
+
+    paired = Clip.objects.filter(Q(pairs_as_a__study=study) | Q(pairs_as_b__study=study))
+    rated = Clip.objects.filter(pk__in=RatingItemClip.objects.filter(item__study=study).values("clip_id"))
+    names = set(paired.exclude(system=None).values_list("system__name", flat=True)) | set(rated.exclude(system=None).values_list("system__name", flat=True))
+    return sorted(names)

@@ -17,13 +17,14 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from common.blind import opaque_etag
 from common.errors import ServiceError
 from common.guards import forbidden, researcher_required
 from common.ranged import ranged_file_response
 from common.roles import is_researcher
 
 from . import selectors, services
-from .access import studies_visible_to, study_required
+from .access import clip_audible_by, studies_visible_to, study_required
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
@@ -84,15 +85,14 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 
 @require_safe
 def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
-    return clip_audio_served(request, public_id, audible=selectors.clip_audible_by)
+    return clip_audio_served(request, get_object_or_404(Clip, public_id=public_id))
 
 
-def clip_audio_served(request: HttpRequest, public_id, *, audible) -> HttpResponse:
-    """The clip's audio (ranges, ETag) for a user `audible(user=, clip=)` lets hear it, pairwise and rating pages alike;
-    what each response sent is recorded, and the submit checks listening against that record."""
-    clip = get_object_or_404(Clip, public_id=public_id)
+def clip_audio_served(request: HttpRequest, clip: Clip | None) -> HttpResponse:
+    """The clip's audio (ranges, an opaque ETag) for a user the clip rule (access.clip_audible_by) lets hear it,
+    pairwise and rating pages alike; what each response sent is recorded, and the submit checks listening against that record."""
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
-    if not audible(user=request.user, clip=clip):
+    if clip is None or not clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
     user, started = request.user, timezone.now()
 
@@ -100,7 +100,7 @@ def clip_audio_served(request: HttpRequest, public_id, *, audible) -> HttpRespon
         # What reached the client is what can have been heard: the judgment submit checks listening against it.
         services.audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started)
 
-    return ranged_file_response(request, clip.file.path, etag=clip.sha256, on_sent=sent)
+    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256), on_sent=sent, proof_at=started)
 
 
 # --- Annotator pages --------------------------------------------------------------
@@ -299,6 +299,8 @@ def _study_manage_render(
         "annotators": annotator_crowd_columns(study=study, rows=selectors.study_annotator_rows(study=study)),
         "pairs": Paginator(selectors.study_pairs_with_load(study=study), PAIRS_PER_PAGE).get_page(request.GET.get("page")),
         "totals": selectors.study_totals(study=study),
+        "loudness": selectors.study_loudness(study=study),
+        "systems": selectors.study_system_names(study=study),
         "import_url": _import_url(study),
         "can_import": selectors.study_importable_by(study=study, user=request.user),
         "can_export": can_export,

@@ -23,6 +23,7 @@ import soundfile as sf
 from django.conf import settings
 
 from auditorium.runtime import cached_model, pick_device
+from common.loudness import Loudness
 
 from .models import AdapterKind, ArenaSystem, CatalogClip
 
@@ -47,6 +48,10 @@ class Generated:
     sample_rate: int | None = None
     clip_id: int | None = None  # a stored clip (catalog) instead of fresh audio
     generation_seconds: float | None = None  # if the system reports its own, else measured around generate()
+    # A stored clip's loudness as it was generated (catalog); fresh audio is measured by the arena.
+    loudness: Loudness | None = None
+    # Whether the clip has vocals, when the system says so; else the arena infers it (services.vocals_present).
+    vocals: bool | None = None
     meta: dict = field(default_factory=dict)
 
 
@@ -108,7 +113,9 @@ class CatalogAdapter(Adapter):
             raise GenerationError(f"{self.arena_system} has no catalog clip for this prompt")
         # Several takes per prompt: the battle seed picks one, reproducibly.
         entry = entries[request.seed % len(entries)]
-        return Generated(clip_id=entry.clip_id, generation_seconds=entry.generation_seconds)
+        return Generated(
+            clip_id=entry.clip_id, generation_seconds=entry.generation_seconds, loudness=Loudness(lufs=entry.loudness_lufs, true_peak_dbtp=entry.true_peak_dbtp)
+        )
 
     def health(self) -> tuple[bool, str]:
         count = CatalogClip.objects.filter(arena_system=self.arena_system).count()

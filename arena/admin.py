@@ -2,14 +2,17 @@ from django.contrib import admin, messages
 
 from common.admin import ModelAdmin
 
-from .models import ArenaPrompt, ArenaSystem, Battle, CatalogClip, LeaderboardSnapshot, RejectedVote, Visitor, Vote
+from .models import ArenaPrompt, ArenaSystem, Battle, BoardSnapshot, CatalogClip, LeaderboardSnapshot, RejectedVote, Visitor, Vote
 from .services import system_health_check
 
 
 @admin.register(ArenaSystem)
 class ArenaSystemAdmin(ModelAdmin):
-    list_display = ("system", "adapter_kind", "weight", "is_active", "is_private", "supports_vocals", "supports_instrumental", "max_duration_seconds", "health", "health_checked_at")
-    list_filter = ("adapter_kind", "is_active", "is_private", "health", "supports_vocals", "supports_instrumental")
+    list_display = (
+        "system", "adapter_kind", "weight", "is_active", "is_private", "withhold_audio", "open_weights", "licence", "supports_vocals", "supports_instrumental",
+        "max_duration_seconds", "health", "health_checked_at",
+    )
+    list_filter = ("adapter_kind", "is_active", "is_private", "withhold_audio", "open_weights", "health", "supports_vocals", "supports_instrumental")
     list_editable = ("weight", "is_active", "is_private")
     search_fields = ("system__name", "system__organisation")
     readonly_fields = ("health", "health_detail", "health_checked_at", "created_at")
@@ -74,3 +77,10 @@ class VisitorAdmin(ModelAdmin):
 @admin.register(LeaderboardSnapshot)
 class LeaderboardSnapshotAdmin(ModelAdmin):
     list_display = ("id", "computed_at", "votes")
+
+
+@admin.register(BoardSnapshot)
+class BoardSnapshotAdmin(ModelAdmin):
+    list_display = ("id", "kind", "period", "cutoff", "votes", "computed_at")
+    list_filter = ("kind",)
+    readonly_fields = ("kind", "period", "cutoff", "votes", "payload", "computed_at")

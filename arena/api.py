@@ -25,7 +25,7 @@ from common.rates import salted_hash
 
 from . import services
 from .models import ArenaPrompt, Battle, ListenEvent
-from .selectors import battle_state, leaderboard_latest
+from .selectors import battle_state, leaderboard_latest, rating_history
 from .services import ArenaError
 
 
@@ -194,3 +194,10 @@ class LeaderboardApi(ArenaApi):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response(leaderboard_latest() or {"boards": {}, "computed_at": None})
+
+
+class LeaderboardHistoryApi(ArenaApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        """Ratings over the boards' snapshots; ?system=NAME for one system."""
+        return Response(rating_history(system=request.query_params.get("system") or None))

@@ -14,5 +14,23 @@ class ArenaConfig(AppConfig):
         from .models import Visitor
         from .services import visitor_forget
 
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+        from django.utils.module_loading import import_string
+
+        from .style import covariates_check
+
+        # A typo in the covariates stops start-up with the known names, not the first refit.
+        try:
+            covariates_check(settings.ARENA_STYLE_COVARIATES)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"ARENA_STYLE_COVARIATES: {exc}") from None
+        if not settings.ARENA_OUTLIER_FP_RATE < 1:
+            raise ImproperlyConfigured(f"ARENA_OUTLIER_FP_RATE={settings.ARENA_OUTLIER_FP_RATE} must be below 1 (it is the share of honest visitors flagged, e.g. 0.01).")
+        try:
+            import_string(settings.ARENA_PROMPT_TAGGER)
+        except ImportError as exc:
+            raise ImproperlyConfigured(f"ARENA_PROMPT_TAGGER={settings.ARENA_PROMPT_TAGGER!r} cannot be imported: {exc}") from None
+
         for signal in (post_save, post_delete):
             signal.connect(visitor_forget, sender=Visitor, dispatch_uid="arena-visitor-cache")

@@ -20,7 +20,7 @@ from common.errors import ServiceError
 
 from .adapters import prompt_key
 from .models import AdapterKind, ArenaPrompt, ArenaSystem, CatalogClip
-from .services import _prepare_audio
+from .levelling import prepare_audio
 
 
 def _catalog_system(name: str) -> ArenaSystem:
@@ -35,11 +35,16 @@ def catalog_add(*, system_name: str, prompt: str, lyrics: str, path: Path, add_t
     audio_probe(path)  # readable error for a broken file before anything is stored
     audio, rate = sf.read(str(path), dtype="float32", always_2d=False)
     seconds = float(settings.ARENA_CLIP_SECONDS)
-    prepared = _prepare_audio(audio, int(rate), seconds=seconds)
+    prepared, generated = prepare_audio(audio, int(rate), seconds=seconds)
     arena_system = _catalog_system(system_name)
     clip, _ = clip_ingest_array(audio=prepared, sample_rate=int(settings.ARENA_SAMPLE_RATE), system=arena_system.system, original_name=str(path))
     key = prompt_key(prompt, lyrics)
-    entry, _ = CatalogClip.objects.get_or_create(arena_system=arena_system, prompt_key=key, clip=clip, defaults={"prompt": prompt, "lyrics": lyrics})
+    entry, _ = CatalogClip.objects.get_or_create(
+        arena_system=arena_system,
+        prompt_key=key,
+        clip=clip,
+        defaults={"prompt": prompt, "lyrics": lyrics, "loudness_lufs": generated.lufs, "true_peak_dbtp": generated.true_peak_dbtp},
+    )
     if lyrics.strip() and not arena_system.supports_vocals:
         ArenaSystem.objects.filter(pk=arena_system.pk).update(supports_vocals=True)
     if add_to_pool:

@@ -15,6 +15,7 @@ GENERATE_SIDE = "arena.tasks.battle_generate_side"
 LEADERBOARD_REFRESH = "arena.tasks.leaderboard_refresh_task"
 SYSTEMS_HEALTH_CHECK = "arena.tasks.systems_health_check"
 RELEASE_BUILD = "arena.tasks.release_build_task"
+BOARD_SNAPSHOTS_MONTHLY = "arena.tasks.board_snapshots_monthly_task"
 
 # Set while a leaderboard refit is queued (services.leaderboard_queue_refresh); the refit clears it before it fits.
 LEADERBOARD_PENDING_KEY = "arena:leaderboard:pending"

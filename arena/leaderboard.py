@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import style as sc
+from .style import covariates_of
+
 ELO_PER_NAT = 400.0 / math.log(10.0)
-BOARDS = ("instrumental", "vocal")
 VOTES = ("a", "b", "tie", "both_bad")
+VOTE_CODES = {vote: code for code, vote in enumerate(VOTES)}
+SEEDED = "seeded"
+
+BOARDS = ("instrumental", "vocal")
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,14 @@ class VoteRow:
     is_instrumental: bool = True
     # A seeded demo vote (arena/seed_votes.py): fitted like any other, counted apart so the board can say so.
     seeded: bool = False
+    # Style covariates, name -> (side A's value, side B's value) (arena/style.py); None where unmeasured.
+    covariates: dict = field(default=None, compare=False, hash=False)
+    # What the category boards, the outlier test and the history read (arena/categories.py, arena/outliers.py).
+    visitor: str = field(default="", compare=False)
+    prompt: str = field(default="", compare=False)
+    lyrics: str = field(default="", compare=False)
+    is_prebaked: bool = field(default=False, compare=False)
+    timestamp: float | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -46,9 +60,6 @@ class Counts:
     @property
     def total(self) -> int:
         return int(self.outcomes.sum())
-
-
-VOTE_CODES = {vote: code for code, vote in enumerate(VOTES)}
 
 
 def votes_encode(rows: Iterable[VoteRow]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -139,11 +150,28 @@ def bt_fit(
     return theta - theta.mean(axis=1, keepdims=True)
 
 
-def _to_rating(theta: np.ndarray, names: list[str], anchor: str | None, anchor_rating: float) -> np.ndarray:
+def to_rating(theta: np.ndarray, names: list[str], anchor: str | None, anchor_rating: float) -> np.ndarray:
     if anchor is not None:
         k = names.index(anchor)
         return ELO_PER_NAT * (theta - theta[..., k : k + 1]) + anchor_rating
     return ELO_PER_NAT * (theta - theta.mean(axis=-1, keepdims=True)) + anchor_rating
+
+
+def vote_row_of(r: dict) -> VoteRow:
+    """A board's vote from a battle row named as in the release (arena/release.py); the selectors build the same dict from the database."""
+    return VoteRow(
+        r["system_a"],
+        r["system_b"],
+        r["vote"],
+        bool(r["is_instrumental"]),
+        r.get("source") == SEEDED,
+        covariates=covariates_of(r),
+        visitor=r.get("user_id") or "",
+        prompt=r.get("prompt") or "",
+        lyrics=r.get("lyrics") or "",
+        is_prebaked=bool(r.get("is_prebaked")),
+        timestamp=r.get("timestamp"),
+    )
 
 
 def board_compute(
@@ -172,13 +200,13 @@ def board_compute(
     outcomes = counts.outcomes.astype(np.float64)
     wins = outcomes[:, 0] + 0.5 * outcomes[:, 2]
     games = outcomes.sum(axis=1)
-    point = _to_rating(bt_fit(wins[None], games[None], counts.pair_i, counts.pair_j, n, ridge=ridge), names, anchor, anchor_rating)[0]
+    point = to_rating(bt_fit(wins[None], games[None], counts.pair_i, counts.pair_j, n, ridge=ridge), names, anchor, anchor_rating)[0]
 
     if rounds > 0:
         rng = np.random.default_rng(seed)
         flat = counts.outcomes.reshape(-1)
         sample = rng.multinomial(counts.total, flat / flat.sum(), size=rounds).reshape(rounds, -1, 3).astype(np.float64)
-        boot = _to_rating(
+        boot = to_rating(
             bt_fit(sample[..., 0] + 0.5 * sample[..., 2], sample.sum(axis=2), counts.pair_i, counts.pair_j, n, ridge=ridge),
             names,
             anchor,
@@ -192,8 +220,13 @@ def board_compute(
     np.add.at(per_system, counts.pair_i, counts.outcomes.sum(axis=1))
     np.add.at(per_system, counts.pair_j, counts.outcomes.sum(axis=1))
 
+    return {**meta, **board_rows(names, point, lower, upper, per_system, hidden=hidden, min_votes=min_votes)}
+
+
+def board_rows(names, point, lower, upper, per_system, *, hidden: Iterable[str], min_votes: int) -> dict:
+    """The listed rows (rank by interval overlap) and the preliminary ones, from fitted ratings and intervals."""
     hidden = set(hidden)
-    shown = [k for k in range(n) if names[k] not in hidden and per_system[k] >= min_votes]
+    shown = [k for k in range(len(names)) if names[k] not in hidden and per_system[k] >= min_votes]
     rows = []
     for k in shown:
         rank = 1 + sum(1 for m in shown if m != k and lower[m] > upper[k])
@@ -208,7 +241,7 @@ def board_compute(
             }
         )
     rows.sort(key=lambda r: (r["rank"], -r["rating"], r["system"]))
-    return {**meta, "rows": rows, "preliminary": _preliminary(names, per_system, hidden, min_votes)}
+    return {"rows": rows, "preliminary": _preliminary(names, per_system, hidden, min_votes)}
 
 
 def _preliminary(names, per_system, hidden: set, min_votes: int) -> list[dict]:
@@ -227,19 +260,140 @@ def boards_compute(
     anchor_rating: float = 1000.0,
     min_votes: int = 0,
     hidden: Iterable[str] = (),
+    style: Iterable[str] | None = None,
 ) -> dict:
-    """The instrumental and vocal boards, split on each battle's routed flag."""
+    """The instrumental and vocal boards, split on each battle's routed flag.
+
+    style: covariate names (arena/style.py) to add each board's style-controlled fit as `style`; None: none.
+    """
     rows = list(rows)
     hidden = set(hidden)
     result = {"both_bad": both_bad, "boards": {}}
     for board in BOARDS:
         want_instrumental = board == "instrumental"
-        counts = counts_from_votes((r for r in rows if r.is_instrumental == want_instrumental), both_bad=both_bad)
-        board_anchor = anchor if anchor in counts.names else None
-        result["boards"][board] = board_compute(
-            counts, rounds=rounds, seed=seed, anchor=board_anchor, anchor_rating=anchor_rating, min_votes=min_votes, hidden=hidden
+        on_board = [r for r in rows if r.is_instrumental == want_instrumental]
+        result["boards"][board] = board_with_style(
+            on_board, rounds=rounds, seed=seed, both_bad=both_bad, anchor=anchor, anchor_rating=anchor_rating, min_votes=min_votes, hidden=hidden, style=style
         )
     return result
+
+
+def board_with_style(
+    rows: list[VoteRow],
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
+    both_bad: str = "exclude",
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    min_votes: int = 0,
+    hidden: Iterable[str] = (),
+    style: Iterable[str] | None = None,
+) -> dict:
+    """One plain board of these votes, and beside it, when covariates are named, its style-controlled fit."""
+    counts = counts_from_votes(rows, both_bad=both_bad)
+    board_anchor = anchor if anchor in counts.names else None
+    result = board_compute(counts, rounds=rounds, seed=seed, anchor=board_anchor, anchor_rating=anchor_rating, min_votes=min_votes, hidden=hidden)
+    if style is not None:
+        result["style"] = style_board_compute(
+            rows, covariates=tuple(style), plain_rows=result["rows"], both_bad=both_bad, rounds=rounds, seed=seed,
+            anchor=board_anchor, anchor_rating=anchor_rating, min_votes=min_votes, hidden=hidden,
+        )
+    return result
+
+
+# --- Style control (the model and its fit: arena/style.py) -----------------------------------
+
+def style_board_compute(
+    rows: Sequence,
+    *,
+    covariates: Sequence[str] = sc.DEFAULT_COVARIATES,
+    plain_rows: Sequence[dict] = (),
+    both_bad: str = "exclude",
+    rounds: int = 1000,
+    seed: int = 0,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    min_votes: int = 0,
+    hidden: Iterable[str] = (),
+    ridge: float = sc.RIDGE,
+    ridge_coef: float = sc.RIDGE_COEF,
+) -> dict:
+    """One board's style-controlled ratings and covariate coefficients (the model: arena/style.py).
+
+    plain_rows: the plain board's rows of the same battles, for each system's plain rank and the change.
+    """
+    covariates = sc.covariates_check(covariates)
+    names, a, b, raw, score, counts, left_out = sc.style_cells(rows, covariates, both_bad=both_bad)
+    total, n = int(counts.sum()), len(names)
+    meta = {
+        "votes": total, "left_out": left_out, "rounds": rounds, "seed": seed, "covariates": {}, "constant": [], "rows": [],
+        "own_variation_low": sc.OWN_VARIATION_LOW,
+    }
+    if n < 2 or total == 0:
+        meta["constant"] = list(covariates)
+        return meta
+    scale = np.sqrt((counts[:, None] * raw**2).sum(axis=0) / total) if raw.size else np.zeros(0)
+    active = [j for j, name in enumerate(covariates) if scale[j] > 0]
+    meta["constant"] = [name for j, name in enumerate(covariates) if scale[j] <= 0]
+    z = raw[:, active] / scale[active] if active else np.zeros((len(a), 0))
+    fit = dict(ridge=ridge, ridge_coef=ridge_coef)
+    theta, beta = sc.contextual_bt_fit(a, b, z, score, counts[None], n, **fit)
+    if anchor is not None and anchor not in names:
+        anchor = None
+    point = to_rating(theta, names, anchor, anchor_rating)[0]
+    if rounds > 0:
+        rng = np.random.default_rng(seed)
+        chunk = max(1, sc.ROUND_CHUNK_CELLS // max(1, len(a)))
+        boot_r, boot_b = [], []
+        for start in range(0, rounds, chunk):
+            draws = rng.multinomial(total, counts / total, size=min(chunk, rounds - start)).astype(np.float64)
+            t, bb = sc.contextual_bt_fit(a, b, z, score, draws, n, **fit)
+            boot_r.append(to_rating(t, names, anchor, anchor_rating))
+            boot_b.append(bb)
+        lower, upper = np.percentile(np.concatenate(boot_r), [2.5, 97.5], axis=0)
+        coef_lower, coef_upper = np.percentile(np.concatenate(boot_b), [2.5, 97.5], axis=0) if active else (np.zeros(0), np.zeros(0))
+    else:
+        lower = upper = point
+        coef_lower = coef_upper = beta[0]
+    for position, j in enumerate(active):
+        unit, meaning = sc.COVARIATES[covariates[j]]
+        meta["covariates"][covariates[j]] = {
+            "coefficient": round(float(beta[0, position]), 4),
+            "interval": [round(float(coef_lower[position]), 4), round(float(coef_upper[position]), 4)],
+            "elo": round(float(ELO_PER_NAT * beta[0, position]), 2),
+            "scale": round(float(scale[j]), 4),
+            "unit": unit,
+            "meaning": meaning,
+        }
+    own = sc.own_variation(a, b, z, counts, n)
+    for position, j in enumerate(active):
+        meta["covariates"][covariates[j]]["own_variation"] = round(float(own[position]), 4)
+    per_system = np.zeros(n, dtype=np.int64)
+    np.add.at(per_system, a, counts.astype(np.int64))
+    np.add.at(per_system, b, counts.astype(np.int64))
+    plain_rank = {r["system"]: r["rank"] for r in plain_rows}
+    hidden = set(hidden)
+    shown = [k for k in range(n) if names[k] not in hidden and per_system[k] >= min_votes]
+    out = []
+    for k in shown:
+        rank = 1 + sum(1 for m in shown if m != k and lower[m] > upper[k])
+        before = plain_rank.get(names[k])
+        out.append(
+            {
+                "system": names[k],
+                "rating": round(float(point[k]), 2),
+                "interval": [round(float(lower[k]), 2), round(float(upper[k]), 2)],
+                "rank": rank,
+                "plain_rank": before,
+                # Positive: the system ranks better once style is accounted for.
+                "rank_change": None if before is None else before - rank,
+                "votes": int(per_system[k]),
+            }
+        )
+    out.sort(key=lambda r: (r["rank"], -r["rating"], r["system"]))
+    meta["rows"] = out
+    return meta
 
 
 # --- Music Arena's method ---------------------------------------------------------------------
@@ -379,9 +533,13 @@ def boards_for_method(rows: Iterable[VoteRow], *, method: str = AUDITORIUM, voca
     """
     rows, vocal = list(rows), set(vocal)
     if method == MUSIC_ARENA:
+        if options.pop("style", None) is not None:
+            raise ValueError("style control is a fit of our method; Music Arena's method has none (leave out --style-control or use --method auditorium)")
         result = ma_boards_compute(rows, vocal=vocal, **options)
     elif method == AUDITORIUM:
         result = {"method": AUDITORIUM, **boards_compute(rows, **options)}
+        if options.get("style") is not None:
+            result["style_covariates"] = list(options["style"])
     else:
         raise ValueError(f"unknown leaderboard method {method!r}; use one of {', '.join(METHODS)}")
     for board, count in seeded_on_boards(rows, method=method, vocal=vocal, both_bad=options.get("both_bad", "exclude")).items():

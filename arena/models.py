@@ -42,6 +42,13 @@ class ArenaSystem(models.Model):
     is_private = models.BooleanField(
         default=False, help_text="Pre-release system: sampled and its votes kept, hidden from the public board, disclosed in the release."
     )
+    # What the board and the release say about the system (its organisation is System.organisation).
+    licence = models.CharField(max_length=100, blank=True, help_text="The licence of the model or its outputs, e.g. CC-BY-NC-4.0, MIT, proprietary.")
+    training_data = models.CharField(max_length=300, blank=True, help_text="What it was trained on, in a line (a dataset name, 'licensed stock music', 'undisclosed').")
+    open_weights = models.BooleanField(null=True, blank=True, help_text="Weights published (yes), not (no), or unknown (empty).")
+    withhold_audio = models.BooleanField(
+        default=False, help_text="Leave this system's clips out of public releases: its battles and votes are still published, with no audio file."
+    )
     adapter_kind = models.CharField(max_length=16, choices=AdapterKind.choices, default=AdapterKind.DEMO)
     adapter_config = models.JSONField(default=dict, blank=True)
     health = models.CharField(max_length=10, choices=Health.choices, default=Health.UNKNOWN)
@@ -70,6 +77,9 @@ class CatalogClip(models.Model):
     lyrics = models.TextField(blank=True)
     clip = models.ForeignKey(Clip, on_delete=models.PROTECT, related_name="+")
     generation_seconds = models.FloatField(null=True, blank=True)
+    # The file as imported, before the arena levelled it: a catalog battle side's style covariates.
+    loudness_lufs = models.FloatField(null=True, blank=True)
+    true_peak_dbtp = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["arena_system", "prompt_key", "clip"], name="unique_catalog_clip")]
@@ -132,6 +142,14 @@ class Battle(models.Model):
     clip_b = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     generation_seconds_a = models.FloatField(null=True, blank=True)
     generation_seconds_b = models.FloatField(null=True, blank=True)
+    # Each side's clip as the system generated it, before the arena levelled it (common/loudness.py):
+    # the style covariates of the board (arena/style.py). Null when it could not be measured.
+    loudness_lufs_a = models.FloatField(null=True, blank=True, help_text="Integrated loudness of clip A as generated (BS.1770-4), LUFS.")
+    loudness_lufs_b = models.FloatField(null=True, blank=True, help_text="Integrated loudness of clip B as generated, LUFS.")
+    true_peak_a = models.FloatField(null=True, blank=True, help_text="True peak of clip A as generated, dBTP.")
+    true_peak_b = models.FloatField(null=True, blank=True, help_text="True peak of clip B as generated, dBTP.")
+    vocals_a = models.BooleanField(null=True, blank=True, help_text="Clip A has vocals (the adapter's report, else the battle's route and the system's capability).")
+    vocals_b = models.BooleanField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.GENERATING)
     error = models.CharField(max_length=500, blank=True, help_text="Operator-facing; never shown to the visitor (it could name a system).")
     moderation = models.JSONField(default=dict, blank=True)
@@ -254,6 +272,29 @@ class LeaderboardSnapshot(models.Model):
     class Meta:
         ordering = ["-id"]
         get_latest_by = "id"
+
+
+class BoardSnapshot(models.Model):
+    """Every board as it stood at a moment (votes cast before `cutoff`): one per month, and any taken on demand; the rating-over-time view reads these."""
+
+    class Kind(models.TextChoices):
+        MONTHLY = "monthly", "End of a month"
+        ON_DEMAND = "on_demand", "On demand"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # YYYY-MM for a monthly snapshot (the month whose end is the cutoff); empty on demand.
+    period = models.CharField(max_length=7, blank=True)
+    cutoff = models.DateTimeField(help_text="Votes cast before this instant are on the boards.")
+    votes = models.PositiveIntegerField()
+    payload = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cutoff", "id"]
+        constraints = [models.UniqueConstraint(fields=["period"], condition=Q(kind="monthly"), name="one_snapshot_per_month")]
+
+    def __str__(self) -> str:
+        return f"boards at {self.period or self.cutoff.isoformat()}"
 
 
 class ReleaseBuild(models.Model):

@@ -24,8 +24,11 @@ from collections import Counter
 from datetime import timezone as dt_timezone
 from pathlib import Path
 
-from .leaderboard import AUDITORIUM, MUSIC_ARENA, VoteRow, boards_for_method
-from .models import ArenaSystem, Vote
+from .boards import boards_all
+from .leaderboard import AUDITORIUM, MUSIC_ARENA, vote_row_of
+from .history import month_bounds
+from .models import AdapterKind, ArenaSystem, Vote
+from .selectors import median_real_time_factor
 
 OURS, THEIRS, BOTH = "ours", "Music Arena", "both"
 
@@ -40,8 +43,8 @@ COLUMNS = [
     ("user_id", "string", OURS, "Salted hash of the visitor cookie (never an IP); the same visitor has the same id throughout the release."),
     ("system_a", "string", BOTH, "System that generated clip A (disclosed in the release only, never to a visitor before the vote)."),
     ("system_b", "string", BOTH, "System that generated clip B."),
-    ("audio_a", "string", BOTH, "Path of clip A in the release."),
-    ("audio_b", "string", BOTH, "Path of clip B in the release."),
+    ("audio_a", "string", BOTH, "Path of clip A in the release; null when the system's audio is withheld from releases (the row stays)."),
+    ("audio_b", "string", BOTH, "Path of clip B in the release; null when withheld."),
     ("vote", "string", OURS, "The vote: a, b, tie or both_bad."),
     ("listen_seconds_a", "float64", OURS, "Seconds clip A was heard, measured on the server's clock as checked before the vote was accepted."),
     ("listen_seconds_b", "float64", OURS, "Seconds clip B was heard, as above."),
@@ -54,6 +57,12 @@ COLUMNS = [
     ("duration_b", "float64", BOTH, "Length of clip B in seconds."),
     ("sample_rate_a", "int64", BOTH, "Sample rate of clip A (Hz)."),
     ("sample_rate_b", "int64", BOTH, "Sample rate of clip B (Hz)."),
+    ("loudness_lufs_a", "float64", OURS, "Integrated loudness of clip A as the system generated it (BS.1770-4, LUFS), before the arena levelled it; null when unmeasured (silence, or a battle from before it was measured)."),
+    ("loudness_lufs_b", "float64", OURS, "The same for clip B."),
+    ("true_peak_a", "float64", OURS, "True peak of clip A as generated (4x oversampled, dBTP), before the arena levelled it; null when unmeasured."),
+    ("true_peak_b", "float64", OURS, "The same for clip B."),
+    ("vocals_a", "bool", OURS, "Clip A has vocals (the system's report, else a vocal battle sung by a system that sings); null when unknown."),
+    ("vocals_b", "bool", OURS, "The same for clip B."),
     ("private_a", "bool", OURS, "System A is a pre-release system: its votes are published, it is left off the public board."),
     ("private_b", "bool", OURS, "System B is a pre-release system."),
     ("battle_uuid", "string", THEIRS, "The same as battle_id."),
@@ -76,6 +85,7 @@ COLUMNS = [
 FIELDS = [name for name, *_ in COLUMNS]
 
 SEEDED = Vote.Source.SEEDED
+WEIGHTS = {True: "open", False: "closed", None: "unknown"}
 PREFERENCE = {Vote.Choice.A: "A", Vote.Choice.B: "B", Vote.Choice.TIE: "TIE", Vote.Choice.BOTH_BAD: "BOTH_BAD"}
 # Music Arena's listening sum closes a play span on PAUSE, STOP or TICK; `ended` is its STOP.
 LISTEN_ACTION = {"ended": "STOP"}
@@ -91,15 +101,18 @@ def _listen_data(events) -> str | None:
     return json.dumps([{"action": LISTEN_ACTION.get(e.kind, e.kind.upper()), "time": e.server_time.timestamp()} for e in events])
 
 
-def _votes(include_seeded: bool):
+def _votes(include_seeded: bool, month: str | None = None):
     votes = Vote.objects.all()
+    if month is not None:
+        start, end = month_bounds(month)
+        votes = votes.filter(created_at__gte=start, created_at__lt=end)
     return votes if include_seeded else votes.exclude(source=SEEDED)
 
 
-def release_rows(*, audio_prefix: str = "audio", include_seeded: bool = False) -> list[dict]:
-    """Every voted battle as a release row, oldest first; seeded demo votes only when asked for."""
+def release_rows(*, audio_prefix: str = "audio", include_seeded: bool = False, month: str | None = None) -> list[dict]:
+    """Every voted battle (voted in `month`, YYYY-MM UTC, when given) as a release row, oldest first; seeded demo votes only when asked for."""
     votes = (
-        _votes(include_seeded)
+        _votes(include_seeded, month)
         .select_related("battle__system_a__system", "battle__system_b__system", "battle__clip_a", "battle__clip_b", "visitor")
         .prefetch_related("battle__listen_events")
         .order_by("battle__created_at", "battle__id")
@@ -137,7 +150,8 @@ def release_rows(*, audio_prefix: str = "audio", include_seeded: bool = False) -
             row.update(
                 {
                     f"system_{side}": system.system.name,
-                    f"audio_{side}": f"{audio_prefix}/{battle.public_id}-{side}{clip.extension}",
+                    # A system whose audio is withheld keeps its rows; the clip is not published.
+                    f"audio_{side}": None if system.withhold_audio else f"{audio_prefix}/{battle.public_id}-{side}{clip.extension}",
                     f"listen_seconds_{side}": heard,
                     f"total_listening_time_{side}": heard,
                     f"listen_events_{side}": [
@@ -147,6 +161,9 @@ def release_rows(*, audio_prefix: str = "audio", include_seeded: bool = False) -
                     f"generation_seconds_{side}": waited,
                     f"gateway_time_{side}": waited,
                     f"duration_{side}": clip.duration,
+                    f"loudness_lufs_{side}": getattr(battle, f"loudness_lufs_{side}"),
+                    f"true_peak_{side}": getattr(battle, f"true_peak_{side}"),
+                    f"vocals_{side}": getattr(battle, f"vocals_{side}"),
                     f"sample_rate_{side}": clip.sample_rate,
                     f"private_{side}": system.is_private,
                     f"supports_vocals_{side}": system.supports_vocals,
@@ -164,23 +181,84 @@ def _parquet_schema():
     return pa.schema([(name, types[kind]) for name, kind, *_ in COLUMNS])
 
 
-def _registry_yaml(names: set[str]) -> str:
-    """Music Arena's registry shape for our systems; JSON strings are valid YAML scalars, so no YAML writer is needed."""
+def systems_of_release(rows: list[dict]) -> list[dict]:
+    """The release's systems with their metadata and the real-time factor measured on the release's own battles (none for catalog systems)."""
+    timings: dict[str, list] = {}
+    for r in rows:
+        for side in ("a", "b"):
+            timings.setdefault(r[f"system_{side}"], []).append((r[f"generation_seconds_{side}"], r[f"duration_{side}"]))
+    out = []
+    for system in ArenaSystem.objects.select_related("system").filter(system__name__in=set(timings)).order_by("system__name"):
+        rtf, clips = (None, 0) if system.adapter_kind == AdapterKind.CATALOG else median_real_time_factor(timings[system.name])
+        out.append(
+            {
+                "name": system.name,
+                "organisation": system.system.organisation,
+                "supports_vocals": system.supports_vocals,
+                "licence": system.licence,
+                "training_data": system.training_data,
+                "open_weights": system.open_weights,
+                "real_time_factor": rtf,
+                "real_time_factor_clips": clips,
+                "audio_withheld": system.withhold_audio,
+            }
+        )
+    return out
+
+
+def _yaml(value) -> str:
+    # JSON scalars are valid YAML, so no YAML writer is needed.
+    return "null" if value is None else json.dumps(value)
+
+
+def _registry_yaml(systems: list[dict]) -> str:
+    """Music Arena's registry shape for our systems, with our metadata beside its keys."""
     lines = [
         "# Systems of this release in Music Arena's registry shape (systems/registry.yaml there).",
-        "# supports_lyrics is the capability its boards are split by.",
+        "# supports_lyrics is the capability its boards are split by; access and training_data are its keys too.",
+        "# license, open_weights, real_time_factor (median generation seconds / clip seconds over this release's",
+        "# battles: under 1 is faster than real time; Music Arena's 'Generation Speed (RTF)' is its inverse) and",
+        "# audio_withheld are ours.",
     ]
-    for system in ArenaSystem.objects.select_related("system").filter(system__name__in=names).order_by("system__name"):
+    for s in systems:
         lines += [
-            f"{json.dumps(system.name)}:",
-            f"  display_name: {json.dumps(system.name)}",
-            f"  organization: {json.dumps(system.system.organisation or 'Unknown')}",
-            f"  supports_lyrics: {'true' if system.supports_vocals else 'false'}",
+            f"{json.dumps(s['name'])}:",
+            f"  display_name: {json.dumps(s['name'])}",
+            f"  organization: {json.dumps(s['organisation'] or 'Unknown')}",
+            f"  supports_lyrics: {'true' if s['supports_vocals'] else 'false'}",
+            f"  license: {_yaml(s['licence'] or None)}",
+            f"  open_weights: {_yaml(s['open_weights'])}",
+            f"  real_time_factor: {_yaml(s['real_time_factor'])}",
+            f"  audio_withheld: {_yaml(s['audio_withheld'])}",
         ]
+        # Music Arena's own keys for the same facts: access OPEN / PROPRIETARY, and training_data a mapping.
+        if s["open_weights"] is not None:
+            lines.append(f"  access: {json.dumps('OPEN' if s['open_weights'] else 'PROPRIETARY')}")
+        if s["training_data"]:
+            lines += ["  training_data:", f"    description: {json.dumps(s['training_data'])}"]
     return "\n".join(lines) + "\n"
 
 
-def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out: int) -> str:
+def release_stats(rows: list[dict], *, month: str | None = None) -> dict:
+    """The release's figures: battles, votes by choice, instrumental and vocal battles, visitors, each system's clip appearances."""
+    votes = Counter(r["vote"] for r in rows)
+    appearances = Counter(r["system_a"] for r in rows) + Counter(r["system_b"] for r in rows)
+    return {
+        "month": month,
+        "battles": len(rows),
+        "votes": {choice: votes[choice] for choice in PREFERENCE},
+        "instrumental": sum(1 for r in rows if r["is_instrumental"]),
+        "vocal": sum(1 for r in rows if not r["is_instrumental"]),
+        "prebaked": sum(1 for r in rows if r["is_prebaked"]),
+        "visitors": len({r["user_id"] for r in rows}),
+        "seeded": sum(1 for r in rows if r["source"] == SEEDED),
+        "system_appearances": dict(sorted(appearances.items())),
+        "first_vote": min((r["date"] for r in rows), default=None),
+        "last_vote": max((r["date"] for r in rows), default=None),
+    }
+
+
+def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out: int, stats: dict, systems: list[dict]) -> str:
     votes = Counter(r["vote"] for r in rows)
     seeded = sum(1 for r in rows if r["source"] == SEEDED)
     if seeded:
@@ -189,7 +267,7 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out:
         demo = f"{seeded_left_out} seeded demo votes (no one listened) are in the database and left out of this release."
     else:
         demo = "No seeded demo votes."
-    systems = Counter(r["system_a"] for r in rows) + Counter(r["system_b"] for r in rows)
+    appearances = Counter(r["system_a"] for r in rows) + Counter(r["system_b"] for r in rows)
     private = sorted({r["system_a"] for r in rows if r["private_a"]} | {r["system_b"] for r in rows if r["private_b"]})
     dates = sorted(r["date"][:10] for r in rows)
     files = ["`battles.jsonl`: one JSON object per voted battle, oldest battle first."]
@@ -198,12 +276,28 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out:
     if audio:
         files.append("`audio/`: both clips of every battle, named `<battle_id>-<a|b><extension>` (nothing in a name identifies the system).")
     files.append("`registry.yaml`: the systems in Music Arena's registry shape (`supports_lyrics` per system).")
+    files.append("`stats.json`: the statistics below, as numbers.")
     lines = [
-        "# Arena battle log",
+        "# Arena battle log" + (f", {stats['month']}" if stats["month"] else ""),
         "",
-        f"{len(rows)} voted battles" + (f", {dates[0]} to {dates[-1]} (UTC)." if dates else "."),
+        (f"The battles voted in {stats['month']} (UTC): " if stats["month"] else "")
+        + f"{len(rows)} voted battles"
+        + (f", {dates[0]} to {dates[-1]} (UTC)." if dates else "."),
         "Votes: " + ", ".join(f"{votes[c]} {c}" for c in PREFERENCE) + ".",
         demo,
+        "",
+        "## Statistics",
+        "",
+        "(Also in `stats.json`.)",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| battles | {stats['battles']} |",
+        *(f"| votes {c} | {stats['votes'][c]} |" for c in PREFERENCE),
+        f"| instrumental battles | {stats['instrumental']} |",
+        f"| vocal battles | {stats['vocal']} |",
+        f"| prebaked prompts | {stats['prebaked']} |",
+        f"| visitors | {stats['visitors']} |",
         "",
         "## Files",
         "",
@@ -232,9 +326,17 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out:
         "",
         "## Systems",
         "",
-        "| system | clip appearances |",
-        "|---|---|",
-        *(f"| {name} | {n} |" for name, n in sorted(systems.items())),
+        "| system | organisation | licence | weights | training data | real-time factor | clip appearances |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {s['name']} | {s['organisation'] or '–'} | {s['licence'] or '–'} | {WEIGHTS[s['open_weights']]} | {s['training_data'] or '–'} | "
+            f"{'–' if s['real_time_factor'] is None else s['real_time_factor']} | {appearances[s['name']]}{' (audio withheld)' if s['audio_withheld'] else ''} |"
+            for s in systems
+        ),
+        "",
+        "The real-time factor is the median over this release's battles of the seconds the arena waited for a clip over its length",
+        "(under 1: faster than real time); catalog systems serve stored clips and have none. A system marked \"audio withheld\" has",
+        "its battles and votes here and no audio file (`audio_a`/`audio_b` are null).",
         "",
         "Pre-release systems (left off the public board, their votes published): " + (", ".join(private) if private else "none") + ".",
         "",
@@ -245,17 +347,24 @@ def _datasheet(rows: list[dict], *, parquet: bool, audio: bool, seeded_left_out:
     return "\n".join(lines) + "\n"
 
 
-def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = True, include_seeded: bool = False, progress=None) -> dict:
-    """Write battles.jsonl (+ battles.parquet), the audio, README.md and registry.yaml under out_dir; return counts.
+def release_export(
+    *, out_dir: Path | str, audio: bool = True, parquet: bool = True, include_seeded: bool = False, month: str | None = None, progress=None
+) -> dict:
+    """Write battles.jsonl (+ battles.parquet), the audio, README.md, stats.json and registry.yaml under out_dir; return counts.
 
-    Seeded demo votes (Vote.Source.SEEDED) are left out unless include_seeded.
+    Seeded demo votes (Vote.Source.SEEDED) are left out unless include_seeded; `month` (YYYY-MM, UTC)
+    keeps the battles voted in that month.
     progress(stage, done, total), when given, hears each stage and every copied clip (the release page shows it).
     """
+    if month is not None:
+        month_bounds(month)  # a clear error before anything is written
     progress = progress or (lambda stage, done, total: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     progress("rows", 0, 1)
-    rows = release_rows(include_seeded=include_seeded)
+    rows = release_rows(include_seeded=include_seeded, month=month)
+    stats = release_stats(rows, month=month)
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     with open(out / "battles.jsonl", "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -267,21 +376,23 @@ def release_export(*, out_dir: Path | str, audio: bool = True, parquet: bool = T
         pq.write_table(pa.Table.from_pylist(rows, schema=_parquet_schema()), out / "battles.parquet")
     copied = 0
     if audio:
-        battles = {str(v.battle.public_id): v.battle for v in _votes(include_seeded).select_related("battle__clip_a", "battle__clip_b")}
+        battles = {str(v.battle.public_id): v.battle for v in _votes(include_seeded, month).select_related("battle__clip_a", "battle__clip_b")}
         for row in rows:
             battle = battles[row["battle_id"]]
             for side in ("a", "b"):
+                if row[f"audio_{side}"] is None:
+                    continue
                 target = out / row[f"audio_{side}"]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(battle.clip_for(side).file.path, target)
                 copied += 1
-                progress("audio", copied, 2 * len(rows))
+                progress("audio", copied, sum(1 for r in rows for side in "ab" if r[f"audio_{side}"] is not None))
     progress("files", 0, 1)
-    names = {r["system_a"] for r in rows} | {r["system_b"] for r in rows}
-    (out / "registry.yaml").write_text(_registry_yaml(names), encoding="utf-8")
-    left_out = 0 if include_seeded else Vote.objects.filter(source=SEEDED).count()
-    (out / "README.md").write_text(_datasheet(rows, parquet=parquet, audio=audio, seeded_left_out=left_out), encoding="utf-8")
-    return {"battles": len(rows), "audio_files": copied, "seeded": sum(1 for r in rows if r["source"] == SEEDED), "seeded_left_out": left_out, "path": str(out)}
+    systems = systems_of_release(rows)
+    (out / "registry.yaml").write_text(_registry_yaml(systems), encoding="utf-8")
+    left_out = 0 if include_seeded else _votes(True, month).filter(source=SEEDED).count()
+    (out / "README.md").write_text(_datasheet(rows, parquet=parquet, audio=audio, seeded_left_out=left_out, stats=stats, systems=systems), encoding="utf-8")
+    return {"stats": stats, "battles": len(rows), "audio_files": copied, "seeded": sum(1 for r in rows if r["source"] == SEEDED), "seeded_left_out": left_out, "path": str(out)}
 
 
 def release_read(path: Path | str) -> list[dict]:
@@ -303,7 +414,7 @@ def boards_from_release(path: Path | str, *, method: str = AUDITORIUM, **options
     missing = [key for key in needed if rows and key not in rows[0]]
     if missing:
         raise ValueError(f"{path} is not an arena battle log{' this method can read' if method == MUSIC_ARENA else ''}: missing {', '.join(missing)}")
-    votes = [VoteRow(r["system_a"], r["system_b"], r["vote"], bool(r["is_instrumental"]), r.get("source") == SEEDED) for r in rows]
+    votes = [vote_row_of(r) for r in rows]
     hidden = {r["system_a"] for r in rows if r.get("private_a")} | {r["system_b"] for r in rows if r.get("private_b")}
     vocal = {r["system_a"] for r in rows if r.get("supports_vocals_a")} | {r["system_b"] for r in rows if r.get("supports_vocals_b")}
-    return boards_for_method(votes, method=method, hidden=hidden, vocal=vocal, **options)
+    return boards_all(votes, method=method, hidden=hidden, vocal=vocal, **options)

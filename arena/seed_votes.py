@@ -97,18 +97,18 @@ def _plan(systems: list[ArenaSystem], ranks: dict[str, int]) -> list[dict]:
     return plan
 
 
-def _clip(system: ArenaSystem, *, prompt: str, lyrics: str, seed: int, cache: dict) -> tuple[int, float]:
+def _clip(system: ArenaSystem, *, prompt: str, lyrics: str, seed: int, cache: dict) -> tuple[int, float, object]:
     """One system's clip for one seeded prompt, made the way a battle side is made (stored once, reused by every battle)."""
-    from .services import _prepare_audio  # the arena's one level and format for every clip
+    from .levelling import prepare_audio  # the arena's one level and format for every clip
 
     key = (system.pk, prompt, lyrics, seed)
     if key not in cache:
         rate, seconds = int(settings.ARENA_SAMPLE_RATE), float(settings.ARENA_CLIP_SECONDS)
         request = GenerationRequest(prompt=prompt, lyrics=lyrics, instrumental=not lyrics, seconds=seconds, seed=seed, sample_rate=rate)
         result = timed_generate(adapter_for(system), request)
-        audio = _prepare_audio(result.audio, result.sample_rate, seconds=seconds)
+        audio, generated = prepare_audio(result.audio, result.sample_rate, seconds=seconds)
         clip, _ = clip_ingest_array(audio=audio, sample_rate=rate, system=system.system, fmt="FLAC")
-        cache[key] = (clip.pk, round(float(result.generation_seconds or 0.0), 3))
+        cache[key] = (clip.pk, round(float(result.generation_seconds or 0.0), 3), generated)
     return cache[key]
 
 
@@ -156,6 +156,12 @@ def _store(items: list[dict]) -> None:
                 clip_b_id=sides["b"][0],
                 generation_seconds_a=sides["a"][1],
                 generation_seconds_b=sides["b"][1],
+                loudness_lufs_a=sides["a"][2].lufs,
+                loudness_lufs_b=sides["b"][2].lufs,
+                true_peak_a=sides["a"][2].true_peak_dbtp,
+                true_peak_b=sides["b"][2].true_peak_dbtp,
+                vocals_a=item["board"] == "vocal" and item["a"].supports_vocals,
+                vocals_b=item["board"] == "vocal" and item["b"].supports_vocals,
                 status=Battle.Status.VOTED,
                 ready_at=now,
             )

@@ -12,8 +12,8 @@ from common import listening
 from common.deferred import deferred_rows
 
 from .adapters import adapter_for
-from .leaderboard import VoteRow
-from .models import ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
+from .leaderboard import BOARDS, VoteRow, vote_row_of
+from .models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, BoardSnapshot, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
 
 SIDES = ("a", "b")
 PRIVATE_LABEL = "Pre-release system (named in the next data release)"
@@ -104,14 +104,43 @@ def battle_to_resume(visitor, *, now=None) -> Battle | None:
     )
 
 
-def vote_rows(*, since=None) -> tuple[list[VoteRow], set[str]]:
-    """Every stored vote as (system_a, system_b, vote, instrumental, seeded), and the names of private systems."""
-    query = Vote.objects.order_by("id").values_list(
-        "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental", "source"
-    )
+# The battle fields a board reads, as release columns (arena/release.py names them the same).
+VOTE_FIELDS = {
+    "system_a": "battle__system_a__system__name",
+    "system_b": "battle__system_b__system__name",
+    "vote": "choice",
+    "is_instrumental": "battle__is_instrumental",
+    "source": "source",
+    "user_id": "visitor__pseudonym",
+    "prompt": "battle__prompt",
+    "lyrics": "battle__lyrics",
+    "is_prebaked": "battle__is_prebaked",
+    "duration_a": "battle__clip_a__duration",
+    "duration_b": "battle__clip_b__duration",
+    "loudness_lufs_a": "battle__loudness_lufs_a",
+    "loudness_lufs_b": "battle__loudness_lufs_b",
+    "true_peak_a": "battle__true_peak_a",
+    "true_peak_b": "battle__true_peak_b",
+    "vocals_a": "battle__vocals_a",
+    "vocals_b": "battle__vocals_b",
+    "generation_seconds_a": "battle__generation_seconds_a",
+    "generation_seconds_b": "battle__generation_seconds_b",
+}
+
+
+def vote_rows(*, since=None, until=None) -> tuple[list[VoteRow], set[str]]:
+    """Every stored vote (cast in [since, until) when given) as a board reads it, and the names of private systems."""
+    query = Vote.objects.order_by("id")
     if since is not None:
         query = query.filter(created_at__gte=since)
-    rows = [VoteRow(a, b, choice, instrumental, source == Vote.Source.SEEDED) for a, b, choice, instrumental, source in query]
+    if until is not None:
+        query = query.filter(created_at__lt=until)
+    keys = list(VOTE_FIELDS)
+    rows = []
+    for values in query.values_list(*VOTE_FIELDS.values(), "created_at"):
+        row = dict(zip(keys, values[:-1], strict=True))
+        row["timestamp"] = values[-1].timestamp()
+        rows.append(vote_row_of(row))
     hidden = set(ArenaSystem.objects.filter(is_private=True).values_list("system__name", flat=True))
     return rows, hidden
 
@@ -123,6 +152,82 @@ def voter_vote_rows() -> list[tuple[str, str, str, str, bool]]:
             "visitor__pseudonym", "battle__system_a__system__name", "battle__system_b__system__name", "choice", "battle__is_instrumental"
         )
     )
+
+
+def rating_history(*, system: str | None = None) -> dict:
+    """Per board, per system: its ratings at each snapshot, oldest first (plain, with interval and rank; and style-controlled when fitted).
+
+    `system` narrows it to one system; the systems a snapshot lists are its public, ranked ones.
+    """
+    snapshots = list(BoardSnapshot.objects.order_by("cutoff", "id"))
+    points = [
+        {"id": s.pk, "kind": s.kind, "period": s.period, "cutoff": s.cutoff.isoformat(), "votes": s.votes}
+        for s in snapshots
+    ]
+    series: dict[str, dict[str, list[dict]]] = {board: {} for board in BOARDS}
+    for s in snapshots:
+        for board in BOARDS:
+            data = (s.payload.get("boards") or {}).get(board) or {}
+            styled = {r["system"]: r for r in (data.get("style") or {}).get("rows") or []}
+            for row in data.get("rows") or []:
+                if system is not None and row["system"] != system:
+                    continue
+                style = styled.get(row["system"])
+                series[board].setdefault(row["system"], []).append(
+                    {
+                        "snapshot": s.pk,
+                        "period": s.period,
+                        "cutoff": s.cutoff.isoformat(),
+                        "rating": row["rating"],
+                        "lower": row["lower"],
+                        "upper": row["upper"],
+                        "rank": row["rank"],
+                        "votes": row["votes"],
+                        "style_rating": None if style is None else style["rating"],
+                        "style_interval": None if style is None else style["interval"],
+                        "style_rank": None if style is None else style["rank"],
+                    }
+                )
+    return {"snapshots": points, "boards": series}
+
+
+def median_real_time_factor(pairs) -> tuple[float | None, int]:
+    """The median of generation seconds / clip seconds over (generation seconds, duration) pairs with both, and how many there were."""
+    factors = sorted(g / d for g, d in pairs if g is not None and d)
+    if not factors:
+        return None, 0
+    mid = len(factors) // 2
+    value = factors[mid] if len(factors) % 2 else (factors[mid - 1] + factors[mid]) / 2
+    return round(value, 4), len(factors)
+
+
+def systems_metadata(*, until=None) -> dict[str, dict]:
+    """The public systems' organisation, licence, training data, open weights and measured real-time factor.
+
+    The real-time factor is the median over the system's generated clips (battles created before `until`,
+    when given) of the seconds the arena waited for a clip over the clip's length: under 1 is faster
+    than real time. Catalog systems serve stored clips, so theirs is not measured (None).
+    """
+    battles = Battle.objects.exclude(status=Battle.Status.FAILED)
+    if until is not None:
+        battles = battles.filter(created_at__lt=until)
+    timings: dict[int, list] = {}
+    for side in SIDES:
+        for system_id, waited, duration in battles.filter(**{f"clip_{side}__isnull": False}).values_list(f"system_{side}_id", f"generation_seconds_{side}", f"clip_{side}__duration"):
+            timings.setdefault(system_id, []).append((waited, duration))
+    out = {}
+    for system in ArenaSystem.objects.select_related("system").filter(is_private=False).order_by("system__name"):
+        rtf, clips = (None, 0) if system.adapter_kind == AdapterKind.CATALOG else median_real_time_factor(timings.get(system.pk, []))
+        out[system.name] = {
+            "organisation": system.system.organisation,
+            "licence": system.licence,
+            "training_data": system.training_data,
+            "open_weights": system.open_weights,
+            "real_time_factor": rtf,
+            "real_time_factor_clips": clips,
+            "audio_withheld": system.withhold_audio,
+        }
+    return out
 
 
 def vocal_systems() -> set[str]:

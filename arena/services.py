@@ -13,12 +13,11 @@ import random
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from math import gcd
 
-import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
@@ -34,10 +33,23 @@ from common.rates import hit_many, salted_hash
 from . import jobs, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
 from .blind import blind_wav
-from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, boards_for_method, noisy_boards
+from .levelling import prepare_audio
+from .boards import boards_all
+from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, noisy_boards
 from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
-from .selectors import SIDES, board_intervals, listen_seconds, listening_record, systems_eligible, vocal_systems, vote_rows, voter_vote_rows
+from .selectors import (
+    SIDES,
+    board_intervals,
+    listen_seconds,
+    listening_record,
+    systems_eligible,
+    systems_metadata,
+    vocal_systems,
+    vote_rows,
+    voter_vote_rows,
+)
+from .style import covariates_check
 
 log = logging.getLogger(__name__)
 
@@ -209,30 +221,12 @@ def battle_create(*, visitor: Visitor | None, prompt: str, lyrics: str = "", ip_
     return battle
 
 
-def _prepare_audio(audio: np.ndarray, rate: int, *, seconds: float) -> np.ndarray:
-    """Mono, the arena sample rate, the requested length at most, one loudness: no format or level hints between systems."""
-    # Only generation needs these; web processes that never generate do not pay for importing them.
-    import pyloudnorm
-    from scipy.signal import resample_poly
-
-    audio = np.asarray(audio, dtype=np.float64)
-    if audio.ndim == 2:
-        audio = audio.mean(axis=1) if audio.shape[1] <= 8 else audio.mean(axis=0)
-    target = int(settings.ARENA_SAMPLE_RATE)
-    if rate != target:
-        g = gcd(int(rate), target)
-        audio = resample_poly(audio, target // g, int(rate) // g)
-    audio = audio[: int(round(seconds * target))]
-    if not np.isfinite(audio).all():
-        raise GenerationError("generated audio contains NaN or infinite samples")
-    if len(audio) >= int(0.5 * target) and np.abs(audio).max() > 1e-6:
-        loudness = pyloudnorm.Meter(target).integrated_loudness(audio)
-        if np.isfinite(loudness):
-            audio = audio * 10 ** ((settings.ARENA_TARGET_LUFS - loudness) / 20.0)
-    peak = np.abs(audio).max() if len(audio) else 0.0
-    if peak > 0.99:
-        audio = audio * (0.99 / peak)
-    return audio.astype(np.float32)
+def vocals_present(result, *, battle: Battle, system: ArenaSystem) -> bool:
+    """Whether a side's clip has vocals: the adapter's own report when it gives one, else the battle's
+    route and the system's capability (a vocal battle sung by a system that sings)."""
+    if result.vocals is not None:
+        return bool(result.vocals)
+    return (not battle.is_instrumental) and bool(system.supports_vocals)
 
 
 def battle_generate_side(*, battle_id: int, side: str) -> Battle:
@@ -252,9 +246,9 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
     try:
         result = timed_generate(adapter_for(system), request)
         if result.clip_id is not None:
-            clip_id = result.clip_id
+            clip_id, generated = result.clip_id, result.loudness
         else:
-            audio = _prepare_audio(result.audio, result.sample_rate, seconds=battle.duration_requested)
+            audio, generated = prepare_audio(result.audio, result.sample_rate, seconds=battle.duration_requested)
             if len(audio) < int(0.5 * settings.ARENA_SAMPLE_RATE):
                 raise GenerationError(f"{system}: clip shorter than half a second")
             clip, _ = clip_ingest_array(audio=audio, sample_rate=int(settings.ARENA_SAMPLE_RATE), system=system.system, fmt="FLAC")
@@ -276,7 +270,10 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
         if locked.clip_for(side) is None and locked.status == Battle.Status.GENERATING:
             setattr(locked, f"clip_{side}_id", clip_id)
             setattr(locked, f"generation_seconds_{side}", round(float(result.generation_seconds or 0.0), 3))
-            fields = [f"clip_{side}", f"generation_seconds_{side}"]
+            setattr(locked, f"loudness_lufs_{side}", None if generated is None else generated.lufs)
+            setattr(locked, f"true_peak_{side}", None if generated is None else generated.true_peak_dbtp)
+            setattr(locked, f"vocals_{side}", vocals_present(result, battle=locked, system=system))
+            fields = [f"clip_{side}", f"generation_seconds_{side}", f"loudness_lufs_{side}", f"true_peak_{side}", f"vocals_{side}"]
             # Both clips arrive together: the page is told "ready" only once the second one is stored.
             if locked.clip_a_id and locked.clip_b_id:
                 locked.status, locked.ready_at = Battle.Status.READY, timezone.now()
@@ -629,8 +626,11 @@ def leaderboard_options(method: str | None = None) -> dict:
     options = {"method": method, "rounds": int(settings.ARENA_LEADERBOARD_ROUNDS), "seed": int(settings.ARENA_LEADERBOARD_SEED)}
     if method == MUSIC_ARENA:
         return {**options, "min_votes": MA_MIN_VOTES}
+    covariates = covariates_check(settings.ARENA_STYLE_COVARIATES)
     return {
         **options,
+        # The live board fits style control beside the plain board unless no covariate is named.
+        "style": covariates or None,
         "both_bad": settings.ARENA_LEADERBOARD_BOTH_BAD,
         "anchor": settings.ARENA_LEADERBOARD_ANCHOR,
         "anchor_rating": float(settings.ARENA_LEADERBOARD_ANCHOR_RATING),
@@ -638,15 +638,42 @@ def leaderboard_options(method: str | None = None) -> dict:
     }
 
 
-def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
-    """Refit both boards from every stored vote and keep the result as the latest snapshot."""
-    rows, hidden = vote_rows()
+def leaderboard_extras() -> dict:
+    """The category boards' and the outlier screen's options from the settings (arena/boards.py)."""
+    return {
+        "categories": {"tagger": import_string(settings.ARENA_PROMPT_TAGGER), "min_votes_board": int(settings.ARENA_CATEGORY_MIN_VOTES)},
+        "screen": {
+            "fp_rate": float(settings.ARENA_OUTLIER_FP_RATE),
+            "min_votes": int(settings.ARENA_OUTLIER_MIN_VOTES),
+            "simulations": int(settings.ARENA_OUTLIER_SIMULATIONS),
+            "seed": int(settings.ARENA_LEADERBOARD_SEED),
+        },
+    }
+
+
+def leaderboard_payload(*, until=None, **overrides) -> tuple[dict, int]:
+    """The boards (plain and style-controlled, per category, screened) of the votes cast before `until` (all: None), and how many votes.
+
+    Options are the live board's settings, `overrides` replacing any of them.
+    """
+    rows, hidden = vote_rows(until=until)
     options = {**leaderboard_options(overrides.get("method")), **overrides}
-    payload = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
+    if options["method"] != MUSIC_ARENA:
+        options = {**leaderboard_extras(), **options}
+    payload = boards_all(rows, hidden=hidden, vocal=vocal_systems(), **options)
+    payload["systems"] = systems_metadata(until=until)
+    return payload, len(rows)
+
+
+def leaderboard_refresh(**overrides) -> LeaderboardSnapshot:
+    """Refit the boards from every stored vote and keep the result as the latest snapshot."""
+    payload, votes = leaderboard_payload(**overrides)
+    options = {**leaderboard_options(overrides.get("method")), **overrides}
     # Beside the plain board: the same votes with each voter's reliability modelled.
+    hidden = set(ArenaSystem.objects.filter(is_private=True).values_list("system__name", flat=True))
     payload["noisy"] = noisy_boards(voter_vote_rows(), seed=options["seed"], hidden=hidden)
     payload["computed_at"] = timezone.now().isoformat()
-    snapshot = LeaderboardSnapshot.objects.create(votes=len(rows), payload=payload)
+    snapshot = LeaderboardSnapshot.objects.create(votes=votes, payload=payload)
     # Keep a short history only; the board can always be rebuilt from the votes.
     stale = LeaderboardSnapshot.objects.order_by("-id").values_list("id", flat=True)[20:]
     LeaderboardSnapshot.objects.filter(id__in=list(stale)).delete()

@@ -12,7 +12,7 @@ from django.db import OperationalError
 
 from common.debounce import debounce_clear
 
-from . import jobs, release_builds, services
+from . import history, jobs, release_builds, services
 from .consumers import leaderboard_broadcast
 from .models import AdapterKind, ArenaSystem
 
@@ -45,3 +45,9 @@ def systems_health_check() -> dict:
 @shared_task(name=jobs.RELEASE_BUILD, acks_late=True, reject_on_worker_lost=True, time_limit=1800, soft_time_limit=1750)
 def release_build_task(build_id: int) -> str:
     return release_builds.release_build_execute(build_id=build_id).state
+
+
+@shared_task(name=jobs.BOARD_SNAPSHOTS_MONTHLY, acks_late=True, time_limit=3600, soft_time_limit=3500)
+def board_snapshots_monthly_task() -> list[str]:
+    # Idempotent: takes only the months that have ended and have no snapshot yet; schedule it daily.
+    return history.board_snapshots_fill()

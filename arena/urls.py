@@ -9,6 +9,7 @@ urlpatterns = [
     # HTML
     path("", views.arena, name="arena"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
+    path("leaderboard/history/", views.leaderboard_history, name="leaderboard-history"),
     path("audio/<uuid:public_id>/<str:side>/", views.battle_audio, name="audio"),
     path("release/", release_views.release, name="release"),
     path("release/status/", release_views.release_status, name="release-status"),
@@ -21,4 +22,5 @@ urlpatterns = [
     path("api/battles/<uuid:public_id>/events/", api.ListenEventsApi.as_view(), name="api-battle-events"),
     path("api/battles/<uuid:public_id>/vote/", api.VoteApi.as_view(), name="api-battle-vote"),
     path("api/leaderboard/", api.LeaderboardApi.as_view(), name="api-leaderboard"),
+    path("api/leaderboard/history/", api.LeaderboardHistoryApi.as_view(), name="api-leaderboard-history"),
 ]

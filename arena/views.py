@@ -13,7 +13,7 @@ from common.ranged import ranged_file_response
 
 from .models import Battle
 from .release_builds import release_visible
-from .selectors import battle_to_resume, leaderboard_latest
+from .selectors import battle_to_resume, leaderboard_latest, rating_history
 from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_cookie
 
 
@@ -37,6 +37,13 @@ def arena(request: HttpRequest) -> HttpResponse:
 def leaderboard(request: HttpRequest) -> HttpResponse:
     board = leaderboard_latest() or {"boards": {}, "computed_at": None}
     return render(request, "arena/leaderboard.html", {"board": board, "release_visible": release_visible(request.user)})
+
+
+@require_safe
+def leaderboard_history(request: HttpRequest) -> HttpResponse:
+    """Each system's rating over the boards' snapshots (monthly and on demand)."""
+    system = request.GET.get("system") or None
+    return render(request, "arena/history.html", {"history": rating_history(), "system": system})
 
 
 @require_safe

@@ -43,3 +43,11 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def cmi_checkout(parser, path: Path, *needs: str) -> Path:
+    """The CMI-RewardBench checkout a cross-check runs, refused before any work when it lacks the scripts it runs."""
+    missing = [name for name in ("evaluate_results.py", *needs) if not (path / name).is_file()]
+    if missing:
+        parser.error(f"--cmi-dir {path} is not a CMI-RewardBench checkout (no {', '.join(missing)}); clone github.com/Haiwen-Xia/CMI-RewardBench and pass its folder")
+    return path.resolve()

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "platform")]
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "platform")]
 
 from common.crowd import aggregate  # noqa: E402
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _setup import ROOT, django_setup  # noqa: E402
+from _setup import ROOT, cmi_checkout, django_setup  # noqa: E402
 
 JUDGE = textwrap.dedent(
     '''
@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    args.cmi_dir = cmi_checkout(parser, args.cmi_dir, "inference_benchmark.py")
     work = Path(tempfile.mkdtemp(prefix="cmi-crosscheck-"))
     os.environ.setdefault("AUDITORIUM_DATA_DIR", str(work / "data"))
     os.environ.setdefault("BENCH_DATABASE_URL", "sqlite")
@@ -74,11 +75,13 @@ def main() -> None:
 
     from django.core.management import call_command
 
+    from annotation.models import Pair
+
     from scoring.benchmarks import selectors, services
     from scoring.benchmarks.models import Submission
     from tests.benchmarks.helpers import known_study
 
-    study, _ = known_study(n_pairs=args.pairs, seed=args.seed, name="crosscheck")
+    study, _ = known_study(n_pairs=args.pairs, seed=args.seed, name="crosscheck", split=Pair.Split.TRAIN)
     bench = services.benchmark_create(name="crosscheck", study=study, is_dev=True, bootstrap_rounds=200)
     package = work / "package"
     call_command("benchmark_export", bench.name, "--out", str(package))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _setup import ROOT, django_setup  # noqa: E402
+from _setup import ROOT, cmi_checkout, django_setup  # noqa: E402
 
 
 def main() -> None:
@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--raters", type=int, default=6)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
+    args.cmi_dir = cmi_checkout(parser, args.cmi_dir)
     work = Path(tempfile.mkdtemp(prefix="cmi-mos-crosscheck-"))
     os.environ.setdefault("AUDITORIUM_DATA_DIR", str(work / "data"))
     os.environ.setdefault("BENCH_DATABASE_URL", "sqlite")

@@ -72,7 +72,7 @@ def main() -> None:
     fresh: list[float] = []
     long: list[float] = []
     # Interleaved in blocks, so a drift of the machine's pace hits both alike.
-    block = 20
+    block = max(1, min(20, args.samples))
     for _ in range(args.samples // block):
         cycles(newcomer, block, fresh)
         cycles(veteran, block, long)

@@ -261,6 +261,7 @@ async def drive(args, base_url, users, visitors):
 
     submitted: list[tuple[str, int]] = []
     statuses: Counter = Counter()  # (request kind, status) over the whole run: the 5xx count comes from here
+    last_proof: dict[str, str] = {}  # the latest Audio-Proof header per audio URL
     pace = args.min_listen + args.pace_margin
 
     async def request(session, kind, method, url, failures, **kwargs):
@@ -270,6 +271,8 @@ async def drive(args, base_url, users, visitors):
                 async with session.request(method, url, **kwargs) as r:
                     body = await r.read()
                     statuses[(kind, r.status)] += 1
+                    if "Audio-Proof" in r.headers:
+                        last_proof[url] = r.headers["Audio-Proof"]
                     if r.status >= 500:
                         failures[f"{kind} http_{r.status}"] += 1
                         await asyncio.sleep(float(r.headers.get("Retry-After", "1")) if r.status == 503 else 0.2)
@@ -280,26 +283,35 @@ async def drive(args, base_url, users, visitors):
                 failures["network"] += 1
         return None, b""
 
-    async def listen(session, url, sides, failures, kind):
+    async def listen(session, url, sides, failures, kind, receipts=None):
         """The page's listening posts while one transport plays A then B for the minimum each: play, switch, pause
-        (each sent as it happens, stamped by the server on arrival)."""
+        (each sent as it happens, stamped by the server on arrival); the clips' receipts ride with the play, as the page sends them."""
         first, second = sides
         for seq, (side, event) in enumerate(((first, "play"), (second, "switch"), (second, "pause")), start=1):
             if seq > 1:
                 await asyncio.sleep(pace)
-            status, _ = await request(session, kind, "POST", url, failures, json={"events": [{"seq": seq, "side": side, "kind": event, "position": 0.0}]})
+            body = {"events": [{"seq": seq, "side": side, "kind": event, "position": 0.0}]}
+            if seq == 1 and receipts:
+                body["receipts"] = receipts
+            status, _ = await request(session, kind, "POST", url, failures, json=body)
             if status is None or status >= 400:
                 failures[f"{kind} refused {status}"] += 1
                 return False
         return True
 
-    async def fetch_audio(session, url, failures, kind):
-        """Both clips as the transport fetches them: a ranged GET read to its end."""
+    async def fetch_audio(session, url, failures, kind, side=None):
+        """A clip as the transport fetches it: a ranged GET read to its end. With `side`, the receipt the page answers its
+        Audio-Proof header with (common/audio_proof.py), or True when the response has none; False when the GET failed."""
         status, body = await request(session, kind, "GET", url, failures, headers={"Range": "bytes=0-"})
         if status not in (200, 206) or not body:
             failures[f"{kind} {status}"] += 1
             return False
-        return True
+        if side is None or not last_proof.get(url):
+            return True
+        from common.audio_proof import answer_for
+
+        token = last_proof.pop(url)
+        return {"side": side, "token": token, "bytes": answer_for(body, token)}
 
     async def cycle(i, failures) -> bool | None:
         """One judgment cycle as the listening page makes it: next, both clips, the listening posts, the judgment."""
@@ -315,10 +327,14 @@ async def drive(args, base_url, users, visitors):
             failures[f"no_pair: {answer.get('detail', '')[:60]}"] += 1
             return None
         clips = answer["clips"] if "clips" in answer else assignment.get("clips") or {}
+        receipts = []
         for side in ("A", "B"):
-            if not await fetch_audio(session, f"{base_url}{clips[side]['url']}", failures, "audio"):
+            got = await fetch_audio(session, f"{base_url}{clips[side]['url']}", failures, "audio", side=side)
+            if not got:
                 return False
-        if not await listen(session, f"{base_url}/api/assignments/{assignment['id']}/listening/", ("A", "B"), failures, "listening"):
+            if isinstance(got, dict):
+                receipts.append(got)
+        if not await listen(session, f"{base_url}/api/assignments/{assignment['id']}/listening/", ("A", "B"), failures, "listening", receipts):
             return False
         payload = {
             "idempotency_key": secrets.token_hex(12), "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,

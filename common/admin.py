@@ -5,6 +5,11 @@ the annotator's withdrawal or the study's exclusion rules, never by a delete, be
 benchmarks and agreement figures already published were computed from it. Django's own delete page
 stops at PROTECT foreign keys; this rule stops at CASCADE ones, found from the models' metadata so
 a new model or relation is covered without being listed.
+
+What an answer rests on is kept the same way: a delete that would set an answer's foreign key to NULL
+(a judgment's assignment) counts as changing the answer, and the listening evidence of
+settings.EVIDENCE_MODELS (listening events) is walked as answers are. Audio fetches need no entry: the user and the clip they
+hang from are PROTECTed by the answers themselves (a judgment PROTECTs its annotator, a pair its clips).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.db import models
 
+# On-delete behaviours by which deleting a row changes the one that points at it.
+CHANGES = (models.CASCADE, models.SET_NULL, models.SET_DEFAULT)
+
 # Chains longer than this do not occur in the schema; the bound keeps a cycle from looping.
 MAX_DEPTH = 5
 
@@ -26,7 +34,7 @@ def answer_paths(model: type[models.Model]) -> tuple[tuple[type[models.Model], s
     a `model` row deletes answers; the lookup is "pk" when `model` is an answer model itself."""
     model = model._meta.concrete_model
     found = []
-    for label in settings.ANSWER_MODELS:
+    for label in (*settings.ANSWER_MODELS, *settings.EVIDENCE_MODELS):
         answer = apps.get_model(label)
         if answer._meta.concrete_model is model:
             found.append((answer, "pk"))
@@ -36,7 +44,10 @@ def answer_paths(model: type[models.Model]) -> tuple[tuple[type[models.Model], s
             step = []
             for current, path in frontier:
                 for field in current._meta.concrete_fields:
-                    if not field.is_relation or field.remote_field.on_delete is not models.CASCADE:
+                    if not field.is_relation or field.many_to_many or field.remote_field.on_delete not in CHANGES:
+                        continue
+                    # A SET_NULL hop changes the row it starts from; nothing beyond it is deleted.
+                    if field.remote_field.on_delete is not models.CASCADE and current._meta.concrete_model is not answer._meta.concrete_model:
                         continue
                     target = field.related_model._meta.concrete_model
                     lookup = f"{path}__{field.name}" if path else field.name

@@ -23,6 +23,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.utils.http import quote_etag
 
+from . import audio_proof
 from .deferred import deferred_rows
 
 log = logging.getLogger(__name__)
@@ -130,8 +131,11 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_type: str | None = None, on_sent=None) -> HttpResponse:
-    """The file, whole or the requested range; `on_sent(first byte, last byte, file size)` runs at the end of a GET with what was sent."""
+def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_type: str | None = None, on_sent=None, proof_at=None) -> HttpResponse:
+    """The file, whole or the requested range; `on_sent(first byte, last byte, file size)` runs at the end of a GET with what was sent.
+
+    With `proof_at` (the time the fetch is recorded at), a GET's response carries the challenge a client answers to
+    show it received the bytes (common/audio_proof.py)."""
     size = os.path.getsize(path)
     content_type = content_type or CONTENT_TYPES.get(os.path.splitext(path)[1].lower()) or mimetypes.guess_type(path)[0] or "application/octet-stream"
     quoted = quote_etag(etag)
@@ -169,6 +173,8 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = quoted
+    if proof_at is not None and request.method == "GET":
+        response[audio_proof.HEADER] = audio_proof.challenge_token(path=request.path, first=start, last=end, issued=proof_at, ranges=audio_proof.challenge_ranges(start, end))
     # Private: audio is access-checked per user, so shared caches must not keep it.
     response["Cache-Control"] = "private, max-age=3600"
     # Content-addressed files have no meaningful name; never leak the original one.

@@ -27,7 +27,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Length
 from scipy.stats import beta, binom, binomtest
 
-from annotation.models import Judgment, Study
+from annotation.models import Judgment, Pair, Study
 from annotation.selectors import judgments_without_seeded
 from common.errors import ServiceError
 
@@ -114,6 +114,15 @@ def thresholds_parse(values) -> Thresholds:
 
 
 # --- Loading -----------------------------------------------------------------------
+
+
+PAIR_COLUMNS = ["pair_id", "clip_a", "clip_b", "modality", "condition"]
+
+
+def pairs_frame(*, study: Study) -> pd.DataFrame:
+    """The study's pairs, one row each: its clips, modality and condition."""
+    rows = Pair.objects.filter(study=study).order_by("id").values_list("id", "clip_a_id", "clip_b_id", "condition__modality", "condition_id")
+    return pd.DataFrame.from_records(list(rows), columns=PAIR_COLUMNS).set_index("pair_id")
 
 
 def votes_frame(*, study: Study, include_seeded: bool = False) -> pd.DataFrame:

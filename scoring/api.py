@@ -22,6 +22,7 @@ from .agreement import THRESHOLD_HELP, Thresholds
 from .models import ExternalResultSet, Judge, ScoringRun
 from .report import report_build, report_options_parse
 from .report_tables import TABLES, report_tables, table_csv
+from .results_section import compare_section, plan_section, study_systems
 
 
 class JudgeSerializer(serializers.Serializer):
@@ -193,6 +194,25 @@ class StudyReportApi(APIView):
         return Response(report_build(study=study, options=options))
 
 
+class StudyCompareApi(APIView):
+    """Two systems of the study side by side (`?a=&b=`, and the report's bootstrap/seed/include_seeded)."""
+
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("a", str, required=True, description="First system"), OpenApiParameter("b", str, required=True, description="Second system"), *OPTION_PARAMETERS],
+        responses=inline_serializer("StudyCompare", {"kind": serializers.CharField(), "system_a": serializers.CharField(), "system_b": serializers.CharField(), "dimensions": serializers.DictField()}),
+    )
+    def get(self, request, name: str):
+        study = get_object_or_404(Study, name=name)
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        if not (a or b):
+            # Asked with neither system: the ones there are to choose from.
+            return Response({"systems": study_systems(study=study), "detail": "Choose two systems to compare: ?a=NAME&b=NAME."})
+        options = report_options_parse(request.query_params)
+        return Response(compare_section(study=study, a=request.query_params.get("a", ""), b=request.query_params.get("b", ""), rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded))
+
+
 class StudyReportTableApi(APIView):
     """One table of the report as CSV."""
 
@@ -240,3 +260,34 @@ class AnnotatorExclusionApi(APIView):
                 {"pseudonym": profile.pseudonym, "excluded": profile.excluded_at is not None, "excluded_at": profile.excluded_at, "log": profile.excluded_reason.splitlines()}
             ).data
         )
+
+
+PLAN_FIELDS = ("effect", "condition_sd", "tie_rate", "rating_sd", "power", "alpha")
+
+
+class StudyPlanApi(APIView):
+    """How many conditions and votes separate two systems (`?a=&b=&dimension=`), from the study's votes so far or a typed effect."""
+
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("a", str, required=True, description="First system"),
+            OpenApiParameter("b", str, required=True, description="Second system"),
+            OpenApiParameter("dimension", str, required=True, description="The dimension to plan for"),
+            OpenApiParameter("effect", float, description="a's win rate over b (pairwise) or a's mean minus b's (rating); default: the study's own"),
+            OpenApiParameter("condition_sd", float, description="Spread between conditions (logit scale, or rating points)"),
+            OpenApiParameter("tie_rate", float, description="Share of ties (pairwise)"),
+            OpenApiParameter("rating_sd", float, description="Spread of one rating (rating studies)"),
+            OpenApiParameter("power", float, description="Power to reach (default 0.8)"),
+            OpenApiParameter("alpha", float, description="Level of the test (default 0.05 over the study's number of comparisons)"),
+        ],
+        responses=inline_serializer("StudyPlan", {"kind": serializers.CharField(), "model": serializers.DictField(), "rows": serializers.ListField()}),
+    )
+    def get(self, request, name: str):
+        study = get_object_or_404(Study, name=name)
+        params = request.query_params
+        if not (params.get("a") or params.get("b")):
+            # Asked with neither system: the ones there are to choose from, as the compare API answers.
+            return Response({"systems": study_systems(study=study), "detail": "Choose two systems and a dimension to plan for: ?a=NAME&b=NAME&dimension=musicality."})
+        return Response(plan_section(study=study, a=params.get("a", ""), b=params.get("b", ""), dimension=params.get("dimension", ""), **{k: params.get(k) for k in PLAN_FIELDS}))

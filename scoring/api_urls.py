@@ -17,5 +17,7 @@ urlpatterns = [
 study_urlpatterns = [
     path("report/", api.StudyReportApi.as_view(), name="api-study-report"),
     path("report/<slug:table>.csv", api.StudyReportTableApi.as_view(), name="api-study-report-table"),
+    path("compare/", api.StudyCompareApi.as_view(), name="api-study-compare"),
+    path("plan/", api.StudyPlanApi.as_view(), name="api-study-plan"),
     path("annotators/<str:pseudonym>/exclusion/", api.AnnotatorExclusionApi.as_view(), name="api-annotator-exclusion"),
 ]

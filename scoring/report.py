@@ -33,6 +33,7 @@ from .agreement import (
     agreement_report,
     annotator_table,
     confidence_report,
+    pairs_frame,
     position_bias,
     thresholds_parse,
     votes_frame,
@@ -41,6 +42,7 @@ from .crowd import crowd_report
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .ratings_report import ratings_section
+from .results_section import results_section
 from .stats import num
 
 CACHE_SECONDS = 600
@@ -75,7 +77,6 @@ def report_options_parse(values) -> ReportOptions:
 
 # --- Loading ---------------------------------------------------------------------------------
 
-PAIR_COLUMNS = ["pair_id", "clip_a", "clip_b", "modality", "condition"]
 VERDICT_COLUMNS = [
     "run_id",
     "pair_id",
@@ -87,11 +88,6 @@ VERDICT_COLUMNS = [
     "musicality_score_a",
     "musicality_score_b",
 ]
-
-
-def pairs_frame(*, study: Study) -> pd.DataFrame:
-    rows = Pair.objects.filter(study=study).order_by("id").values_list("id", "clip_a_id", "clip_b_id", "condition__modality", "condition_id")
-    return pd.DataFrame.from_records(list(rows), columns=PAIR_COLUMNS).set_index("pair_id")
 
 
 def verdicts_frame(*, study: Study) -> pd.DataFrame:
@@ -517,6 +513,8 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         "external": [external_set_summary(rs) for rs in ExternalResultSet.objects.order_by("name")],
         # Rating studies (acr, multi): MOS, agreement for scales, screening, judges against MOS.
         "ratings": ratings_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
+        # Which system won: per pair of systems and per system, on every dimension (scoring/results.py).
+        "systems": results_section(study=study, votes=votes, pairs=pairs, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
     }
     if key:
         cache.set(key, report, CACHE_SECONDS)

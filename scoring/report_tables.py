@@ -20,6 +20,9 @@ TABLES = (
     "aggregate_labels",
     "annotator_reliability",
     "confidence_calibration",
+    "system_pairs",
+    "system_strengths",
+    "system_differences",
 )
 
 
@@ -145,7 +148,26 @@ def report_tables(report: dict) -> dict[str, list[dict]]:
         for dim, cells in person["calibration"].items():
             for cell in cells:
                 tables["confidence_calibration"].append({"pseudonym": person["pseudonym"], "dimension": dim, "confidence_level": cell["level"], "votes": cell["n"], "agree_with_dawid_skene": cell["agree"], "rate": cell["rate"]})
+    _system_tables(report.get("systems"), tables)
     return tables
+
+
+def _system_tables(systems: dict | None, tables: dict) -> None:
+    """The results section: win rates and strengths (pairwise studies), paired differences (rating studies)."""
+    if not systems:
+        return
+    for dim, block in systems["dimensions"].items():
+        if systems["kind"] == "rating":
+            tables["system_differences"] += [{"dimension": dim, **row} for row in block["differences"]]
+            continue
+        variants = [("plain", block)] + ([("reliability_weighted", block["weighted"])] if block.get("weighted") else [])
+        groups = [(g["by"], g["value"], g) for g in block.get("groups", []) if g.get("pairs") is not None]
+        for weighting, part in variants:
+            for by, value, entry in [("all", "all", part)] + ([] if weighting != "plain" else groups):
+                for row, sentence in zip(entry["pairs"], entry["sentences"], strict=True):
+                    tables["system_pairs"].append({"dimension": dim, "weighting": weighting, "group_by": by, "group": value, **row, "sentence": sentence})
+                for row in entry["strengths"]:
+                    tables["system_strengths"].append({"dimension": dim, "weighting": weighting, "group_by": by, "group": value, **row})
 
 
 def table_csv(rows: list[dict]) -> str:

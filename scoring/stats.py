@@ -49,6 +49,23 @@ def percentile_ci(samples: np.ndarray) -> list:
 # --- Many judges on the same items: one set of resamples for all of them --------------------------
 
 
+def cluster_draws(n_clusters: int, *, rounds: int, seed: int, chunk: int = 100):
+    """Bootstrap draws of clusters as counts: yields (first round, counts of shape (rounds in chunk, n_clusters)).
+
+    Drawing cluster indices and counting them is the same multinomial draw, and much faster than
+    rng.multinomial over thousands of categories; the smallest integer type that holds an index
+    makes the draw cheaper still. Counts are whole numbers far below 2**24, so float32 products
+    with whole or half sums are exact.
+    """
+    rng = np.random.default_rng(seed)
+    index_type = np.uint16 if n_clusters <= np.iinfo(np.uint16).max else np.uint32
+    for start in range(0, rounds, chunk):
+        stop = min(start + chunk, rounds)
+        draws = rng.integers(0, n_clusters, size=(stop - start, n_clusters), dtype=index_type)
+        offsets = (np.arange(stop - start, dtype=np.int64) * n_clusters)[:, None]
+        yield start, np.bincount((draws + offsets).ravel(), minlength=(stop - start) * n_clusters).reshape(stop - start, n_clusters).astype(np.float32)
+
+
 def cluster_bootstrap(scores, clusters=None, *, rounds: int, seed: int, chunk: int = 100) -> np.ndarray:
     """Bootstrap accuracies (rounds x S) of S submissions, resampling clusters of items with replacement.
 
@@ -66,20 +83,10 @@ def cluster_bootstrap(scores, clusters=None, *, rounds: int, seed: int, chunk: i
     n_clusters = int(codes.max()) + 1
     sizes = np.bincount(codes, minlength=n_clusters).astype(float)
     sums = np.stack([np.bincount(codes, weights=row, minlength=n_clusters) for row in scores])  # S x C
-    rng = np.random.default_rng(seed)
     out = np.empty((rounds, n_sub))
-    # Drawing cluster indices and counting them is the same multinomial draw, and much faster than
-    # rng.multinomial over thousands of categories; the smallest integer type that holds an index
-    # makes the draw cheaper still. Counts and sums are whole or half numbers far below 2**24, so
-    # float32 products are exact.
-    index_type = np.uint16 if n_clusters <= np.iinfo(np.uint16).max else np.uint32
     sums32, sizes32 = sums.T.astype(np.float32), sizes.astype(np.float32)
-    for start in range(0, rounds, chunk):
-        stop = min(start + chunk, rounds)
-        draws = rng.integers(0, n_clusters, size=(stop - start, n_clusters), dtype=index_type)
-        offsets = (np.arange(stop - start, dtype=np.int64) * n_clusters)[:, None]
-        counts = np.bincount((draws + offsets).ravel(), minlength=(stop - start) * n_clusters).reshape(stop - start, n_clusters).astype(np.float32)
-        out[start:stop] = (counts @ sums32).astype(float) / (counts @ sizes32).astype(float)[:, None]
+    for start, counts in cluster_draws(n_clusters, rounds=rounds, seed=seed, chunk=chunk):
+        out[start : start + len(counts)] = (counts @ sums32).astype(float) / (counts @ sizes32).astype(float)[:, None]
     return out
 
 

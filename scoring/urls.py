@@ -15,5 +15,7 @@ urlpatterns: list = [
     # Study reports
     path("reports/", views.report_list, name="report-list"),
     path("studies/<slug:name>/report/", views.study_report, name="study-report"),
+    path("studies/<slug:name>/compare/", views.study_compare, name="study-compare"),
+    path("studies/<slug:name>/plan/", views.study_plan, name="study-plan"),
     path("studies/<slug:name>/report/annotators/<str:pseudonym>/exclusion/", views.annotator_exclusion, name="study-report-exclusion"),
 ]

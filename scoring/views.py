@@ -20,6 +20,8 @@ from .evaluation import BUCKETS, DIMENSIONS, MODALITIES
 from .models import Judge, ScoringRun, TrainingRun
 from .report import ReportOptions, report_build, report_options_parse
 from .report_tables import TABLES
+from .results_section import compare_section, plan_section, study_systems
+from .results_view import DIMENSION_TITLES, compare_view, plan_sentence, results_view
 from .reward import services as reward_services
 from .reward.features import FEATURE_KINDS
 
@@ -339,6 +341,7 @@ def report_context(report: dict) -> dict:
         "external": external,
         "triage": _triage_groups(report["triage"]),
         "crowd": crowd_context(report.get("crowd")),
+        "results": results_view(report.get("systems")),
     }
 
 
@@ -406,6 +409,26 @@ def study_report(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @study_required
+@require_safe
+def study_compare(request: HttpRequest, name: str) -> HttpResponse:
+    """Two systems of the study side by side: the paired figures per dimension, and where they differ most, to listen to."""
+    study = get_object_or_404(Study, name=name)
+    systems = study_systems(study=study)
+    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    context = {"study": study, "systems": systems, "a": a, "b": b, "comparison": None}
+    if not (a or b):
+        # The form first, with the two strongest-looking defaults: the study's first two systems.
+        context.update(a=systems[0] if systems else "", b=systems[1] if len(systems) > 1 else "")
+        return render(request, "scoring/compare.html", context)
+    try:
+        options = report_options_parse(request.GET)
+        comparison = compare_section(study=study, a=a, b=b, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded)
+    except ServiceError as exc:
+        return render(request, "scoring/compare.html", {**context, "error": exc.message}, status=exc.status)
+    return render(request, "scoring/compare.html", {**context, "comparison": compare_view(comparison)})
+
+
+@study_required
 @require_POST
 def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> HttpResponse:
     study = get_object_or_404(Study, name=name)
@@ -427,3 +450,36 @@ def annotator_exclusion(request: HttpRequest, name: str, pseudonym: str) -> Http
     back = reverse("scoring:study-report", kwargs={"name": study.name})
     query = request.POST.get("query", "")
     return HttpResponseRedirect(f"{back}?{query}#annotators" if query else f"{back}#annotators")
+
+
+PLAN_FIELDS = ("effect", "condition_sd", "tie_rate", "rating_sd", "power", "alpha")
+
+
+@study_required
+@require_safe
+def study_plan(request: HttpRequest, name: str) -> HttpResponse:
+    """How many conditions and votes the next study needs to separate two systems, from this study's votes or a typed effect."""
+    from annotation.ratings.models import RatingTask
+
+    study = get_object_or_404(Study, name=name)
+    systems = study_systems(study=study)
+    task = RatingTask.objects.filter(study=study).first()
+    dimensions = list(task.dimensions) if task else list(DIMENSIONS)
+    values = {k: request.GET.get(k, "") for k in ("a", "b", "dimension", *PLAN_FIELDS)}
+    context = {
+        "study": study,
+        "systems": systems,
+        "kind": "rating" if task else "pairwise",
+        "dimensions": [(d, DIMENSION_TITLES.get(d, d)) for d in dimensions],
+        "values": values,
+        "plan": None,
+    }
+    if not (values["a"] or values["b"]):
+        values.update(a=systems[0] if systems else "", b=systems[1] if len(systems) > 1 else "", dimension=dimensions[-1] if dimensions else "")
+        return render(request, "scoring/plan.html", context)
+    values["dimension"] = values["dimension"] or (dimensions[-1] if dimensions else "")
+    try:
+        plan = plan_section(study=study, a=values["a"], b=values["b"], dimension=values["dimension"], **{k: values[k] for k in PLAN_FIELDS})
+    except ServiceError as exc:
+        return render(request, "scoring/plan.html", {**context, "error": exc.message}, status=exc.status)
+    return render(request, "scoring/plan.html", {**context, "plan": plan, "sentence": plan_sentence(plan)})

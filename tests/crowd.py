@@ -22,6 +22,14 @@ def play_practice(client, item) -> None:
 def hear_practice(page, seconds: float) -> None:
     """In a browser on the practice page: play A, then B, on the A/B transport (keyboard only) until each was
     heard for `seconds` on the audio clock; the first key press is what loads the clips."""
+    # The page's scripts are deferred: the markup can be there a moment before they have run. Polled with evaluate,
+    # not wait_for_function, whose predicate goes through eval and so is refused by the page's CSP.
+    for _ in range(100):
+        if page.evaluate("window.auditoriumPractice !== undefined"):
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the practice page's script did not run")
     for side in ("A", "B"):
         for _ in range(200):
             state = page.evaluate("window.auditoriumPractice.snapshot()")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Assignment
@@ -25,12 +26,35 @@ class Clock:
         self.now += timedelta(seconds=seconds)
 
 
+def prove(assignment: Assignment, side: str, *, first: int = 0, last: int | None = None, at) -> None:
+    """What a client holding the bytes of one response of clip `side` answers to its Audio-Proof header."""
+    from django.urls import reverse
+
+    from annotation.services.listening import _side_clips, audio_receipts_record
+    from common import audio_proof
+
+    clip = (assignment.pair.clip_a if side_of(assignment, assignment.pair.clip_a_id) == side else assignment.pair.clip_b)
+    last = clip.file.size - 1 if last is None else last
+    path = reverse("clip-audio", kwargs={"public_id": clip.public_id})
+    token = audio_proof.challenge_token(path=path, first=first, last=last, issued=at, ranges=audio_proof.challenge_ranges(first, last))
+    with open(clip.file.path, "rb") as handle:
+        data = handle.read()
+    assignment = Assignment.objects.annotate(clip_a_id=F("pair__clip_a_id"), clip_b_id=F("pair__clip_b_id")).get(pk=assignment.pk)
+    receipt = {"side": side, "token": token, "bytes": audio_proof.answer_for(data, token)}
+    audio_receipts_record(user=assignment.annotator, receipts=[receipt], clips=_side_clips(assignment), now=at)
+
+
+def side_of(assignment: Assignment, clip_id: int) -> str:
+    return "A" if clip_id == assignment.a_clip_id else "B"
+
+
 def fetch_clips(assignment: Assignment, *, at) -> None:
-    """What the clip-audio endpoint notes when it sends both clips whole."""
+    """What the clip-audio endpoint notes when it sends both clips whole, and the client's proof of receiving them."""
     pair = assignment.pair
     for clip in (pair.clip_a, pair.clip_b):
         size = clip.file.size
         audio_fetch_record(user=assignment.annotator, clip=clip, served=(0, size - 1, size), now=at)
+        prove(assignment, side_of(assignment, clip.pk), at=at)
 
 
 def post_events(assignment: Assignment, events: list[tuple[float, str, str]], *, start) -> dict:

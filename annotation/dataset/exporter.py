@@ -21,6 +21,9 @@ from typing import Callable
 from django.db import transaction
 from django.db.models import F, Q
 
+from common.csvfile import csv_text
+from common.loudness import PEAK_CEILING_DBTP
+
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
 from .aggregates import AGGREGATE_HELP, AGGREGATE_KEYS, aggregate_columns
 from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
@@ -146,11 +149,54 @@ def _listening_seconds(judgment: Judgment) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+# --- Loudness-matched playback: what each clip was played at ----------------------------------
+LOUDNESS_FILE = "loudness.csv"
+LOUDNESS_COLUMNS = ["study", "audio-path", "loudness_lufs", "true_peak_dbtp", "gain_db"]
+
+
+def _figure(value: float | None):
+    return "" if value is None else round(value, 3)
+
+
+def loudness_rows(*, study: Study, clips, path_of) -> list[dict]:
+    """One row per clip the study played: its measured loudness and true peak (empty: none) and the gain its pages applied."""
+    rows = [
+        {
+            "study": study.name,
+            "audio-path": path_of(clip),
+            "loudness_lufs": _figure(clip.loudness_lufs),
+            "true_peak_dbtp": _figure(clip.true_peak_dbtp),
+            "gain_db": study.clip_gain_db(clip),
+        }
+        for clip in clips
+    ]
+    return sorted(rows, key=lambda row: row["audio-path"])
+
+
+def loudness_setting(study: Study) -> str:
+    """The study's loudness matching in one sentence of the datasheet."""
+    if not study.loudness_match:
+        text = f"`{study.name}`: loudness matching off; every clip was played as stored (gain 0 dB)."
+    else:
+        text = f"`{study.name}`: loudness matching on; target {study.loudness_target_lufs:g} LUFS, true-peak ceiling {PEAK_CEILING_DBTP:g} dBTP."
+    if study.loudness_changed_at is not None:
+        text += f" The setting was last changed on {study.loudness_changed_at.date().isoformat()} (UTC): votes from before then were heard at the earlier setting's levels."
+    return text
+
+
+LOUDNESS_RULE = (
+    "The gain of a clip is the target minus its integrated loudness (ITU-R BS.1770-4, measured on the stored file), "
+    f"lowered where it would lift the clip's true peak (4x oversampled) above {PEAK_CEILING_DBTP:g} dBTP; attenuation is never limited; "
+    "a clip with no measured loudness (silent, shorter than 400 ms, or never measured) plays at 0 dB. Gains are in 0.1 dB steps. "
+    "The player applied the gain; the audio files here are the stored files, unchanged."
+)
+
+
 def _confidence_text(value) -> str:
     return f"{Decimal(value):.1f}"
 
 
-def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgment], left_out: Counter) -> str:
+def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgment], left_out: Counter, loudness: list[dict]) -> str:
     all_rows, rows = rows, [r for r in rows if r["user id"]]
     unvoted = len(all_rows) - len(rows)
     by_split = Counter(r["split"] for r in rows)
@@ -178,6 +224,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "",
         "- `train.jsonl`, `test.jsonl`: the votes; audio paths are relative to this folder.",
         f"- `{GENERATED_DIR}/`: generated clips; `{REFERENCE_DIR}/`: reference audio. File names are content hashes.",
+        f"- `{LOUDNESS_FILE}`: per study and clip, the measured loudness (LUFS), true peak (dBTP) and the playback gain (dB) its pages applied.",
         "",
         "## Counts",
         "",
@@ -215,6 +262,14 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
             if unvoted
             else []
         ),
+        "",
+        "## Loudness",
+        "",
+        *(f"- {loudness_setting(s)}" for s in sorted(studies, key=lambda s: s.name)),
+        "",
+        LOUDNESS_RULE,
+        "",
+        f"Clips without a measured loudness: {sum(1 for r in loudness if r['loudness_lufs'] == '')} of {len(loudness)} rows of `{LOUDNESS_FILE}`.",
         "",
         "## Licence",
         "",
@@ -302,11 +357,13 @@ def dataset_export(
                 p for p in pairs.select_related("condition__reference", "clip_a__system", "clip_b__system") if p.pk not in voted
             ]
     clips, compared = {}, set()
+    played = defaultdict(dict)  # study id -> {clip id: clip}: what each study's pages played
     for pair in [j.pair for j in judgments] + unvoted:
         compared |= {pair.clip_a_id, pair.clip_b_id}
         for clip in (pair.clip_a, pair.clip_b, pair.condition.reference):
             if clip is not None:
                 clips[clip.pk] = clip
+                played[pair.study_id][clip.pk] = clip
     names = _audio_names(list(clips.values()), compared)
 
     aggregated = aggregate_columns(judgments)
@@ -359,7 +416,15 @@ def dataset_export(
             shutil.copyfileobj(src, dst, 1 << 20)
         report.files += 1
     chosen_studies = list(studies) if studies is not None else list(Study.objects.filter(pairs__in=pairs).distinct())
-    (out / "README.md").write_text(_datasheet(studies=chosen_studies, rows=rows, judgments=judgments, left_out=report.left_out), encoding="utf-8")
+    loudness = [
+        row
+        for study in sorted(chosen_studies, key=lambda s: s.name)
+        for row in loudness_rows(study=study, clips=played[study.pk].values(), path_of=lambda clip: names[clip.pk])
+    ]
+    (out / LOUDNESS_FILE).write_text(csv_text(loudness, columns=LOUDNESS_COLUMNS) or ",".join(LOUDNESS_COLUMNS) + "\r\n", encoding="utf-8")
+    (out / "README.md").write_text(
+        _datasheet(studies=chosen_studies, rows=rows, judgments=judgments, left_out=report.left_out, loudness=loudness), encoding="utf-8"
+    )
     return report
 
 

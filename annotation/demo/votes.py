@@ -18,9 +18,9 @@ from .catalogue import DEMO_SYSTEMS
 DEMO_VOTE_SEED = 20250
 DEMO_VOTE_LABEL = "Demo vote (seeded; no one listened)"
 DEMO_VOTE_KEY = "demo-vote:"
-# Pairs voted per condition, each by all three seeded voters: agreement can be measured and a
-# pair's majority is never tied.
-PAIRS_PER_CONDITION = 2
+# Pairs voted per condition, each by all three seeded voters: agreement can be measured, a
+# pair's majority is never tied, and the report's strengths come out in the designed order on both dimensions.
+PAIRS_PER_CONDITION = 4
 VOTERS_PER_PAIR = 3
 # How often the better-ranked system wins, by rank gap: humans are noisy, more so on close calls.
 _WIN_CHANCE = {1: 0.75, 2: 0.85, 3: 0.9}

@@ -16,7 +16,10 @@ Files (UTF-8 JSON lines, keys in a fixed order, one line each):
   "both". Confidence is the margin: 1.0 + 0.5 per full 5 points of difference, at most 5.0
   (a 10-point gap is 2.0, 40 points or more is 5.0). Hidden references and anchors are left out
   (they are not systems' clips).
-- `datasheet.json`: the study's task, dimensions, scale, instructions, licence, counts, dates.
+- `datasheet.json`: the study's task, dimensions, scale, instructions, licence, counts, dates, and its
+  loudness matching (on or off, target, ceiling, the rule, when it last changed).
+- `loudness.csv`: per clip the measured loudness (LUFS), true peak (dBTP) and the playback gain (dB) the
+  rating page applied; the audio files themselves are the stored ones, unchanged.
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from scipy import stats as sps
 
+from annotation.dataset.exporter import LOUDNESS_COLUMNS, LOUDNESS_FILE, LOUDNESS_RULE, loudness_rows
 from annotation.models import AnnotatorProfile, Clip, Study
 from annotation.services import clip_ingest, condition_get_or_create, profile_ensure, system_get_or_create
+from common.csvfile import csv_text
 from common.errors import ServiceError
+from common.loudness import PEAK_CEILING_DBTP
 
 from . import services
 from .models import Rating, RatingItem, RatingItemClip, RatingSubmission, RatingTask, TaskType
@@ -163,11 +169,22 @@ def ratings_export(*, study: Study) -> dict[str, bytes]:
         "collected": [min(dates).date().isoformat(), max(dates).date().isoformat()] if dates else None,
         "consent": "Annotators consented to their ratings and listening records being stored under a pseudonym and published under the study's licence; withdrawn and excluded annotators are left out.",
         "implied_pairs_rule": "multi-stimulus only: higher rating preferred per dimension, equal gives both; confidence 1.0 + 0.5 per full 5 points of margin, at most 5.0",
+        "loudness": {
+            "match": study.loudness_match,
+            "target_lufs": study.loudness_target_lufs,
+            "ceiling_dbtp": PEAK_CEILING_DBTP,
+            "changed_at": study.loudness_changed_at.isoformat() if study.loudness_changed_at else None,
+            "rule": LOUDNESS_RULE if study.loudness_match else "off: every clip was played as stored (gain 0 dB)",
+            "per_clip": LOUDNESS_FILE,
+        },
     }
+    played = ratings_export_audio(study=study).values()
+    loudness = loudness_rows(study=study, clips=played, path_of=audio_path)
     files = {
         "datasheet.json": (json.dumps(datasheet, ensure_ascii=False, indent=1) + "\n").encode("utf-8"),
         "mos.jsonl": b"".join(_line(r) for r in mos_rows),
         "ratings.jsonl": b"".join(_line({k: r[k] for k in RAW_KEYS}) for r in raw),
+        LOUDNESS_FILE: (csv_text(loudness, columns=LOUDNESS_COLUMNS) or ",".join(LOUDNESS_COLUMNS) + "\r\n").encode("utf-8"),
     }
     if config.task == TaskType.MULTI:
         files["implied_pairs.jsonl"] = b"".join(_line(r) for r in pairs)
@@ -284,9 +301,12 @@ def _ratings_import(*, files: dict[str, bytes], name: str, owner, audio_root, wr
         if not root.is_dir():
             raise ServiceError(f"Audio root {str(audio_root)!r} is not a folder.", code="bad_audio_root")
         _audio_bring(rows, root=root, written=written)
+    # An export from before loudness matching played every clip as stored.
+    loudness = sheet.get("loudness") or {"match": False}
     study = Study.objects.create(
         name=name, title=sheet.get("title", ""), instructions=sheet.get("instructions", ""), licence=sheet.get("licence", ""),
         min_listen_seconds=sheet.get("min_listen_seconds", 10.0), owner=owner, is_active=False,
+        loudness_match=bool(loudness.get("match")), loudness_target_lufs=float(loudness.get("target_lufs", Study._meta.get_field("loudness_target_lufs").default)),
     )
     services.rating_task_set(study=study, task=sheet["task"], dimensions=sheet["dimensions"])
     by_item: dict[int, list[tuple[int, dict]]] = defaultdict(list)

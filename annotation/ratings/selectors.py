@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import Q
 from django.urls import reverse
 
 from annotation.models import Clip, Study
-from common.roles import is_researcher
+from common.blind import letter_of, letter_token
 
 from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingTask, TaskType
 
@@ -33,19 +35,36 @@ def study_task_type(study: Study) -> str:
     return task.task if task is not None else TaskType.PAIRWISE
 
 
-def clip_audible_by(*, user, clip: Clip) -> bool:
-    """Researchers hear everything; an annotator only the clips (and references) of rating items assigned to them."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    if is_researcher(user):
-        return True
-    return RatingAssignment.objects.filter(Q(item__item_clips__clip=clip) | Q(item__condition__reference=clip), annotator=user).exists()
+AUDIO_SALT = "ratings.audio"
+REFERENCE = "ref"
 
 
-def _audio(clip: Clip | None) -> dict | None:
+def _audio(assignment: RatingAssignment, label: str, clip: Clip | None, *, study: Study) -> dict | None:
+    """A clip as the page gets it: a URL naming only the assignment and the letter (common.blind), so a hidden
+    reference and its open twin, or one clip in two items, share nothing a script could compare beyond their
+    audio; and the gain it plays at (annotation.models.Study.clip_gain_db), which follows from that audio alone."""
     if clip is None:
         return None
-    return {"url": reverse("ratings:audio", kwargs={"public_id": clip.public_id}), "duration": round(clip.duration, 3)}
+    token = letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)
+    return {"url": reverse("ratings:audio", kwargs={"token": token}), "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
+
+
+def clip_of_token(token: str) -> Clip | None:
+    """The clip an audio URL names: a letter of an assignment (or its open reference), or a clip's public id. Who may
+    hear it is the clip rule's (annotation.access.clip_audible_by), asked by the view."""
+    letter = letter_of(salt=AUDIO_SALT, token=token)
+    if letter is None:
+        try:
+            return Clip.objects.filter(public_id=uuid.UUID(token)).first()
+        except ValueError:
+            return None
+    assignment = RatingAssignment.objects.filter(pk=letter[0]).select_related("item__condition").first()
+    if assignment is None:
+        return None
+    if letter[1] == REFERENCE:
+        return assignment.item.condition.reference
+    clip_id = assignment.labels.get(letter[1])
+    return Clip.objects.filter(pk=clip_id).first() if clip_id is not None else None
 
 
 def scale_of(task: str) -> dict:
@@ -67,8 +86,8 @@ def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
         "served_at": assignment.served_at.isoformat(),
         "lock_expires_at": assignment.lock_expires_at.isoformat(),
         "instructions": study.instructions,
-        "condition": {"prompt": condition.prompt, "lyrics": condition.lyrics, "reference": _audio(condition.reference)},
-        "clips": [{"label": label, **_audio(clips[clip_id])} for label, clip_id in assignment.labels.items()],
+        "condition": {"prompt": condition.prompt, "lyrics": condition.lyrics, "reference": _audio(assignment, REFERENCE, condition.reference, study=study)},
+        "clips": [{"label": label, **_audio(assignment, label, clips[clip_id], study=study)} for label, clip_id in assignment.labels.items()],
         "dimensions": [{"key": dim, **QUESTIONS[dim]} for dim in config.dimensions],
         "scale": scale_of(config.task),
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},

@@ -16,7 +16,7 @@ more than one row; refusals raise `common.errors.ServiceError`.
 """
 
 from .assignment import assignment_next, assignment_skip, planner_stats_refresh
-from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, audio_probe, clip_ingest, clip_ingest_array, file_sha256, system_get_or_create
+from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, LoudnessBackfill, audio_probe, clip_ingest, clip_ingest_array, clip_loudness_backfill, file_sha256, system_get_or_create
 from .gate import crowd_gate_check, crowd_step, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
@@ -65,12 +65,14 @@ __all__ = [
     "SUPPORTED_AUDIO",
     "AudioError",
     "AudioInfo",
+    "LoudnessBackfill",
     "assignment_next",
     "assignment_skip",
     "audio_fetch_record",
     "audio_probe",
     "clip_ingest",
     "clip_ingest_array",
+    "clip_loudness_backfill",
     "condition_content_key",
     "condition_get_or_create",
     "consent_give",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +12,10 @@ import soundfile as sf
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from common.errors import ServiceError
+from common.loudness import measure, measure_file
 
 from ..models import Clip, System
 
@@ -135,6 +137,7 @@ def clip_ingest(
         existing = Clip.objects.filter(sha256=sha).first()
         if existing is not None:
             return existing, False
+        loudness = measure_file(stripped)
         clip = Clip(
             sha256=sha,
             original_sha256=original,
@@ -144,6 +147,9 @@ def clip_ingest(
             duration=info.duration,
             sample_rate=info.sample_rate,
             channels=info.channels,
+            loudness_lufs=loudness.lufs,
+            true_peak_dbtp=loudness.true_peak_dbtp,
+            loudness_measured_at=timezone.now(),
             original_name=original_name[:500],
             derived_from=derived_from,
             degradation=degradation or {},
@@ -169,6 +175,83 @@ def clip_ingest_array(
         path = Path(tmp) / f"clip{suffix}"
         sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, format=fmt, subtype="PCM_16")
         return clip_ingest(path=path, system=system, kind=kind, **extra)
+
+
+@dataclass
+class LoudnessBackfill:
+    """What `clip_loudness_backfill` did: clips measured (with a loudness, or silent / under 400 ms), files it could not read."""
+
+    measured: int = 0
+    unmeasurable: int = 0
+    already: int = 0
+    failed: list[tuple[int, str, str]] = field(default_factory=list)  # (clip id, hash prefix, reason)
+
+    def summary(self) -> str:
+        lines = [
+            f"measured {self.measured + self.unmeasurable} clips: {self.measured} with a loudness, {self.unmeasurable} silent or under 400 ms (played as stored)",
+            f"{self.already} clips were measured already",
+        ]
+        if self.failed:
+            lines.append(f"{len(self.failed)} could not be read and stay unmeasured:")
+            lines += [f"  clip {pk} ({sha}...): {reason}" for pk, sha, reason in self.failed]
+        return "\n".join(lines)
+
+
+def _clip_loudness(clip: Clip):
+    """The stored file's BS.1770 figures, read with soundfile; AudioError with a readable reason when it cannot be read."""
+    try:
+        with clip.file.open("rb") as handle:
+            audio, rate = sf.read(handle, dtype="float64", always_2d=True)
+    except FileNotFoundError:
+        raise AudioError(f"the stored file {clip.file.name} is missing", code="missing_file") from None
+    except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / ValueError; storage errors vary
+        # libsndfile names the handle ("Error opening <FieldFile: ...>: reason"); the file is named once, here.
+        reason = str(exc).split(">: ", 1)[-1]
+        raise AudioError(f"the stored file {clip.file.name} cannot be decoded ({reason})", code="unreadable_audio") from None
+    if not np.isfinite(audio).all():
+        raise AudioError(f"the stored file {clip.file.name} holds NaN or infinite samples", code="corrupt_audio")
+    return measure(audio, rate)
+
+
+def clip_loudness_backfill(*, clips=None, batch_size: int = 100, remeasure: bool = False, progress=None) -> LoudnessBackfill:
+    """Measure the clips that were never measured (or, with `remeasure`, all of them) among `clips` (default: every clip).
+
+    Idempotent: a measured clip is not read again unless asked. A file that cannot be read is
+    reported and left unmeasured (its pages play it as stored), and the others go on. Each batch
+    is written in its own transaction, so an interrupted run keeps what it measured.
+    progress, if given, is called as (done, total) after each batch.
+    """
+    if batch_size < 1:
+        raise ServiceError("The batch size must be at least 1.", code="bad_batch")
+    scope = clips if clips is not None else Clip.objects.all()
+    todo = scope if remeasure else scope.filter(loudness_measured_at__isnull=True)
+    report = LoudnessBackfill(already=0 if remeasure else scope.filter(loudness_measured_at__isnull=False).count())
+    total = todo.count()
+    last, done = 0, 0
+    while True:
+        batch = list(todo.filter(pk__gt=last).order_by("pk")[:batch_size])
+        if not batch:
+            break
+        last = batch[-1].pk
+        measured = []
+        for clip in batch:
+            try:
+                loudness = _clip_loudness(clip)
+            except AudioError as exc:
+                report.failed.append((clip.pk, clip.sha256[:12], exc.message))
+                continue
+            clip.loudness_lufs, clip.true_peak_dbtp, clip.loudness_measured_at = loudness.lufs, loudness.true_peak_dbtp, timezone.now()
+            measured.append(clip)
+            if loudness.lufs is None:
+                report.unmeasurable += 1
+            else:
+                report.measured += 1
+        with transaction.atomic():
+            Clip.objects.bulk_update(measured, ["loudness_lufs", "true_peak_dbtp", "loudness_measured_at"])
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
+    return report
 
 
 def system_get_or_create(*, name: str, organisation: str = "") -> System:

@@ -11,12 +11,12 @@ from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from common import listening
+from common import audio_proof, listening
 from common.deferred import deferred_rows
 from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
-from ..models import Assignment, AudioFetch, Clip, ListeningEvent
+from ..models import Assignment, AudioFetch, AudioReceipt, Clip, ListeningEvent
 
 SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
@@ -77,9 +77,14 @@ _EVENTS = PreparedSQL(
         **{name: connection.ops.quote_name(column) for name, column in (("seq", "seq"), ("side", "side"), ("kind", "kind"), ("at", "server_time"), ("assignment", "assignment_id"))},
     )
 )
+# Each fetch with whether the listener proved receiving it (an AudioReceipt for the same range): only proven ones count.
 _FETCHES = PreparedSQL(
-    lambda connection: "SELECT {clip}, {first}, {last}, {total}, {at} FROM {table} WHERE {user} = %s AND {clip} IN (%s, %s)".format(
+    lambda connection: (
+        "SELECT f.{clip}, f.{first}, f.{last}, f.{total}, f.{at}, EXISTS (SELECT 1 FROM {receipts} r WHERE r.{user} = f.{user} AND r.{clip} = f.{clip} "
+        "AND r.{first} = f.{first} AND r.{last} = f.{last}) FROM {table} f WHERE f.{user} = %s AND f.{clip} IN (%s, %s)"
+    ).format(
         table=connection.ops.quote_name(AudioFetch._meta.db_table),
+        receipts=connection.ops.quote_name(AudioReceipt._meta.db_table),
         **{
             name: connection.ops.quote_name(column)
             for name, column in (("clip", "clip_id"), ("first", "first_byte"), ("last", "last_byte"), ("total", "total_bytes"), ("at", "served_at"), ("user", "user_id"))
@@ -122,12 +127,50 @@ def _record_for(assignment: Assignment) -> dict:
     events = [listening.Event(seq=seq, side=side, kind=kind, at=at) for (seq, side, kind, _), at in zip(event_rows, event_times)]
     fetches = [
         listening.Fetch(side=side_of[clip_id], first_byte=first, last_byte=last, total_bytes=total, at=at)
-        for (clip_id, first, last, total, _), at in zip(fetch_rows, fetch_times)
+        for (clip_id, first, last, total, _, proven), at in zip(fetch_rows, fetch_times)
+        if proven
     ]
-    return listening.evidence(events=events, fetches=fetches, durations=durations)
+    record = listening.evidence(events=events, fetches=fetches, durations=durations)
+    # Sides sent but never shown received: the refusal says so, rather than only "heard 0 s".
+    unproven = sorted({side_of[row[0]] for row in fetch_rows if not row[5]} - {f.side for f in fetches})
+    if unproven:
+        record["unproven"] = unproven
+    return record
 
 
-def listening_events_record(*, assignment_id: int, annotator, events, now=None) -> dict:
+def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], now=None) -> int:
+    """Check each receipt (side, token, bytes) against the side's clip file and store it: the fetch it names then counts.
+
+    A receipt is refused, with the reason, when its token is not ours, names another clip's URL or has expired, when
+    the bytes are not the file's at the challenged ranges, or when the listener was sent any challenged byte again
+    after the challenge (fetching just those bytes later proves nothing). Returns how many receipts were new.
+    """
+    from django.urls import reverse
+
+    if receipts in (None, []):
+        return 0
+    if not isinstance(receipts, list) or len(receipts) > 8:
+        raise ServiceError("receipts must be a list of at most 8 {side, token, bytes} objects.", code="bad_receipt")
+    now = now or timezone.now()
+    new = 0
+    for index, receipt in enumerate(receipts):
+        if not isinstance(receipt, dict) or receipt.get("side") not in clips:
+            raise ServiceError(f"Receipt {index}: side must be one of {', '.join(clips)}.", code="bad_receipt")
+        clip = clips[receipt["side"]]
+        challenge = audio_proof.challenge_open(receipt.get("token"))
+        if challenge["path"] != reverse("clip-audio", kwargs={"public_id": clip.public_id}):
+            raise ServiceError(f"Receipt {index}: its token is for another clip than {receipt['side']}.", code="bad_receipt")
+        if audio_proof.answer_bytes(receipt.get("bytes")) != audio_proof.expected_bytes(clip.file.path, challenge["ranges"]):
+            raise ServiceError(f"Receipt {index}: the bytes are not those of clip {receipt['side']} at the challenged ranges; answer from the bytes received.", code="receipt_wrong")
+        later = AudioFetch.objects.filter(user=user, clip=clip, served_at__gt=challenge["issued"]).values_list("first_byte", "last_byte")
+        if any(audio_proof.overlaps(challenge["ranges"], first, last) for first, last in later):
+            raise ServiceError(f"Receipt {index}: clip {receipt['side']}'s challenged bytes were sent again after the challenge; answer the newest response's Audio-Proof.", code="receipt_refetched")
+        _, created = AudioReceipt.objects.get_or_create(user=user, clip=clip, first_byte=challenge["first"], last_byte=challenge["last"], defaults={"received_at": now})
+        new += created
+    return new
+
+
+def listening_events_record(*, assignment_id: int, annotator, events, receipts=None, now=None) -> dict:
     """Store a batch of the page's listening events, stamped now; return the updated record.
 
     Events numbered at or below the highest number already received are ignored, so a
@@ -148,8 +191,9 @@ def listening_events_record(*, assignment_id: int, annotator, events, now=None) 
             raise ServiceError(
                 "Your consent is withdrawn (or was never given), so no listening is recorded for you.", code="consent_withdrawn", status=403
             )
-        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq)
-        if fresh:
+        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq) if events else ([], 0)
+        proven = audio_receipts_record(user=annotator, receipts=receipts, clips=_side_clips(assignment), now=now) if receipts else 0
+        if fresh or proven:
             stored = assignment.listening.get("events", 0)
             if stored + len(fresh) > MAX_EVENTS_PER_ASSIGNMENT:
                 raise ServiceError("This pair has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
@@ -157,7 +201,7 @@ def listening_events_record(*, assignment_id: int, annotator, events, now=None) 
             for event in fresh:
                 EVENT_INSERT.create(assignment_id=assignment.pk, server_time=now, **event)
             assignment.listening = _record_for(assignment)
-            assignment.listening_seq = fresh[-1]["seq"]
+            assignment.listening_seq = fresh[-1]["seq"] if fresh else assignment.listening_seq
             field = Assignment._meta.get_field("listening")
             connection = connections[Assignment.objects.db]
             _SAVE_RECORD.execute(connection, [field.get_db_prep_save(assignment.listening, connection), assignment.listening_seq, assignment.pk])
@@ -171,12 +215,28 @@ def listening_events_record(*, assignment_id: int, annotator, events, now=None) 
     }
 
 
+def _side_clips(assignment: Assignment) -> dict[str, Clip]:
+    a_clip = assignment.a_clip_id
+    b_clip = assignment.clip_b_id if a_clip == assignment.clip_a_id else assignment.clip_a_id
+    clips = Clip.objects.only("id", "public_id", "file").in_bulk([a_clip, b_clip])
+    return {"A": clips[a_clip], "B": clips[b_clip]}
+
+
 def listening_require(*, record: dict, minimum: float) -> None:
     """Refuse unless the server's record has each clip heard for the study's minimum."""
     short = listening.shortfalls(record, sides=SIDES, minimum=minimum)
     if short:
+        unproven = [side for side, _, _ in short if side in record.get("unproven", [])]
+        # A side sent but not proven was fetched: the proof sentence below says what is missing instead.
+        short = [(side, seconds, fetched or side in unproven) for side, seconds, fetched in short]
+        proof = (
+            f" Clip {' and '.join(unproven)} {'was' if len(unproven) == 1 else 'were'} sent but never shown received: answer each audio response's"
+            " Audio-Proof header with the bytes it names (docs/listening.md)."
+            if unproven
+            else ""
+        )
         raise ServiceError(
-            listening.shortfall_message(short, minimum=minimum, label="clip", action="answering"),
+            listening.shortfall_message(short, minimum=minimum, label="clip", action="answering") + proof,
             code="listening_too_short",
             extra={"heard": listening.heard(record, SIDES), "min_listen_seconds": minimum},
         )

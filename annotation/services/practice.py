@@ -56,7 +56,7 @@ def practice_from_gold(*, pair: Pair, explanation: str, position: int = 0) -> Pr
 
 def practice_next(*, study, annotator) -> PracticeItem | None:
     """The first practice item the annotator has not answered yet, or None when the round is done."""
-    return practice_servable(study=study).exclude(answers__annotator=annotator).select_related("condition").order_by("position", "id").first()
+    return practice_servable(study=study).exclude(answers__annotator=annotator).select_related("condition", "clip_a", "clip_b").order_by("position", "id").first()
 
 
 def practice_answer(*, item_id: int, study, annotator, shown_a: str, alignment: str, musicality: str) -> PracticeAnswer:

@@ -35,7 +35,11 @@ STUDY_PARAMETERS = (
     "screening_pass",
     "screening_retries",
     "screening_existing_members",
+    "loudness_match",
+    "loudness_target_lufs",
 )
+# Changing these changes the levels clips are heard at: once answers exist, the export tells those from before the change.
+LOUDNESS_PARAMETERS = ("loudness_match", "loudness_target_lufs")
 
 
 def _duplicate(name: str) -> ServiceError:
@@ -85,6 +89,14 @@ def study_create(*, name: str, owner=None, **parameters) -> Study:
     return study
 
 
+def _has_answers(study: Study) -> bool:
+    """Whether anyone answered in the study yet: a level change before the first answer mixes nothing."""
+    from ..models import Judgment
+    from ..ratings.models import RatingSubmission
+
+    return Judgment.objects.filter(pair__study=study).exists() or RatingSubmission.objects.filter(item__study=study).exists()
+
+
 @transaction.atomic
 def study_update(*, study: Study, **parameters) -> Study:
     """Change some of a study's parameters: all of them, or (if one is invalid) none."""
@@ -93,6 +105,7 @@ def study_update(*, study: Study, **parameters) -> Study:
         raise ServiceError(message, code="name_fixed", extra={"errors": {"name": [message]}})
     locked = Study.objects.select_for_update().get(pk=study.pk)
     was_off = locked.screening == ScreeningKind.OFF
+    levels_before = [getattr(locked, name) for name in LOUDNESS_PARAMETERS]
     _apply(locked, parameters)
     _validate(locked)
     fields = set(parameters)
@@ -100,6 +113,9 @@ def study_update(*, study: Study, **parameters) -> Study:
         # The screen applies from now on: who had already judged before this moment is decided by screening_existing_members.
         locked.screening_since = timezone.now()
         fields.add("screening_since")
+    if [getattr(locked, name) for name in LOUDNESS_PARAMETERS] != levels_before and _has_answers(locked):
+        locked.loudness_changed_at = timezone.now()
+        fields.add("loudness_changed_at")
     locked.save(update_fields=sorted(fields))
     return locked
 

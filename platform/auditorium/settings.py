@@ -166,6 +166,8 @@ INSTALLED_APPS = [
 
 # People's answers: never deleted through the admin, directly or by a cascade (common/admin.py).
 ANSWER_MODELS = ["annotation.Judgment", "ratings.RatingSubmission", "ratings.Rating", "arena.Vote"]
+# What the listening check of an answer was computed from: the admin keeps it as it keeps answers (common/admin.py).
+EVIDENCE_MODELS = ["annotation.ListeningEvent", "ratings.RatingListeningEvent"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -503,6 +505,17 @@ ARENA_LEADERBOARD_BOTH_BAD = env_choice("ARENA_LEADERBOARD_BOTH_BAD", "exclude",
 # The system pinned at ARENA_LEADERBOARD_ANCHOR_RATING; unset or empty: none.
 ARENA_LEADERBOARD_ANCHOR = env_str("ARENA_LEADERBOARD_ANCHOR") or None
 ARENA_LEADERBOARD_ANCHOR_RATING = env_float("ARENA_LEADERBOARD_ANCHOR_RATING", 1000.0)
+# Style control (arena/style.py): the covariates of the style-controlled board beside the plain one; empty: none.
+ARENA_STYLE_COVARIATES = env_list("ARENA_STYLE_COVARIATES", ["duration", "loudness", "true_peak", "vocals", "generation_seconds"])
+# Category boards (arena/boards.py): the fewest counted votes a category board is fitted from, and the
+# genre/mood tagger, a dotted path to (prompt, lyrics) -> {"genre": [...], "mood": [...]}.
+ARENA_CATEGORY_MIN_VOTES = env_int("ARENA_CATEGORY_MIN_VOTES", 50, minimum=1)
+ARENA_PROMPT_TAGGER = env_str("ARENA_PROMPT_TAGGER", "arena.boards.keyword_tags")
+# The outlier-voter screen: the false-positive rate an honest visitor is flagged at, the fewest decided
+# votes a visitor is tested with, and the simulated vote sets per visitor.
+ARENA_OUTLIER_FP_RATE = env_float("ARENA_OUTLIER_FP_RATE", 0.01, minimum=1e-6)
+ARENA_OUTLIER_MIN_VOTES = env_int("ARENA_OUTLIER_MIN_VOTES", 10, minimum=1)
+ARENA_OUTLIER_SIMULATIONS = env_int("ARENA_OUTLIER_SIMULATIONS", 1000, minimum=99)
 ARENA_LEADERBOARD_DEBOUNCE_SECONDS = env_int("ARENA_LEADERBOARD_DEBOUNCE_SECONDS", 10, minimum=0)
 ARENA_HTTP_TIMEOUT = env_float("ARENA_HTTP_TIMEOUT", 120.0, minimum=0.1)
 ARENA_HEALTH_TIMEOUT = env_float("ARENA_HEALTH_TIMEOUT", 5.0, minimum=0.1)

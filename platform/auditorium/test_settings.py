@@ -9,6 +9,14 @@ from pathlib import Path
 os.environ["DJANGO_DEBUG"] = "true"
 os.environ["DJANGO_SECRET_KEY"] = "test-only-secret-key-4f7c1d9e2b8a6053-not-for-deployment"
 os.environ.pop("DJANGO_SECRET_KEY_FILE", None)
+# Parallel test workers (pytest-xdist) each get a test database of their own from pytest-django; on Redis each
+# takes a database number of its own too, so one worker's cache, broker queues and channel groups (named after
+# row ids that both workers' databases reuse) never reach the other's tests or worker processes.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and os.environ.get("REDIS_URL"):
+    _base, _, _db = os.environ["REDIS_URL"].rpartition("/")
+    if _base.startswith("redis") and _db.isdigit():
+        os.environ["REDIS_URL"] = f"{_base}/{int(_db) + 1 + int(_worker[2:])}"
 
 from .settings import *  # noqa: E402, F403
 

@@ -7,8 +7,9 @@ items are in it) except through figures of the public part. docs/benchmarks.md (
 and tests/benchmarks/test_non_interference.py checks the promise on every route of the URL conf: two benchmarks that
 differ only in their private labels, or only in which items are private, answer a team byte for byte the same.
 
-Researchers see every part at full resolution (they can read the labels in the study anyway); everyone else, teams
-included, sees the figures below.
+Whoever may read the labels of the study a benchmark was built from (the study rule: its owner, the collaborators
+the owner names, admins; a benchmark with no study: its creator and admins) sees every part at full resolution; everyone else,
+teams and other researchers included, sees the figures below.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from common.roles import is_researcher
+from annotation.access import labels_readable_by
 
 PUBLIC, PRIVATE, ALL = "public", "private", "all"
 
@@ -38,7 +39,7 @@ TABLE = (
     Figure("Brier score", "public part, when at least k items carry a probability", "as before, per part", "3 decimals"),
     Figure("reliability bins", "public part, neighbouring bins merged until each holds at least k items", "as before, per part", "mean P(A) and share of A to 2 decimals"),
     Figure("by modality, by the humans' confidence", "public part; cells under k items not shown, and more cells hidden until the hidden ones hold none or at least k", "as before, per part", "as accuracy"),
-    Figure("a team's own private figures", "never (researchers only)", "with everyone's", "as accuracy"),
+    Figure("a team's own private figures", "never (the study's owner, collaborators and admins only)", "with everyone's", "as accuracy"),
     Figure("error list (items where the judge contradicts confident humans)", "dev benchmarks only", "dev benchmarks only", "item, human label, judge label"),
     Figure("timeouts and errors of an outside judge", "the whole submission", "the whole submission", "counts (they depend on the judge's answers, not on labels)"),
     Figure("item labels", "never (a dev benchmark: in its export)", "never", "-"),
@@ -57,8 +58,12 @@ def min_cell() -> int:
     return settings.BENCHMARK_MIN_CELL
 
 
-def sees_everything(user) -> bool:
-    return is_researcher(user)
+def sees_everything(user, benchmark) -> bool:
+    """Being a researcher is not enough: the labels behind the figures are the study's (annotation.access); a
+    benchmark with no study behind it (arena battles) answers to its creator and admins."""
+    if benchmark.study_id is None and benchmark.created_by_id is not None and benchmark.created_by_id == getattr(user, "pk", None):
+        return True
+    return labels_readable_by(study=benchmark.study, user=user)
 
 
 def ranked_part(benchmark) -> str:
@@ -68,9 +73,9 @@ def ranked_part(benchmark) -> str:
     return PUBLIC if benchmark.is_open else PRIVATE
 
 
-def private_before_close(user) -> bool:
-    """Private-part figures of any kind reach a team only after the close; researchers see them at any time."""
-    return sees_everything(user)
+def private_before_close(user, benchmark) -> bool:
+    """Private-part figures of any kind reach a team only after the close; the study's readers see them at any time."""
+    return sees_everything(user, benchmark)
 
 
 def submission_parts(user, benchmark) -> list[str]:
@@ -79,7 +84,7 @@ def submission_parts(user, benchmark) -> list[str]:
         return [ALL]
     if not benchmark.is_open:
         return [PRIVATE, PUBLIC]
-    return [PUBLIC, PRIVATE] if private_before_close(user) else [PUBLIC]
+    return [PUBLIC, PRIVATE] if private_before_close(user, benchmark) else [PUBLIC]
 
 
 def _round(value, digits: int):
@@ -137,7 +142,7 @@ def _calibration(calibration: dict | None, k: int) -> dict | None:
 def shape_figures(dims: dict, user, benchmark) -> dict:
     """One part's figures per dimension (selectors.submission_breakdown) at the resolution this user may see (a dev
     benchmark's labels are in its export: nothing to hide)."""
-    if benchmark.is_dev or sees_everything(user):
+    if benchmark.is_dev or sees_everything(user, benchmark):
         return dims
     k = min_cell()
     out = {}
@@ -154,7 +159,7 @@ def shape_figures(dims: dict, user, benchmark) -> dict:
 def shape_mos_figures(dims: dict, user, benchmark) -> dict:
     """A MOS submission's figures per dimension (selectors.mos_submission_breakdown) at this user's resolution: small
     modality cells hidden by the accuracy cells' rule."""
-    if sees_everything(user):
+    if sees_everything(user, benchmark):
         return dims
     k = min_cell()
     return {dim: {**f, "by_modality": _cells(f["by_modality"], k)} for dim, f in dims.items()}
@@ -163,7 +168,7 @@ def shape_mos_figures(dims: dict, user, benchmark) -> dict:
 def shape_mos_board(board: dict, user, benchmark) -> dict:
     """A MOS leaderboard at this user's resolution: a view (a modality filter) holding fewer than k clips shows no
     correlation, interval, test or ceiling, so a filter cannot pick out a few clips' order."""
-    if sees_everything(user) or board["n"] >= min_cell():
+    if sees_everything(user, benchmark) or board["n"] >= min_cell():
         return board
     # In submission order: the ranked order would itself tell the few clips' figures.
     rows = [{**row, "srcc": None, "ci": None, "rank": None, "hidden": True} for row in sorted(board["rows"], key=lambda r: r["submission"])]

@@ -84,9 +84,9 @@ def submitting_team(user, name: str) -> Team:
 
 
 def can_download_export(user, benchmark: Benchmark) -> bool:
-    """Researchers, and members of a team entered in this benchmark: a dev export carries labels, and no team needs
-    another benchmark's items."""
-    return is_researcher(user) or bool(entered_teams(user, benchmark))
+    """Whoever may read the study's labels (disclosure.sees_everything), and members of a team entered in this
+    benchmark: a dev export carries labels, every export the study's clips, and no team needs another benchmark's items."""
+    return disclosure.sees_everything(user, benchmark) or bool(entered_teams(user, benchmark))
 
 
 def can_listen_disagreements(user, benchmark: Benchmark) -> bool:
@@ -298,7 +298,7 @@ def _ranked_rows(benchmark: Benchmark, user, table: dict, *, table_of, figure: s
     for whom the disclosure rule lets see them while the benchmark is open; and the submissions by id."""
     subs = {s.pk: s for s in Submission.objects.filter(benchmark=benchmark).select_related("team")}
     own_private = {}
-    if benchmark.is_open and not benchmark.is_dev and disclosure.private_before_close(user):
+    if benchmark.is_open and not benchmark.is_dev and disclosure.private_before_close(user, benchmark):
         private = table_of(benchmark, part=PRIVATE, dim=dim, modality=modality)
         own_private = {row["submission"]: {k: row[k] for k in (figure, "ci", "n")} for row in private["rows"]}
     rows = []

@@ -2,8 +2,8 @@
  * while playing, ended): numbered events posted to the listening API (annotation/api.py), which stamps
  * each post on arrival and decides from its own record whether the clips were heard long enough.
  *
- * AuditoriumListen.listeningEvents({url, postJSON, request, isCurrent, render}) gives record,
- * flushEvents and flushOnLeave for static/annotation/listening.js; `url` holds "{id}" for the assignment;
+ * AuditoriumListen.listeningEvents({url, postJSON, request, isCurrent, render}) gives record, prove
+ * (a clip's receipt: static/js/audio-proof.js), flushEvents and flushOnLeave for static/annotation/listening.js; `url` holds "{id}" for the assignment;
  * postJSON and request are static/js/http.js's.
  */
 (() => {
@@ -31,26 +31,41 @@
       }
     }
 
+    // A clip's receipt rides with the next events post (the first press of Play), so proving costs no request of its
+    // own; the submit's flush sends one still waiting.
+    function prove(mine, receipt) {
+      (mine.receipts = mine.receipts || []).push(receipt);
+    }
+
     function listeningUrl(mine) {
       return url.replace("{id}", String(mine.assignment.id));
     }
+
+    const pendingReceipts = (mine) => (mine.receipts && mine.receipts.length ? mine.receipts : null);
 
     // One post at a time, in order: the server ignores numbers it has already seen, so a batch
     // that may have arrived (lost answer) is safe to send again, and an older batch never overtakes.
     function flushEvents(mine) {
       if (!mine || mine.flushing) return mine ? mine.flushing : Promise.resolve();
-      if (!mine.events.length) return Promise.resolve();
+      if (!mine.events.length && !pendingReceipts(mine)) return Promise.resolve();
       mine.flushing = (async () => {
-        while (mine.events.length) {
+        while (mine.events.length || pendingReceipts(mine)) {
           const batch = mine.events.slice(0, 50);
+          const receipts = pendingReceipts(mine) ? mine.receipts.slice(0, 8) : null;
           mine.lastFlush = performance.now();
           let res;
           try {
-            res = await postJSON(listeningUrl(mine), { events: batch });
+            res = await postJSON(listeningUrl(mine), receipts ? { events: batch, receipts } : { events: batch });
           } catch (_) {
             break; // offline: kept, sent with the next flush
           }
           if (res.status >= 500 || res.status === 429) break;
+          if (receipts) {
+            mine.receipts.splice(0, receipts.length);
+            // A refused receipt refuses the whole post: the events go again on their own; the submit repeats the reason.
+            const code = (res.data && res.data.code) || "";
+            if (res.status === 400 && code.indexOf("receipt") !== -1) continue;
+          }
           mine.events.splice(0, batch.length);
           if (res.ok && res.data) {
             mine.server = res.data.heard || mine.server;
@@ -81,7 +96,7 @@
     }
 
 
-    return { record, flushEvents, flushOnLeave };
+    return { record, prove, flushEvents, flushOnLeave };
   }
 
   window.AuditoriumListen = Object.assign(window.AuditoriumListen || {}, { listeningEvents });

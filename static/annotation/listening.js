@@ -14,7 +14,8 @@
 
   const cfg = JSON.parse(document.getElementById("listen-config").textContent);
   const $ = (id) => document.getElementById(id);
-  const { SIDES, Transport, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText } = window.AuditoriumAB;
+  const { SIDES, Transport, elementLevel, emptyLog, fmtTime, levelElement, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText } =
+    window.AuditoriumAB;
   const TICK_MS = 100;
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
   const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
@@ -244,6 +245,7 @@
     el.lyricsBlock.hidden = !cond.lyrics;
     if (cond.reference) {
       el.ref.src = cond.reference.url;
+      levelElement(audioContext(), el.ref, cond.reference.gain_db);
       el.refBlock.hidden = false;
     } else {
       el.ref.removeAttribute("src");
@@ -277,6 +279,8 @@
     const context = audioContext();
     const transport = new Transport(context, task.saved.log, () => render());
     transport.onPlay = () => el.ref.pause();
+    // The study's loudness matching: the gain the server sent with each clip (0 when it is off).
+    for (const side of SIDES) transport.setLevel(side, assignment.clips[side].gain_db);
     task.transport = transport;
     const mine = task;
     transport.onEvent = (kind, side, position) => record(mine, kind, side, position);
@@ -287,6 +291,9 @@
           const response = await fetch(clip.url, { credentials: "same-origin" });
           if (!response.ok) throw new Error(`HTTP ${response.status}`);
           const bytes = await response.arrayBuffer();
+          // The proof of receiving these bytes, taken before decoding takes the buffer: it leaves with the next listening post.
+          const receipt = window.AuditoriumProof.receipt(response, bytes, side);
+          if (receipt) prove(mine, receipt);
           const buffer = await context.decodeAudioData(bytes);
           if (task !== mine) return;
           transport.buffers[side] = buffer;
@@ -307,7 +314,7 @@
 
   // ---- listening events (static/annotation/listening-events.js) ---------------------
 
-  const { record, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
+  const { record, prove, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
     url: cfg.listeningUrl,
     postJSON,
     request,
@@ -597,6 +604,7 @@
         server: task ? { ...task.server } : null,
         pending: task ? task.events.length + (task.flushing ? 1 : 0) : 0,
         seq: task ? task.saved.seq : 0,
+        referenceLevel: elementLevel(el.ref),
       };
     },
   };

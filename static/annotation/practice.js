@@ -13,6 +13,8 @@
   const $ = (id) => document.getElementById(id);
   const minListen = parseFloat(root.dataset.minListen) || 0;
   const urls = { A: root.dataset.clipA, B: root.dataset.clipB };
+  // The study's loudness matching, as on the real pairs: the gain the server gives each clip (0 when it is off).
+  const gains = { A: root.dataset.gainA, B: root.dataset.gainB };
   const submit = $("practice-submit");
   const hint = $("practice-listen-hint");
 
@@ -41,6 +43,7 @@
     if (loading) return loading;
     const ctx = newAudioContext();
     const t = new Transport(ctx, log, () => render());
+    for (const side of SIDES) t.setLevel(side, gains[side]);
     transport = t;
     for (const side of SIDES) sideEls[side].status.textContent = "loading…";
     render();
@@ -164,6 +167,7 @@
         playing: Boolean(transport && transport.playing),
         log: JSON.parse(JSON.stringify(log)),
         canAnswer: SIDES.every(enough),
+        levels: transport ? transport.levelState() : {},
       };
     },
   };

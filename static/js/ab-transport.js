@@ -2,6 +2,8 @@
  * two clips decoded in full on the Web Audio API, run from one clock through two gain nodes,
  * so switching A/B is a short crossfade at exactly the same position instead of a seek that
  * can stall; a loop, waveforms drawn to one time scale, and the keys that drive them.
+ * Each clip also passes a level node of its own: the loudness-matching gain the server sends
+ * with the clip (annotation.models.Study.clip_gain_db), applied by `applyGain` and nowhere else.
  *
  * The pages own everything else (what to report to the server, what to draw around it); they
  * reach this through window.AuditoriumAB. No framework, no build step.
@@ -32,6 +34,48 @@
     };
   }
 
+  // ---- loudness matching --------------------------------------------------------------
+
+  // The one place a clip's gain in dB becomes a GainNode's value (10^(dB/20)); anything that is
+  // not a number plays the clip as stored. Returns the dB applied.
+  function applyGain(node, db) {
+    const value = Number(db);
+    const applied = Number.isFinite(value) ? value : 0;
+    node.gain.value = Math.pow(10, applied / 20);
+    return applied;
+  }
+
+  function levelOf(node, db) {
+    return { db, value: node.gain.value };
+  }
+
+  // A reference player (<audio>) levelled like the clips: its sound is taken through a GainNode of the
+  // page's context. A player left at 0 dB is never rerouted, so it plays exactly as before.
+  const elementLevels = new WeakMap();
+
+  function levelElement(ctx, element, db) {
+    let entry = elementLevels.get(element);
+    if (!entry) {
+      if (!(Number(db) || 0)) return;
+      const source = ctx.createMediaElementSource(element);
+      const node = ctx.createGain();
+      source.connect(node);
+      node.connect(ctx.destination);
+      // Until the context runs the player would be silent; its own Play press may start it.
+      element.addEventListener("play", () => {
+        if (ctx.state !== "running") ctx.resume();
+      });
+      entry = { node, db: 0 };
+      elementLevels.set(element, entry);
+    }
+    entry.db = applyGain(entry.node, db);
+  }
+
+  function elementLevel(element) {
+    const entry = element ? elementLevels.get(element) : null;
+    return entry ? levelOf(entry.node, entry.db) : null;
+  }
+
   // ---- the transport ------------------------------------------------------------------
 
   class Transport {
@@ -41,6 +85,7 @@
       this.onChange = onChange;
       this.buffers = { A: null, B: null };
       this.gains = {};
+      this.levels = {}; // per clip: {node, db}, made on first use (a page may widen the labels first)
       for (const side of SIDES) {
         const gain = ctx.createGain();
         gain.gain.value = side === "A" ? 1 : 0;
@@ -59,6 +104,28 @@
       this.loopStartPending = null;
       this.wraps = 0;
       this.onEvent = null; // (kind, side, position) for the listening API
+    }
+
+    // Between a clip's source and its switching gain, so the crossfade still ramps 0..1 and the level
+    // holds through switches, loops and seeks.
+    _level(side) {
+      if (!this.levels[side]) {
+        const node = this.ctx.createGain();
+        node.connect(this.gains[side]);
+        this.levels[side] = { node, db: applyGain(node, 0) };
+      }
+      return this.levels[side];
+    }
+
+    setLevel(side, db) {
+      const level = this._level(side);
+      level.db = applyGain(level.node, db);
+    }
+
+    levelState() {
+      const out = {};
+      for (const [side, level] of Object.entries(this.levels)) out[side] = levelOf(level.node, level.db);
+      return out;
     }
 
     _emit(kind) {
@@ -135,7 +202,7 @@
           source.loopStart = this.loop.start;
           source.loopEnd = this.loop.end;
         }
-        source.connect(this.gains[side]);
+        source.connect(this._level(side).node);
         source.start(when, at);
         this.sources[side] = source;
       }
@@ -293,6 +360,7 @@
       this._stopSources();
       this.playing = false;
       for (const gain of Object.values(this.gains)) gain.disconnect();
+      for (const level of Object.values(this.levels)) level.node.disconnect();
     }
   }
 
@@ -364,9 +432,11 @@
       }
       const mid = height / 2;
       g.fillStyle = state.active ? colour : "#94a3b8";
+      // Drawn at the level it plays at (its loudness gain), so the picture matches what is heard.
+      const scale = state.scale || 1;
       for (let x = 0; x < clipWidth; x += 1) {
-        const lo = this.peaks[2 * x];
-        const hi = this.peaks[2 * x + 1];
+        const lo = Math.max(-1, this.peaks[2 * x] * scale);
+        const hi = Math.min(1, this.peaks[2 * x + 1] * scale);
         const top = mid - hi * mid * 0.95;
         const bottom = mid - lo * mid * 0.95;
         g.fillRect(x, top, 1, Math.max(1, bottom - top));
@@ -442,6 +512,7 @@
       position,
       loop: transport ? transport.loop : null,
       loopStartPending: transport ? transport.loopStartPending : null,
+      scale: transport && transport.levels[side] ? transport.levels[side].node.gain.value : 1,
     });
   }
 
@@ -481,6 +552,8 @@
       position: transport ? transport.position() : 0,
       audioTime: ctx ? ctx.currentTime : 0,
       loop: transport && transport.loop ? { ...transport.loop } : null,
+      // Each clip's loudness gain as its GainNode holds it: {A: {db, value}, ...}.
+      levels: transport ? transport.levelState() : {},
     };
   }
 
@@ -498,5 +571,21 @@
     return new Ctor({ latencyHint: "interactive" });
   }
 
-  window.AuditoriumAB = { SIDES, Transport, Waveform, emptyLog, fmtTime, newAudioContext, playerSides, renderSide, seekToClick, transportKey, transportState, transportText };
+  window.AuditoriumAB = {
+    SIDES,
+    Transport,
+    Waveform,
+    applyGain,
+    elementLevel,
+    emptyLog,
+    fmtTime,
+    levelElement,
+    newAudioContext,
+    playerSides,
+    renderSide,
+    seekToClick,
+    transportKey,
+    transportState,
+    transportText,
+  };
 })();

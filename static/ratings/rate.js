@@ -253,6 +253,8 @@
     transport = new MultiTransport(ctx, AB.emptyLog(), render, labels);
     for (const label of labels) transport.log[label] = transport.log[label] || { plays: 0, seconds: 0, seeks: 0, loops: 0 };
     transport.onEvent = (kind, side, position) => record(kind, side, position);
+    // The study's loudness matching: the gain the server sent with each clip (0 when it is off).
+    for (const clip of task.clips) transport.setLevel(clip.label, clip.gain_db);
     await Promise.all(
       task.clips.map(async (clip) => {
         const response = await fetch(clip.url, { credentials: "same-origin" });
@@ -303,7 +305,11 @@
     $("lyrics").textContent = task.condition.lyrics || "";
     $("lyrics").hidden = !task.condition.lyrics;
     $("reference").hidden = !task.condition.reference;
-    if (task.condition.reference) $("reference-audio").src = task.condition.reference.url;
+    if (task.condition.reference) {
+      $("reference-audio").src = task.condition.reference.url;
+      ctx = ctx || AB.newAudioContext();
+      AB.levelElement(ctx, $("reference-audio"), task.condition.reference.gain_db);
+    }
     $("rationale").value = "";
     $("btn-skip").disabled = false;
     build();
@@ -379,5 +385,17 @@
     if (event.key.toLowerCase() === "s" || event.key === " " || event.key === "Home") AB.transportKey(transport, event, flash);
   });
   window.addEventListener("pagehide", () => flush());
+
+  // Read-only view of the transport for diagnostics and the browser tests.
+  window.auditoriumRating = {
+    snapshot() {
+      return {
+        assignment: task ? task.id : null,
+        stage: app.dataset.stage,
+        ...AB.transportState(transport, ctx),
+        referenceLevel: AB.elementLevel($("reference-audio")),
+      };
+    },
+  };
   next();
 })();

@@ -11,7 +11,6 @@ from django.urls import reverse
 
 from tests.audio import write_tone
 
-
 IMPORT_URL = "admin:annotation_study_import_pairs"
 
 

@@ -35,4 +35,6 @@ PARAMETERS = {
     "screening_pass": 7,
     "screening_retries": 2,
     "screening_existing_members": True,
+    "loudness_match": False,
+    "loudness_target_lufs": -20.0,
 }

@@ -141,10 +141,11 @@ def test_export_action_downloads_a_zip_that_reimports_from_the_page(admin_client
     assert copied.condition == pair.condition and copied.judgments.get().rationale == "steady groove"
 
 
-from tests.browser import launch  # noqa: E402
 from tests.annotation.admin_upload import IMPORT_URL, audio_zip, jsonl, row, upload
+from tests.browser import launch  # noqa: E402
 
 
+@pytest.mark.engine
 @pytest.mark.browser
 def test_admin_uploads_in_a_real_browser_and_sees_errors_by_line(live_server, transactional_db, tmp_path):
     """Set AUDITORIUM_SCREENSHOT_DIR to keep the screenshots."""

@@ -21,6 +21,7 @@ N_PAIRS = 40
 OVERLAP = 3
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_thirty_threads_never_over_assign_repeat_or_lose():
     study = StudyFactory(overlap_target=OVERLAP, overlap_share=1.0, min_listen_seconds=1.0, lock_ttl_seconds=600)

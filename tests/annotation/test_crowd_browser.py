@@ -10,9 +10,9 @@ from annotation import services
 from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from annotation.screens import huggins as screening
 from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
+from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
 from tests.crowd import hear_practice
 from tests.factories import ClipFactory, UserFactory
-from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
 
 pytestmark = pytest.mark.browser
 
@@ -30,6 +30,7 @@ LOAD_ALL = """() => Promise.all([...document.querySelectorAll('audio')].map((a) 
     a.preload = 'auto'; a.addEventListener('loadeddata', () => ok(), {once: true}); a.addEventListener('error', () => ok(), {once: true}); a.load(); })))"""
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, browser, listening_study, device, tmp_path):  # noqa: F811

@@ -8,8 +8,8 @@ import pytest
 
 from annotation.crowd_models import PracticeItem, RecruitmentLink
 from annotation.models import Pair
-from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
 from tests.annotation.browser_helpers import login
+from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
 from tests.factories import PairFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.browser
@@ -21,6 +21,7 @@ def section_shot(page, selector: str, name: str, tmp_path) -> None:
     page.locator(selector).screenshot(path=str(folder / f"{name}.png"))
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_practice_pairs_and_recruitment_links_from_the_study_page(live_server, browser, transactional_db, device, tmp_path):

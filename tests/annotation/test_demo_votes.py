@@ -34,7 +34,7 @@ def test_the_demo_report_shows_the_signal_judge_against_the_seeded_votes(client)
     call_command("seed_demo_judges", stdout=io.StringIO())  # the signal judge's run is scored at once (Celery is eager in tests)
 
     votes = list(demo_votes())
-    assert len(votes) == Judgment.objects.count() == 48 and "Demo votes: 48 seeded answers" in out.getvalue()
+    assert len(votes) == Judgment.objects.count() == 96 and "Demo votes: 96 seeded answers" in out.getvalue()
     assert {j.source for j in votes} == {Judgment.Source.SEEDED}
     # Stored under accounts of their own that consented before their first vote; the demo's annotators still
     # see the consent page first and have no votes in their name.
@@ -43,30 +43,30 @@ def test_the_demo_report_shows_the_signal_judge_against_the_seeded_votes(client)
     assert not Judgment.objects.filter(annotator__username__in=[name for name, _ in ANNOTATORS]).exists()
     assert all(j.rationale.startswith(DEMO_VOTE_LABEL) for j in votes)
     assert all(j.pair.kind == Pair.Kind.REGULAR for j in votes)
-    assert len({j.pair_id for j in votes}) == 16  # two pairs per condition, all three annotators on each
+    assert len({j.pair_id for j in votes}) == 32  # four pairs per condition, all three annotators on each
 
     client.force_login(get_user_model().objects.get(username="researcher"))
     # Left out unless asked for, and said so.
     plain = client.get("/scoring/studies/demo/report/")
     assert plain.status_code == 200 and plain.context["report"]["study"]["votes"] == 0
-    assert "48 seeded demo votes" in plain.content.decode() and "left out of these figures" in plain.content.decode()
+    assert "96 seeded demo votes" in plain.content.decode() and "left out of these figures" in plain.content.decode()
     response = client.get("/scoring/studies/demo/report/?include_seeded=1")
     assert response.status_code == 200
     assert "Demo data:" in response.content.decode()
     [judge] = [j for j in response.context["report"]["judges"] if j["judge"] == "signal-technical"]
     musicality = judge["dimensions"]["musicality"]
-    assert musicality["n"] == 16 and musicality["accuracy"] is not None and musicality["accuracy"] > 0.5
+    assert musicality["n"] == 32 and musicality["accuracy"] is not None and musicality["accuracy"] > 0.5
     # The page itself: the judge's row carries an accuracy percentage, not the empty dash.
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
-    assert re.search(rf"musicality 16 {musicality['accuracy'] * 100:.1f}%", text), "no musicality accuracy for the signal judge"
-    assert "Votes 48" in text
+    assert re.search(rf"musicality 32 {musicality['accuracy'] * 100:.1f}%", text), "no musicality accuracy for the signal judge"
+    assert "Votes 96" in text
 
 
 def test_demo_votes_are_the_same_in_every_database_and_a_forced_reseed_adds_none():
     call_command("seed_demo", stdout=io.StringIO())
     first = signature()
     call_command("seed_demo", "--force", stdout=io.StringIO())
-    assert signature() == first and demo_votes().count() == 48
+    assert signature() == first and demo_votes().count() == 96
     # A fresh database draws the same votes.
     Judgment.objects.all().delete()
     call_command("seed_demo", "--force", stdout=io.StringIO())

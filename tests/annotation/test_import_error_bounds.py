@@ -21,6 +21,7 @@ TOKEN = "t" * 32  # an unmasked CSRF secret: the cookie and the field carry the 
 BAD_LINES = 2_000_000
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_two_million_bad_lines_report_the_first_hundred_and_a_count(tmp_path):
     owner = UserFactory(username="bulk-owner", roles=["researcher"])

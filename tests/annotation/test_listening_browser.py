@@ -16,9 +16,9 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import refuse
 from tests.factories import AnnotatorFactory, PairFactory, UserFactory
-from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 
 pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1280, "height": 800}
@@ -64,6 +64,7 @@ def seed_showing_b_first(pair_id: int) -> int:
     raise AssertionError("no seed found")
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_study, shots):
     study, pair = listening_study
@@ -187,6 +188,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     shots(page, "manage", full_page=True)
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(90)
 def test_forged_or_too_fast_listening_is_refused_and_double_submit_stores_one(live_server, page, listening_study):
     study, pair = listening_study
@@ -304,6 +306,7 @@ def wait_until(page, condition: str, timeout: int = 10_000) -> None:
     page.wait_for_function(f"(() => {{ const s = window.auditoriumListening.snapshot(); return {condition}; }})()", timeout=timeout)
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(90)
 def test_transport_switches_in_place_loops_and_seeks(live_server, page, listening_study):
     study, _pair = listening_study
@@ -355,6 +358,7 @@ def test_transport_switches_in_place_loops_and_seeks(live_server, page, listenin
     assert abs((tiny["end"] - tiny["start"]) - 0.5) < 1e-6
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, listening_study):
     study, pair = listening_study
@@ -420,6 +424,7 @@ def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, 
     assert skipped.skip_reason == "Audio does not play or is broken."
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("status", "body", "shown"),

@@ -17,8 +17,9 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, AudioFetch, Clip, Judgment, ListeningEvent
+from common import audio_proof
 from tests.factories import ClipFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
-from tests.listening import Clock
+from tests.listening import Clock, prove
 
 pytestmark = pytest.mark.django_db
 
@@ -52,10 +53,21 @@ class Page:
     def clip(self, side: str) -> Clip:
         return Clip.objects.get(public_id=self.assignment["clips"][side]["url"].split("/")[2])
 
-    def fetch(self, side: str, **headers) -> bytes:
+    def fetch(self, side: str, *, prove: bool = True, **headers) -> bytes:
+        """GET the clip as the page does, and (unless told not to) answer its Audio-Proof header from the bytes received."""
         response = self.client.get(self.assignment["clips"][side]["url"], **headers)
         assert response.status_code in (200, 206), response.status_code
-        return b"".join(response.streaming_content)
+        data = b"".join(response.streaming_content)
+        if prove:
+            proved = self.prove(side, response, data)
+            assert proved.status_code == 200, proved.content
+        return data
+
+    def prove(self, side: str, response, data: bytes):
+        first = int(response["Content-Range"].split()[1].split("-")[0]) if response.status_code == 206 else 0
+        token = response[audio_proof.HEADER]
+        receipt = {"side": side, "token": token, "bytes": audio_proof.answer_for(data, token, offset=first)}
+        return self.post(reverse("api-listening-events", kwargs={"assignment_id": self.assignment["id"]}), {"receipts": [receipt]})
 
     def events(self, *items, seqs=None):
         """Post (kind, side) events in one batch, numbered after the last one sent (unless seqs are given)."""
@@ -323,6 +335,8 @@ def test_an_audio_note_that_reaches_the_database_after_the_last_post_still_count
     clip_b = page.clip("B")
     size = clip_b.file.size
     services.audio_fetch_record(user=page.user, clip=clip_b, served=(0, size - 1, size), now=sent_b)
+    # The page's proof of receiving B reached the server with its events; only the note of sending it lagged.
+    prove(Assignment.objects.get(pk=page.assignment["id"]), "B", at=sent_b)
     response = page.submit(CLAIM)
     assert response.status_code == 201, response.content
     log = Judgment.objects.get().listening_log
@@ -341,3 +355,104 @@ def test_a_late_note_of_audio_sent_after_the_listening_still_counts_for_nothing(
     services.audio_fetch_record(user=page.user, clip=clip_b, served=(0, size - 1, size), now=clock.now)
     body = refused(page.submit(CLAIM), "B")
     assert body["heard"]["B"] == 0.0
+
+
+# --- The proof of receiving the bytes (common/audio_proof.py) -------------------------------------------------------
+
+
+def _listened(page, clock, *, prove_a=True, prove_b=True):
+    page.fetch("A", prove=prove_a)
+    page.fetch("B", prove=prove_b)
+    clock.advance(0.5)
+    page.play(clock, "A", 3)
+    page.play(clock, "B", 3, first="switch")
+    page.events(("pause", "B"))
+
+
+def test_a_client_that_never_shows_it_received_a_clip_is_refused_with_the_reason(clock):
+    page = Page()
+    _listened(page, clock, prove_b=False)
+    body = refused(page.submit(CLAIM), "B")
+    assert body["heard"]["B"] == 0.0 and "Clip B was sent but never shown received" in body["detail"] and "Audio-Proof" in body["detail"]
+    # Answering B's header afterwards is enough: the listening then counts, the same events and all.
+    response = page.client.get(page.assignment["clips"]["B"]["url"])
+    assert page.prove("B", response, b"".join(response.streaming_content)).status_code == 200
+    assert page.submit(CLAIM).status_code == 201
+
+
+def test_wrong_forged_or_misdirected_receipts_are_refused_and_store_nothing(clock, monkeypatch):
+    from annotation.models import AudioReceipt
+
+    page = Page()
+    url = reverse("api-listening-events", kwargs={"assignment_id": page.assignment["id"]})
+    response = page.client.get(page.assignment["clips"]["A"]["url"])
+    data = b"".join(response.streaming_content)
+    token = response[audio_proof.HEADER]
+    right = audio_proof.answer_for(data, token)
+    wrong = audio_proof.answer_for(bytes(len(data)), token)  # zeros: what a client guessing digital silence answers
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    cases = [
+        ({"side": "A", "token": token, "bytes": wrong}, "receipt_wrong", "not those of clip A"),
+        ({"side": "B", "token": token, "bytes": right}, "bad_receipt", "another clip than B"),
+        ({"side": "A", "token": forged, "bytes": right}, "bad_receipt", "not an Audio-Proof header this server issued"),
+        ({"side": "A", "token": token, "bytes": "not base64!"}, "bad_receipt", "base64"),
+        ({"side": "C", "token": token, "bytes": right}, "bad_receipt", "side must be one of A, B"),
+    ]
+    for receipt, code, words in cases:
+        answer = page.post(url, {"receipts": [receipt], "events": [{"seq": page.seq + 1, "side": "A", "kind": "play"}]})
+        assert answer.status_code == 400 and answer.json()["code"] == code and words in answer.json()["detail"], answer.content
+    # Nothing of a refused post is kept: not the receipt, not the events that came with it.
+    assert not AudioReceipt.objects.exists() and not ListeningEvent.objects.exists()
+    monkeypatch.setattr(audio_proof, "PROOF_MAX_AGE", -1)
+    old = page.post(url, {"receipts": [{"side": "A", "token": token, "bytes": right}]})
+    assert old.status_code == 400 and old.json()["code"] == "receipt_expired"
+    monkeypatch.undo()
+    assert page.post(url, {"receipts": [{"side": "A", "token": token, "bytes": right}]}).status_code == 200
+    assert AudioReceipt.objects.count() == 1
+    # The same receipt again stores nothing new.
+    assert page.post(url, {"receipts": [{"side": "A", "token": token, "bytes": right}]}).status_code == 200
+    assert AudioReceipt.objects.count() == 1
+
+
+def test_fetching_the_challenged_bytes_after_the_challenge_proves_nothing(clock):
+    page = Page()
+    url = reverse("api-listening-events", kwargs={"assignment_id": page.assignment["id"]})
+    headers_only = page.client.get(page.assignment["clips"]["A"]["url"])
+    token = headers_only[audio_proof.HEADER]
+    # Its body is never read.
+    clock.advance(0.2)
+    # A small Range request for each challenged range, after the challenge: the bytes are right, the proof is not.
+    ranges = audio_proof.challenge_open(token)["ranges"]
+    pieces = {}
+    for offset, length in ranges:
+        part = page.client.get(page.assignment["clips"]["A"]["url"], HTTP_RANGE=f"bytes={offset}-{offset + length - 1}")
+        pieces[offset] = b"".join(part.streaming_content)
+    answer = __import__("base64").b64encode(b"".join(pieces[o] for o, _ in ranges)).decode()
+    refused_receipt = page.post(url, {"receipts": [{"side": "A", "token": token, "bytes": answer}]})
+    assert refused_receipt.status_code == 400 and refused_receipt.json()["code"] == "receipt_refetched"
+
+
+def test_a_proof_covers_its_own_range_only(clock):
+    page = Page()
+    clip = page.clip("A")
+    half = clip.file.size // 2
+    page.fetch("A", HTTP_RANGE=f"bytes=0-{half - 1}")
+    page.fetch("B")
+    clock.advance(0.5)
+    page.play(clock, "A", 3)
+    record = page.events(("pause", "A")).json()
+    # Half the bytes of a 3 s clip sent and proven: at most 1.5 s of it can have been heard.
+    assert record["heard"]["A"] == pytest.approx(CLIP_SECONDS * half / clip.file.size, abs=0.01)
+
+
+def test_the_challenge_names_no_clip_only_the_url_the_page_already_has():
+    from django.core import signing
+
+    page = Page()
+    response = page.client.get(page.assignment["clips"]["A"]["url"])
+    payload = signing.loads(response[audio_proof.HEADER], salt=audio_proof.SALT)
+    assert set(payload) == {"p", "f", "l", "t", "r"} and payload["p"] == page.assignment["clips"]["A"]["url"]
+    size = page.clip("A").file.size
+    # One range is the response's last bytes: answering means reading the stream to its end.
+    assert payload["r"][-1] == [size - audio_proof.RANGE_BYTES, audio_proof.RANGE_BYTES] and len(payload["r"]) <= audio_proof.RANGES + 1
+    assert all(0 <= o and o + n <= size for o, n in payload["r"])

@@ -45,6 +45,7 @@ def top_bar_is_the_study_only(page, title: str) -> None:
     assert title in nav and "Withdraw" in nav and "Arena" not in nav and "Leaderboard" not in nav, nav
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_a_participant_goes_from_the_link_to_the_completion_url(live_server, browser, device, tmp_path):
@@ -116,6 +117,10 @@ def test_a_participant_goes_from_the_link_to_the_completion_url(live_server, bro
             judge_pair_by_keyboard(page, 0.7)  # stored, then straight on to the next pair (or the end)
         page.wait_for_selector("#stage-empty", state="visible")
         assert Judgment.objects.filter(annotator__external_participant__link=link).count() == 2
+        # The page proved receiving each clip it played (common/audio_proof.py), and only proven fetches were counted.
+        from annotation.models import AudioReceipt
+
+        assert AudioReceipt.objects.filter(user__external_participant__link=link).count() >= 4
         assert "All done" in page.inner_text("#empty-title")
         top_bar_is_the_study_only(page, title)
         assert page.locator("#btn-skip").is_hidden()  # no greyed-out "Skip this pair" at the end

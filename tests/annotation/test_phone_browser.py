@@ -47,6 +47,7 @@ def height(page) -> int:
     return page.evaluate("document.documentElement.scrollHeight")
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_path):  # noqa: F811
     study, pair = listening_study
@@ -71,6 +72,7 @@ def test_listening_page_fits_a_phone(live_server, phone, listening_study, tmp_pa
     assert height(phone) < 3000
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 def test_instructions_open_on_the_first_visit_only_and_the_first_page_stays_short(live_server, phone, listening_study, tmp_path):  # noqa: F811
     """With the demo's full instructions: open on the first visit, folded once read and on every later visit."""

@@ -54,6 +54,7 @@ def _submit(client, assignment_id, key):
     return client.post(reverse("api-judgment-submit", kwargs={"assignment_id": assignment_id}), body, format="json")
 
 
+@pytest.mark.engine
 def test_next_pair_stays_within_its_query_budget(annotating, django_assert_max_num_queries):
     study, user, client = annotating
     with django_assert_max_num_queries(NEXT_BUDGET):
@@ -65,6 +66,7 @@ def test_next_pair_stays_within_its_query_budget(annotating, django_assert_max_n
     assert again["id"] == fresh["id"]
 
 
+@pytest.mark.engine
 def test_submit_stays_within_its_query_budget_and_still_checks_listening(annotating, django_assert_max_num_queries):
     study, user, client = annotating
     assignment = _next(client, study)
@@ -83,6 +85,7 @@ def test_submit_stays_within_its_query_budget_and_still_checks_listening(annotat
     assert Judgment.objects.filter(assignment_id=assignment["id"]).count() == 1
 
 
+@pytest.mark.engine
 def test_a_full_cycle_of_next_and_submit_keeps_the_budget_until_the_study_runs_dry(annotating, django_assert_max_num_queries):
     study, user, client = annotating
     served = 0

@@ -28,6 +28,7 @@ def overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_a_participant_starts_returns_and_resumes_on_a_new_device(live_server, browser, device, tmp_path):

@@ -46,6 +46,7 @@ class ResearcherDayBrowserTests(BrowserLiveServerTestCase):
         page.wait_for_url(f"**{path}*")
         return context, page
 
+    @pytest.mark.engine
     def test_import_from_the_study_page_with_progress_and_a_result_page(self):
         context, page = self.open_as("researcher", f"/manage/studies/{self.study.name}/")
         page.locator(".headline").get_by_role("link", name="Import pairs").click()
@@ -78,6 +79,7 @@ class ResearcherDayBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_report_is_reached_by_links_from_the_nav_the_study_page_and_the_runs_page(self):
         PairFactory(study=self.study)
         judge = Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
@@ -100,6 +102,7 @@ class ResearcherDayBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual([u for u in self.not_found if "favicon" in u], [])
         context.close()
 
+    @pytest.mark.engine
     def test_a_queued_runs_progress_bar_moves_as_the_worker_scores_pairs(self):
         judge = Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
         run = ScoringRun.objects.create(judge=judge, study=self.study, state=ScoringRun.State.PENDING, total=4)

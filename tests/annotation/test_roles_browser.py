@@ -56,6 +56,7 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
     def nav_links(self, page) -> list[str]:
         return [" ".join(t.split()) for t in page.get_by_role("navigation", name="Main").get_by_role("link").all_inner_texts()]
 
+    @pytest.mark.engine
     def test_a_researcher_lands_on_their_studies_and_keeps_the_navigation_on_the_arena(self):
         context, page = self.sign_in("researcher")
         self.assertEqual(page.url, f"{self.live_server_url}/")
@@ -78,6 +79,7 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_an_annotator_lands_on_their_tasks_with_their_own_progress(self):
         context, page = self.sign_in("annotator")
         tasks = page.locator("#home-tasks")
@@ -98,6 +100,7 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_staff_see_both_their_studies_and_tasks(self):
         context, page = self.sign_in("staff")
         self.assertTrue(page.locator("#home-research").is_visible())
@@ -106,6 +109,7 @@ class RoleLandingBrowserTests(BrowserLiveServerTestCase):
         page.screenshot(path=str(self.shots / "home-staff.png"), full_page=True)
         context.close()
 
+    @pytest.mark.engine
     def test_a_researcher_downloads_the_export_from_the_study_page(self):
         context, page = self.sign_in("researcher")
         page.locator("#home-research").get_by_role("link", name="export").click()

@@ -63,6 +63,7 @@ def member(db):
     return study, user
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_the_trial_count_comes_from_the_study_never_the_form_under_uvicorn(member):
     study, user = member

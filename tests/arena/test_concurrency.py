@@ -15,6 +15,7 @@ from arena.services import ArenaError, vote_submit
 from .conftest import arena_system, listen, ready_battle, visitor_with_terms
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("attempt", range(3))
 def test_concurrent_double_submit_stores_one_vote(attempt):

@@ -53,6 +53,7 @@ def test_new_cookies_do_not_bypass_the_daily_vote_cap_per_ip_hash(settings, db):
     assert RejectedVote.objects.filter(reason="rate_limited").count() == 2
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("name", ["ARENA_IP_DAILY_BATTLE_RATE", "ARENA_IP_DAILY_VOTE_RATE"])
 def test_a_malformed_daily_cap_stops_start_up(name):
     import os

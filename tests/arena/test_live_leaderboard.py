@@ -10,7 +10,6 @@ from django.core.management import call_command
 from arena.consumers import leaderboard_broadcast
 from arena.models import ArenaPrompt, ArenaSystem, LeaderboardSnapshot
 from arena.seed import PREBAKED_PROMPTS, arena_seed
-
 from tests.arena.helpers import voted
 
 from .conftest import arena_system, visitor_with_terms
@@ -36,6 +35,7 @@ def test_votes_refit_the_board_once_per_debounce_window(db, django_capture_on_co
     assert LeaderboardSnapshot.objects.count() == 2
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_open_leaderboard_pages_receive_refits():
     from auditorium.asgi import application

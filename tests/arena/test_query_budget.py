@@ -46,6 +46,7 @@ def voter(transactional_db, queued):
     return visitor, client, battles
 
 
+@pytest.mark.engine
 def test_a_vote_stays_within_its_query_budget(voter, queued, django_assert_max_num_queries):
     visitor, client, battles = voter
     for battle in battles:
@@ -58,6 +59,7 @@ def test_a_vote_stays_within_its_query_budget(voter, queued, django_assert_max_n
     assert set(Battle.objects.filter(pk__in=[b.pk for b in battles]).values_list("status", flat=True)) == {Battle.Status.VOTED}
 
 
+@pytest.mark.engine
 def test_a_retried_vote_returns_the_stored_one_and_a_revote_is_refused(voter):
     visitor, client, battles = voter
     battle = battles[0]
@@ -69,6 +71,7 @@ def test_a_retried_vote_returns_the_stored_one_and_a_revote_is_refused(voter):
     assert RejectedVote.objects.filter(battle=battle, reason="already_voted").count() == 1
 
 
+@pytest.mark.engine
 def test_the_listening_minimum_still_holds_on_the_fast_path(voter, settings):
     visitor, client, battles = voter
     settings.ARENA_MIN_LISTEN_SECONDS = 600

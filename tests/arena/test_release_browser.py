@@ -9,11 +9,11 @@ from unittest import mock
 import pytest
 
 from arena.models import ReleaseBuild
+from tests.arena.helpers import voted
 from tests.factories import UserFactory
 from tests.live_processes import OtherProcessLiveTestCase
 
 from .conftest import arena_system, visitor_with_terms
-from tests.arena.helpers import voted
 
 pytestmark = pytest.mark.browser
 
@@ -31,6 +31,7 @@ class ReleasePageBrowserTests(OtherProcessLiveTestCase):
         finally:
             cls._no_worker.stop()
 
+    @pytest.mark.engine
     def test_build_follow_and_download(self):
         UserFactory(username="researcher", roles=["researcher"])
         visitor, _ = visitor_with_terms()

@@ -20,6 +20,7 @@ def fits_its_width(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(180)
 @pytest.mark.django_db(transaction=True)
 def test_seeded_board_is_labelled_and_polls_without_a_websocket(live_server, browser, settings, tmp_path):
@@ -94,6 +95,7 @@ def test_seeded_board_is_labelled_and_polls_without_a_websocket(live_server, bro
     phone.close()
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 @pytest.mark.django_db(transaction=True)
 def test_a_researchers_home_and_release_tables_fit_a_phone(live_server, browser, tmp_path):

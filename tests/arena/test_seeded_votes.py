@@ -111,7 +111,7 @@ def test_the_release_leaves_seeded_votes_out_unless_asked(demo_arena, tmp_path):
     assert "seeded demo votes (`source` = seeded)" in (tmp_path / "full" / "README.md").read_text()
     # The board rebuilt from that release is the live one, seeded counts included.
     live = leaderboard_refresh(rounds=50).payload
-    rebuilt = boards_from_release(tmp_path / "full" / "battles.parquet", rounds=50, seed=live["boards"]["vocal"]["seed"], min_votes=20)
+    rebuilt = boards_from_release(tmp_path / "full" / "battles.parquet", rounds=50, seed=live["boards"]["vocal"]["seed"], min_votes=20, style=live["style_covariates"])
     assert rebuilt["boards"] == live["boards"]
     assert rebuilt["boards"]["instrumental"]["seeded_votes"] == PAIRS * ROUNDS["instrumental"]
 

@@ -43,6 +43,7 @@ def start_battle(page, url: str) -> None:
     wait_until(page, "s.ready", timeout=20_000)
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 @pytest.mark.django_db(transaction=True)
 def test_ab_switch_keeps_the_moment_and_the_place_survives_a_reload(live_server, browser, arena_settings, tmp_path):
@@ -98,6 +99,7 @@ def test_ab_switch_keeps_the_moment_and_the_place_survives_a_reload(live_server,
     page.close()
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(120)
 @pytest.mark.django_db(transaction=True)
 def test_leaderboard_fits_a_390px_phone(live_server, browser, arena_settings, tmp_path):

@@ -34,6 +34,7 @@ class BenchmarkBrowserTests(BrowserLiveServerTestCase):
         study.save(update_fields=["owner"])
         self.errors: list[str] = []
 
+    @pytest.mark.engine
     def test_create_upload_and_leaderboard(self):
         # The researcher creates the benchmark from the form.
         context, page = self.open_as("researcher", "/benchmarks/new/")

@@ -36,6 +36,7 @@ class TeamBrowserTests(BrowserLiveServerTestCase):
         self.bench = services.benchmark_create(name="team-bench", title="Team bench", study=study, bootstrap_rounds=200)
         self.errors: list[str] = []
 
+    @pytest.mark.engine
     def test_team_endpoint_plot_and_pairwise(self):
         context, page = self.open_as("researcher", "/benchmarks/teams/")
         page.fill("#t-name", "lab-two")
@@ -108,6 +109,7 @@ class TeamBrowserTests(BrowserLiveServerTestCase):
         self.assertEqual(self.errors, [])
         self.assertEqual(Submission.objects.count(), 2)
 
+    @pytest.mark.engine
     def test_a_member_who_is_no_researcher_reaches_the_benchmarks_from_home(self):
         member = Team.objects.create(name="lab-three", benchmark=self.bench)
         member.members.add(UserFactory._meta.model.objects.get(username="member"))

@@ -38,8 +38,11 @@ def test_the_demo_benchmark_has_a_leaderboard_and_is_added_once(django_capture_o
     assert subs[SIGNAL_LABEL].scoring_run_id == run.pk and ScoringRun.objects.count() == 1
     assert subs[SIGNAL_LABEL].predictions.exclude(musicality=-1).count() == 8
 
+    reader = UserFactory(username="r-demo", roles=["researcher"])
+    # The reliability plot draws on the private part too, which the study rule opens to the study's reader.
+    study.collaborators.add(reader)
     client = Client()
-    client.force_login(UserFactory(username="r-demo", roles=["researcher"]))
+    client.force_login(reader)
     page = client.get(f"/benchmarks/{DEMO_BENCHMARK}/").content.decode()
     assert "Demo judge benchmark (demo data)" in page
     assert SIGNAL_LABEL in page and CHANCE_LABEL in page and "No submission yet" not in page

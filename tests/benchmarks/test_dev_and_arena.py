@@ -88,8 +88,11 @@ def test_a_running_submission_has_a_page(django_capture_on_commit_callbacks):
     study, _ = known_study(n_pairs=4, name="pending")
     bench = services.benchmark_create(name="pending", study=study, bootstrap_rounds=100)
     sub = Submission.objects.create(benchmark=bench, team=services.team_create(name="slow"), kind=Submission.Kind.HTTP, state=Submission.State.RUNNING, endpoint_url="http://127.0.0.1:9/")
+    reader = UserFactory(username="r2", roles=["researcher"])
+    # The private part is the study rule's: only the study's reader is shown it, empty or not.
+    study.collaborators.add(reader)
     researcher = Client()
-    researcher.force_login(UserFactory(username="r2", roles=["researcher"]))
+    researcher.force_login(reader)
     response = researcher.get(f"/benchmarks/submissions/{sub.pk}/")
     assert response.status_code == 200
     assert "Running" in response.content.decode() and "Not scored yet" in response.content.decode()

@@ -37,12 +37,15 @@ def test_reliability_bins_merge_until_each_holds_k_items():
 
 
 @pytest.mark.django_db
-def test_a_team_sees_merged_bins_and_a_researcher_the_full_ones(settings):
+def test_a_team_sees_merged_bins_and_the_studys_researcher_the_full_ones(settings):
     settings.BENCHMARK_MIN_CELL = 5
     study, _ = known_study(n_pairs=24, name="cells")
     bench = services.benchmark_create(name="cells", study=study, seed=2, bootstrap_rounds=100)
     ids = sorted(bench.items.values_list("item_id", flat=True))
     member, researcher = UserFactory(username="cells-member"), UserFactory(username="cells-res", roles=["researcher"])
+    # Full resolution is the study rule's: a collaborator of the study; a researcher who is not sees what a team sees.
+    study.collaborators.add(researcher)
+    stranger = UserFactory(username="cells-stranger", roles=["researcher"])
     team = services.team_create(name="cells-team", members=[member])
     rows = [{"id": i, "probability_a": round((n + 0.5) / len(ids), 4)} for n, i in enumerate(ids)]
     sub = services.submission_from_file(benchmark=bench, team=team, data=jsonl(rows), user=member)
@@ -51,6 +54,9 @@ def test_a_team_sees_merged_bins_and_a_researcher_the_full_ones(settings):
     as_researcher.force_login(researcher)
     team_view = as_member.get(f"/api/benchmarks/submissions/{sub.pk}/").json()["parts"]
     full = as_researcher.get(f"/api/benchmarks/submissions/{sub.pk}/").json()["parts"]
+    as_stranger = Client()
+    as_stranger.force_login(stranger)
+    assert as_stranger.get(f"/api/benchmarks/submissions/{sub.pk}/").json()["parts"] == team_view
     assert set(team_view) == {"public"} and set(full) == {"public", "private"}
     team_bins = team_view["public"]["musicality"]["calibration"]["bins"]
     assert team_bins and all(b["n"] >= 5 for b in team_bins)

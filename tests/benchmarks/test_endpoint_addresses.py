@@ -114,6 +114,7 @@ def test_a_public_address_and_an_explicitly_allowed_network_are_accepted(world, 
     assert set(JudgeEndpoint.objects.values_list("name", flat=True)) == {"public", "local"}
 
 
+@pytest.mark.engine
 def test_a_run_checks_the_address_again_and_sends_nothing_once_it_is_refused(world, settings, local_judge, django_capture_on_commit_callbacks):
     settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]
     register(world, f"http://127.0.0.1:{local_judge}/judge")
@@ -125,6 +126,7 @@ def test_a_run_checks_the_address_again_and_sends_nothing_once_it_is_refused(wor
     assert not Prediction.objects.filter(submission=submission).exists()
 
 
+@pytest.mark.engine
 def test_a_run_connects_to_the_checked_address_and_keeps_the_host_name(world, settings, local_judge, monkeypatch, django_capture_on_commit_callbacks):
     """The name is resolved once, checked, and every request goes to that address (a second lookup that answered
     otherwise, DNS rebinding, would not move it); the Host header stays the registered name."""
@@ -149,6 +151,7 @@ def test_a_run_connects_to_the_checked_address_and_keeps_the_host_name(world, se
     assert not Prediction.objects.filter(submission=submission).exclude(error="").exists()
 
 
+@pytest.mark.engine
 def test_a_redirect_is_not_followed(world, settings, local_judge, django_capture_on_commit_callbacks):
     settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]
     register(world, f"http://127.0.0.1:{local_judge}/judge")

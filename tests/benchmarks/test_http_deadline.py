@@ -43,6 +43,7 @@ class _Trickle(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.engine
 def test_a_trickled_answer_times_out_at_the_deadline_and_the_post_returns_at_once(settings):
     settings.BENCHMARK_HTTP_TIMEOUT = 2.0
     settings.BENCHMARK_HTTP_RETRIES = 0

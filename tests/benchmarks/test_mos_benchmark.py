@@ -159,7 +159,11 @@ def test_a_filter_under_k_clips_shows_no_figure(settings):
     board = client.get(f"/api/benchmarks/{bench.name}/leaderboard/?dim=musicality").json()
     assert board["hidden"] and board["rows"][0]["srcc"] is None and board["ceiling"]["srcc"] is None
     researcher = Client()
-    researcher.force_login(UserFactory(username="res", roles=["researcher"]))
+    stranger = UserFactory(username="res", roles=["researcher"])
+    researcher.force_login(stranger)
+    # A researcher who is not the study's reader sees the team's view; its collaborator, the figures.
+    assert researcher.get(f"/api/benchmarks/{bench.name}/leaderboard/?dim=musicality").json()["rows"][0]["srcc"] is None
+    bench.study.collaborators.add(stranger)
     assert researcher.get(f"/api/benchmarks/{bench.name}/leaderboard/?dim=musicality").json()["rows"][0]["srcc"] == pytest.approx(1.0)
 
 

@@ -33,6 +33,7 @@ class MosBenchmarkBrowserTests(BrowserLiveServerTestCase):
         services.benchmark_create(name="mos-test", title="Clip quality, spring", study=study, kind="mos", seed=2, bootstrap_rounds=300)
         self.errors: list[str] = []
 
+    @pytest.mark.engine
     def test_upload_scores_and_read_the_srcc_board(self):
         bench = Benchmark.objects.get(name="mos-test")
         mos = {i.item_id: self.truth[i.clip_a_id]["musicality"] for i in bench.items.all()}

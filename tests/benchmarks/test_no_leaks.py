@@ -26,7 +26,9 @@ def world():
     truth = item_truth(bench)
     private = set(bench.items.filter(is_private=True).values_list("item_id", flat=True))
     alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    # The study's collaborator: the study rule, not the role, opens the private part (annotation.access).
     researcher = UserFactory(username="res", roles=["researcher"])
+    study.collaborators.add(researcher)
     ours, theirs = services.team_create(name="ours", members=[alice]), services.team_create(name="theirs", members=[bob])
     flip = {"A": "B", "B": "A"}
     # Theirs: right on every public item and wrong on every private one, so its private accuracy is 0.

@@ -115,7 +115,7 @@ def read_body(response) -> bytes:
 def _compare(first: dict, second: dict) -> None:
     problems = []
     for key in first:
-        if key in ("alice", "bob"):
+        if key in ("alice", "bob", "stranger"):
             problems += [f"{key} {d}" for d in differences(first[key], second[key])]
         elif first[key] != second[key]:
             problems.append(f"{key}: {first[key]!r:.300} vs {second[key]!r:.300}")
@@ -136,12 +136,39 @@ def test_which_items_are_private_does_not_reach_a_team():
     _compare(first, second)
 
 
+def act_stranger(world: dict) -> dict:
+    """A researcher who neither owns the study nor collaborates on it, with a team she made herself for the
+    benchmark: her one-upload decoding file, then every route of the URL conf as her."""
+    stranger = UserFactory(username="stranger", roles=["researcher"])
+    Team.objects.create(name="hers", benchmark=world["bench"]).members.add(stranger)
+    world["team_names"] = [*world["team_names"], "hers"]
+    client = Client()
+    client.force_login(stranger)
+    ids = world["ids"]
+    attack = jsonl([{"id": i, "preferred": "A" if n % 4 < 2 else "B", "probability_a": round(1 - (n // 2 + 0.5) / (N_ITEMS // 2), 4)} for n, i in enumerate(ids)])
+    response = upload(client, f"/api/benchmarks/{world['bench'].name}/submissions/", {"team": "hers", "label": "attack"}, attack)
+    seen = {"upload api": (response.status_code, response.content)}
+    world["submission_ids"] = list(Submission.objects.filter(benchmark=world["bench"]).order_by("id").values_list("id", flat=True))
+    seen["stranger"] = read_everything(client, world)
+    return seen
+
+
+def test_private_labels_do_not_reach_a_stranger_researcher():
+    """Being a researcher is not enough to read a benchmark's private part: the study rule decides (annotation.access)."""
+    first = in_world(build, act_stranger)
+    second = in_world(lambda: build(flip_private=True), act_stranger)
+    assert first["upload api"][0] == 201 and len(first["stranger"]) > 100
+    _compare(first, second)
+
+
 def test_the_worlds_do_differ_where_a_researcher_looks():
-    """The comparison is not blind: a researcher, who may see the private part, does see the flip."""
+    """The comparison is not blind: a collaborator of the study, who may see the private part, does see the flip."""
 
     def researcher_view(world):
         client = Client()
-        client.force_login(UserFactory(username="res", roles=["researcher"]))
+        researcher = UserFactory(username="res", roles=["researcher"])
+        world["study"].collaborators.add(researcher)
+        client.force_login(researcher)
         world["submission_ids"] = list(Submission.objects.filter(benchmark=world["bench"]).values_list("id", flat=True))
         return {"r": client.get(f"/api/benchmarks/submissions/{world['submission_ids'][0]}/").content}
 
@@ -213,7 +240,9 @@ def test_private_mos_values_do_not_reach_a_team():
 def test_the_mos_worlds_do_differ_where_a_researcher_looks():
     def researcher_view(world):
         client = Client()
-        client.force_login(UserFactory(username="res", roles=["researcher"]))
+        researcher = UserFactory(username="res", roles=["researcher"])
+        world["study"].collaborators.add(researcher)
+        client.force_login(researcher)
         return {"r": client.get(f"/api/benchmarks/{NAME}/leaderboard/?dim=musicality").content}
 
     assert in_world(build_mos, researcher_view) != in_world(lambda: build_mos(reverse_private=True), researcher_view)

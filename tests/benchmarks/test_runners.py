@@ -96,6 +96,7 @@ class _Judge(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.engine
 def test_outside_judge_over_http(bench, settings, django_capture_on_commit_callbacks, monkeypatch):
     settings.BENCHMARK_HTTP_TIMEOUT = 0.4
     settings.BENCHMARK_HTTP_RETRIES = 1

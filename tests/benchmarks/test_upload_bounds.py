@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import os
-import time
 import threading
+import time
 
 import pytest
 from django.middleware.csrf import _get_new_csrf_string
@@ -86,6 +86,7 @@ def test_rows_past_the_items_and_a_margin_stop_the_reading():
     assert formats.ROW_MARGIN == 100  # the default: items + 100
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_a_10_mb_file_of_junk_lines_is_refused_in_bounded_time_and_memory_under_uvicorn():
     import requests

@@ -25,6 +25,7 @@ def report(found: dict) -> str:
     return "\n".join(f"{url}: {v['id']} ({v['impact']}) {v['help']} at {v['targets']} {v['summary']}" for url, vs in found.items() for v in vs)
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(240)
 def test_every_page_has_no_axe_violations(live_server, browser, listening_study, settings):  # noqa: F811
     from arena.seed import arena_seed

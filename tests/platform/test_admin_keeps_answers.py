@@ -10,12 +10,14 @@ from django.db import models
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Judgment, Pair, Study
-from annotation.ratings.models import Rating, RatingItem, RatingSubmission
+from django.utils import timezone
+
+from annotation.models import Assignment, Judgment, ListeningEvent, Pair, Study
+from annotation.ratings.models import Rating, RatingAssignment, RatingItem, RatingListeningEvent, RatingSubmission
 from arena.models import Battle, Vote
 from common.admin import AnswersKept, InlineAnswersKept, answer_paths
 from tests.arena.conftest import arena_system, ready_battle, visitor_with_terms
-from tests.factories import ClipFactory, JudgmentFactory, StudyFactory, UserFactory
+from tests.factories import AssignmentFactory, ClipFactory, JudgmentFactory, StudyFactory, UserFactory
 from tests.ratings_helpers import member, rating_study
 
 pytestmark = pytest.mark.django_db
@@ -32,9 +34,13 @@ def test_the_rule_finds_the_cascades_it_must_stop():
     # Not vacuous: the tables whose delete would take answers with them are found from the schema.
     assert {Study, Pair, Judgment, RatingItem, RatingSubmission, Battle, Vote} <= holding
     assert (Judgment, "pair__study") in answer_paths(Study) and (Rating, "submission__item__study") in answer_paths(Study)
-    # Answers PROTECT their author, so Django's own delete page refuses a user who has answered; no CASCADE reaches one.
+    # Answers PROTECT their author; what reaches a user by CASCADE is the assignments and listening events hung from them.
     user_model = apps.get_model(settings.AUTH_USER_MODEL)
-    assert user_model in _registered() and answer_paths(user_model) == ()
+    assert user_model in _registered() and all("assignment" in lookup for _, lookup in answer_paths(user_model))
+    # An answer's assignment (SET_NULL from the answer) and its listening evidence (CASCADE from the assignment).
+    assert {(Judgment, "assignment"), (ListeningEvent, "assignment")} <= set(answer_paths(Assignment))
+    assert {(RatingSubmission, "assignment"), (RatingListeningEvent, "assignment")} <= set(answer_paths(RatingAssignment))
+    assert {Assignment, RatingAssignment} <= holding
 
 
 def test_every_admin_that_could_delete_an_answer_keeps_the_rule():
@@ -57,10 +63,18 @@ def staff():
 
 @pytest.fixture
 def answers():
-    """One stored answer of each kind: a judgment, a rating, an arena vote."""
-    JudgmentFactory()
+    """One stored answer of each kind (a judgment, a rating, an arena vote), the judgment's and the rating's
+    assignments, and one listening event of each."""
+    now = timezone.now()
+    assignment = AssignmentFactory()
+    JudgmentFactory(pair=assignment.pair, annotator=assignment.annotator, assignment=assignment)
+    ListeningEvent.objects.create(assignment=assignment, seq=1, side="A", kind="play", server_time=now)
     study = rating_study(items=1)
-    submission = RatingSubmission.objects.create(annotator=member(study), item=RatingItem.objects.get(study=study))
+    item = RatingItem.objects.get(study=study)
+    rater = member(study)
+    rating_assignment = RatingAssignment.objects.create(annotator=rater, item=item, served_at=now, lock_expires_at=now, order=[item.item_clips.get().clip_id])
+    RatingListeningEvent.objects.create(assignment=rating_assignment, seq=1, side="A", kind="play", server_time=now)
+    submission = RatingSubmission.objects.create(annotator=rater, item=item, assignment=rating_assignment)
     Rating.objects.create(submission=submission, clip=submission.item.item_clips.get().clip, dimension="musicality", value=4)
     visitor, _ = visitor_with_terms()
     battle = ready_battle(visitor, arena_system("one"), arena_system("two"))
@@ -76,7 +90,9 @@ def _holder(answer: models.Model, lookup: str) -> models.Model:
 
 
 def test_no_delete_page_or_bulk_action_removes_a_row_that_holds_an_answer(staff, answers):
-    counts = {label: apps.get_model(label).objects.count() for label in settings.ANSWER_MODELS}
+    kept = (*settings.ANSWER_MODELS, *settings.EVIDENCE_MODELS)
+    counts = {label: apps.get_model(label).objects.count() for label in kept}
+    assignments = dict(Judgment.objects.values_list("pk", "assignment_id")), dict(RatingSubmission.objects.values_list("pk", "assignment_id"))
     checked = set()
     for model, model_admin in _registered().items():
         for answer, lookup in answer_paths(model):
@@ -89,8 +105,9 @@ def test_no_delete_page_or_bulk_action_removes_a_row_that_holds_an_answer(staff,
             refused = staff.post(changelist, {"action": "delete_selected", "_selected_action": [obj.pk], "post": "yes"})
             assert refused.status_code in (200, 302) and model._default_manager.filter(pk=obj.pk).exists(), changelist
             checked.add(model)
-    assert len(checked) >= 7
-    assert counts == {label: apps.get_model(label).objects.count() for label in settings.ANSWER_MODELS}
+    assert len(checked) >= 9 and {Assignment, RatingAssignment} <= checked
+    assert counts == {label: apps.get_model(label).objects.count() for label in kept}
+    assert assignments == (dict(Judgment.objects.values_list("pk", "assignment_id")), dict(RatingSubmission.objects.values_list("pk", "assignment_id")))
 
 
 def test_a_row_without_answers_can_still_be_deleted(staff):

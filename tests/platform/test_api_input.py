@@ -60,6 +60,7 @@ def test_fields_are_not_copied_per_request():
                 validated(Input, BAD[1])
 
 
+@pytest.mark.engine
 def test_threads_validating_at_once_each_get_their_own_answer():
     results, errors = {}, []
 

@@ -49,8 +49,13 @@ def test_the_listening_record_reads_this_process_queued_notes(monkeypatch):
     annotator = AnnotatorFactory(username="deferred-listener")
     pair = PairFactory(clip_a=ClipFactory(duration=2.0), clip_b=ClipFactory(duration=2.0))
     assignment = AssignmentFactory(pair=pair, annotator=annotator, a_clip=pair.clip_a)
+    from django.utils import timezone
+
+    from tests.listening import prove
+
     for clip in (pair.clip_a, pair.clip_b):
         annotation_listening.audio_fetch_record(user=annotator, clip=clip, served=(0, clip.file.size - 1, clip.file.size))
+        prove(assignment, "A" if clip == pair.clip_a else "B", at=timezone.now())
     assert AudioFetch.objects.count() == 0
     answer = annotation_listening.listening_events_record(
         assignment_id=assignment.pk, annotator=annotator, events=[{"seq": 1, "side": "A", "kind": "play", "position": 0.0}]
@@ -59,6 +64,7 @@ def test_the_listening_record_reads_this_process_queued_notes(monkeypatch):
     assert assignment.__class__.objects.get(pk=assignment.pk).listening["A"]["served_seconds"] == pytest.approx(2.0, abs=0.01)
 
 
+@pytest.mark.engine
 def test_a_flush_outside_a_transaction_waits_for_the_batch_the_writer_is_inserting(monkeypatch):
     """The writer thread takes the queue, then inserts: a reader's flush in that gap found nothing queued and read the
     rows before the batch was in (votes refused for listening under load). Outside a transaction a flush now waits

@@ -124,6 +124,7 @@ def test_debug_is_off_unless_asked_for():
     assert "DJANGO_SECRET_KEY" in result.stderr and "DJANGO_DEBUG=true" in result.stderr
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("name, value", [("DJANGO_DEBUG", "maybe"), ("CELERY_TASK_TIME_LIMIT", "ten"), ("DATABASE_URL", "mysql://x@y/z"), ("LOG_LEVEL", "LOUD")])
 def test_bad_environment_values_fail_loudly(name, value):
     result = _run_manage("check", env_extra={**DEVELOPMENT, name: value})
@@ -150,6 +151,7 @@ def _database_settings(env_extra):
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.engine
 def test_postgresql_connections_are_pooled_per_process():
     import json
 
@@ -168,6 +170,7 @@ def test_postgresql_connections_are_pooled_per_process():
     assert refused.returncode != 0 and "DB_CONN_MAX_AGE" in refused.stderr
 
 
+@pytest.mark.engine
 def test_gunicorn_threads_size_the_pool_under_gthread():
     from auditorium.dbpool import threads_from_gunicorn
 
@@ -185,6 +188,7 @@ def test_gunicorn_threads_size_the_pool_under_gthread():
     assert environ == {}  # not gunicorn: nothing to read
 
 
+@pytest.mark.engine
 def test_cache_instances_share_one_redis_pool_and_client_per_process():
     # Under ASGI every request context builds its own cache backend; they must not each dial Redis.
     code = (

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from asgiref.sync import async_to_sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,6 +85,7 @@ def test_the_asgi_application_completes_lifespan_startup_and_shutdown():
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
 
+@pytest.mark.engine
 def test_uvicorn_serves_the_application_without_a_lifespan_warning(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -54,6 +54,7 @@ class LivePagesAcrossProcessesTests(OtherProcessLiveTestCase):
     def wait_live(self, page, selector: str):
         page.wait_for_function(f"document.querySelector({selector!r}).textContent.trim() === 'live'", timeout=10000)
 
+    @pytest.mark.engine
     def test_a_training_run_page_follows_the_training_in_another_process(self):
         feature = Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
         run = TrainingRun.objects.create(study=self.study, feature_judge=feature)
@@ -71,6 +72,7 @@ class LivePagesAcrossProcessesTests(OtherProcessLiveTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_a_scoring_runs_verdict_table_fills_as_another_process_judges_its_pairs(self):
         judge = Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
         pairs = [PairFactory(study=self.study) for _ in range(2)]
@@ -89,6 +91,7 @@ class LivePagesAcrossProcessesTests(OtherProcessLiveTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_the_arena_leaderboard_shows_a_refit_made_by_another_process(self):
         a, b = arena_system("aurora-live"), arena_system("borealis-live")
         visitor, _ = visitor_with_terms()
@@ -113,6 +116,7 @@ class LivePagesAcrossProcessesTests(OtherProcessLiveTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_a_study_report_refreshes_when_another_process_announces_a_change(self):
         context, page = self.open_page(f"/scoring/studies/{self.study.name}/report/")
         self.wait_live(page, "#live-status")

@@ -18,6 +18,7 @@ from tests.factories import PairFactory, StudyFactory
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("fmt", ["json", "plain"])
 def test_a_django_log_line_is_printed_once(fmt):
     env = {**os.environ, "DJANGO_DEBUG": "true", "LOG_FORMAT": fmt, "DJANGO_SETTINGS_MODULE": "auditorium.settings"}
@@ -34,6 +35,7 @@ def test_favicon_is_linked_and_favicon_ico_redirects_to_it(client):
     assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_demo_judges_cover_every_kind_and_score_the_study_once():
     study = StudyFactory(name="demo")

@@ -7,6 +7,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,6 +28,7 @@ def test_project_package_is_importable_under_its_own_name():
     assert Path(module.__file__).resolve().parent == ROOT / "platform" / "auditorium"
 
 
+@pytest.mark.engine
 def test_manage_py_entry_point_keeps_stdlib_platform():
     # A fresh interpreter started the way manage.py is: the repo root first on the path.
     code = "import manage, sys, platform; manage.sys.path.insert(1, 'platform'); import uuid, auditorium; print(platform.system())"

@@ -141,6 +141,7 @@ def _pool_timeout():
             return exc
 
 
+@pytest.mark.engine
 def test_a_pool_timeout_anywhere_answers_503_with_retry_after_and_is_counted(client, monkeypatch):
     """In a view (through DRF) and in a middleware before any view: 503, Retry-After, counted, never 500."""
     from annotation import services

@@ -76,6 +76,7 @@ def test_a_prepared_statement_survives_a_rolled_back_transaction(member):
         assert MEMBERSHIP.first(study_id=study.pk, annotator_id=user.pk, now=timezone.now()) is not None
 
 
+@pytest.mark.engine
 def test_hand_written_sql_runs_as_given_or_prepared_with_the_same_result(member):
     study, _ = member
     statement = PreparedSQL(lambda conn: "SELECT COUNT(*) FROM annotation_pair WHERE study_id = %s AND overlap >= %s AND '%%' = '%%'")

@@ -75,6 +75,7 @@ def _pytest_in_subprocess(*args: str, tmp: Path, **env_extra: str) -> subprocess
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.engine
 def test_browser_tests_fail_under_ci_without_chromium(tmp_path):
     # The hook in tests/conftest.py runs before any fixture starts a browser or a server.
     target = "tests/arena/test_browser.py"

@@ -38,6 +38,7 @@ def test_a_limit_of_zero_is_off_and_a_new_window_starts_again():
     assert rates.hit(scope="w", ident="x", rate="1/60", now=NOW + 60) == 0
 
 
+@pytest.mark.engine
 def test_on_redis_the_counters_expire_after_their_window():
     backend = caches["default"]
     if not isinstance(backend, RedisCache):

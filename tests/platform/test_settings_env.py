@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "test-only-settings-key-0b5d8e27c914a3f6"
 PRINT = (
@@ -54,6 +56,7 @@ def test_arena_knobs_from_the_environment_are_parsed_to_their_type():
     assert got["ARENA_LEADERBOARD_ANCHOR"] == "aurora" and got["ARENA_LEADERBOARD_BOTH_BAD"] == "tie"
 
 
+@pytest.mark.engine
 def test_a_misspelled_arena_variable_stops_start_up_and_names_the_close_match():
     result = settings_in_subprocess(DJANGO_SECRET_KEY=KEY, ARENA_VOTES_RATE="5/60")
     assert result.returncode != 0
@@ -61,6 +64,7 @@ def test_a_misspelled_arena_variable_stops_start_up_and_names_the_close_match():
     assert "ARENA_VOTES_RATE (did you mean ARENA_VOTE_RATE?)" in result.stderr
 
 
+@pytest.mark.engine
 def test_arena_values_of_the_wrong_type_stop_start_up():
     for name, value, words in [
         ("ARENA_VOTE_RATE", "fast", "is not a rate"),

@@ -107,6 +107,7 @@ asyncio.run(layer.group_send("run-7", {"type": "run.progress", "done": int(sys.a
 """
 
 
+@pytest.mark.engine
 def test_a_group_send_from_another_process_reaches_a_waiting_receiver(layer):
     """The case the in-memory layer cannot serve: the worker process pushes, the web process's consumer hears it."""
 
@@ -127,6 +128,7 @@ def test_a_group_send_from_another_process_reaches_a_waiting_receiver(layer):
     assert latency < 1.0
 
 
+@pytest.mark.engine
 def test_the_embedded_settings_choose_the_file_layer_and_redis_keeps_channels_redis(tmp_path):
     probe = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
     env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "auditorium.settings", "DJANGO_DEBUG": "true", "AUDITORIUM_DATA_DIR": str(tmp_path), "PYTHONPATH": "platform"}

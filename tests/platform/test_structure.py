@@ -399,3 +399,39 @@ def test_the_test_import_check_sees_every_form():
 def test_no_test_file_imports_another_test_module():
     offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in sorted(TESTS.rglob("*.py")) for line, name in _test_module_imports(path.read_text())]
     assert not offenders, "move what is shared into a helper module or conftest.py: " + "; ".join(offenders)
+
+
+# --- (h) the engine split ----------------------------------------------------------------------
+
+
+def test_every_test_that_depends_on_the_engine_carries_the_engine_marker():
+    # CI's second run (PostgreSQL + Redis) runs `-m "engine or services"` only: a test the rule finds unmarked would
+    # never meet the real engines.
+    from tests import engine_rule
+
+    shared = engine_rule.conftest_fixtures()
+    unmarked = [f"{f.path.relative_to(ROOT)}::{f.test} ({f.reason})" for p in engine_rule.test_files() for f in engine_rule.findings(p, shared) if not f.marked]
+    assert not unmarked, "mark these @pytest.mark.engine (python -m tests.engine_rule does it):\n" + "\n".join(unmarked)
+
+
+@pytest.mark.engine
+def test_the_engine_rule_sees_transactions_threads_servers_and_fixtures(tmp_path):
+    from tests import engine_rule
+
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "import threading\nimport pytest\nfrom tests.live_uvicorn import serving\n\n"
+        "@pytest.fixture\ndef busy(transactional_db):\n    return 1\n\n"
+        "def test_plain(db):\n    '''Mentions PostgreSQL and select_for_update in prose only.'''\n    assert 1  # threading\n\n"
+        "@pytest.mark.django_db(transaction=True)\ndef test_tx():\n    pass\n\n"
+        "def test_thread():\n    threading.Thread(target=print).start()\n\n"
+        "def test_server():\n    with serving():\n        pass\n\n"
+        "def test_fixture(busy):\n    pass\n\n"
+        "@pytest.mark.engine\ndef test_marked(busy):\n    pass\n\n"
+        "class Pages(LiveServerTestCase):\n    def test_page(self):\n        pass\n\n"
+        "class Phone(Pages):\n    def test_narrow(self):\n        pass\n"
+    )
+    found = {f.test: f.marked for f in engine_rule.findings(sample, set())}
+    assert found == {"test_tx": False, "test_thread": False, "test_server": False, "test_fixture": False, "test_marked": True, "Pages.test_page": False, "Phone.test_narrow": False}
+    assert engine_rule.mark_unmarked([sample]) == 6
+    assert all(f.marked for f in engine_rule.findings(sample, set()))

@@ -47,6 +47,7 @@ def _wait(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_workers_health_is_right_while_the_demo_worker_runs_and_cheap_between_checks(tmp_path):
     env = _env(tmp_path)

@@ -72,6 +72,7 @@ def _overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 @pytest.mark.parametrize("task", ["acr", "multi"])
@@ -136,6 +137,7 @@ def test_annotator_rates_with_submit_locked_until_each_clip_is_heard(live_server
     context.close()
 
 
+@pytest.mark.engine
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("status", "body", "shown"),

@@ -19,6 +19,7 @@ N_ITEMS = 12
 OVERLAP = 3
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_twenty_threads_never_over_assign_repeat_or_lose():
     study = rating_study(task="multi", items=N_ITEMS, clips_per_item=2, dimensions=("musicality",), overlap_target=OVERLAP)
@@ -59,6 +60,7 @@ def test_twenty_threads_never_over_assign_repeat_or_lose():
         assert (item.n_ratings, item.n_live) == (OVERLAP, 0)
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_next_requests_from_one_annotator_take_one_lock():
     study = rating_study(task="acr", items=5)

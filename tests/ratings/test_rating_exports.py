@@ -101,7 +101,7 @@ def test_command_writes_the_files_and_imports_them_back(tmp_path):
     study = rating_study(task="acr", items=1, overlap_target=1)
     _rate_all(study, [lambda a, label, d: 4])
     call_command("ratings_export", study.name, "--out", str(tmp_path), stdout=io.StringIO())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasheet.json", "mos.jsonl", "ratings.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasheet.json", "loudness.csv", "mos.jsonl", "ratings.jsonl"]
     call_command("ratings_export", "--import", str(tmp_path), "--name", "copy", stdout=io.StringIO())
     assert exports.ratings_export(study=Study.objects.get(name="copy"))["ratings.jsonl"] == (tmp_path / "ratings.jsonl").read_bytes()
 

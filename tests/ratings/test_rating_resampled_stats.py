@@ -71,6 +71,7 @@ def test_row_percentiles_with_some_rows_gapped_equal_numpy_and_may_reorder_in_pl
         assert overwrite or np.array_equal(work, samples, equal_nan=True)
 
 
+@pytest.mark.engine
 def test_reports_in_several_threads_leave_blas_as_they_found_it():
     from threadpoolctl import threadpool_info
 

@@ -10,6 +10,7 @@ from scoring.benchmarks.models import Benchmark, Submission, Team
 from scoring.models import Judge, ScoringRun, TrainingRun
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
+
 def all_routes() -> dict[str, set[str]]:
     """Route name -> the URL keyword arguments it needs (including those of enclosing includes)."""
 
@@ -36,7 +37,7 @@ def world(db):
     run = ScoringRun.objects.create(judge=judge, study=study)
     training = TrainingRun.objects.create(study=study, feature_judge=judge)
     pseudonym = AnnotatorProfile.objects.get(user=member).pseudonym
-    benchmark = Benchmark.objects.create(name=study.name)
+    benchmark = Benchmark.objects.create(name=study.name, study=study)
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,

@@ -15,7 +15,7 @@ PUBLIC = {
     "healthz", "readyz", "healthz-workers", "login", "logout", "api-schema", "api-docs",
     # The arena is for anonymous visitors; its own tests cover the terms, cookie and blind rules.
     "arena", "leaderboard", "audio", "api-terms", "api-prompt-random", "api-battle-create", "api-battle-detail",
-    "api-battle-events", "api-battle-vote", "api-leaderboard",
+    "api-battle-events", "api-battle-vote", "api-leaderboard", "leaderboard-history", "api-leaderboard-history",
     # A judge benchmark's audio behind an expiring signed link (outside judges fetch it without an account).
     "benchmark-audio",
     # A recruitment link: its GET shows a start page; joining is a CSRF-checked POST (tests/annotation/test_recruitment_signin.py).
@@ -33,7 +33,7 @@ ANNOTATOR = {
     "rate", "api-next", "api-listening", "api-submit", "api-skip",
 }
 RESEARCHER = {
-    "api-study-report", "api-study-report-table", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
+    "api-study-report", "api-study-report-table", "api-study-compare", "study-compare", "api-study-plan", "study-plan", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",

@@ -236,6 +236,7 @@ def _chunks(body: bytes, size: int = 7):
         yield body[start : start + size]
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_under_uvicorn_chunked_bodies_and_huge_ids_answer_no_5xx(world, fuzz_settings):

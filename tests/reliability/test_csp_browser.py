@@ -36,6 +36,7 @@ def watched_page(browser):
     return page, refused
 
 
+@pytest.mark.engine
 def test_pages_load_under_the_policy_without_refusals(live_server, browser):
     from annotation.services import consent_give
 
@@ -59,6 +60,7 @@ def test_pages_load_under_the_policy_without_refusals(live_server, browser):
     assert not refused, refused
 
 
+@pytest.mark.engine
 def test_swagger_ui_renders_from_local_assets_under_the_policy(live_server, browser):
     page, refused = watched_page(browser)
     outside: list[str] = []

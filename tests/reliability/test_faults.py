@@ -93,6 +93,7 @@ def post_with_retries(client: Client, url: str, body: dict, *, attempts: int = 8
     return status
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_fifty_clients_with_retries_lose_nothing_and_duplicate_nothing(fast_arena):
     study = StudyFactory(overlap_target=2, overlap_share=1.0, min_listen_seconds=0.0)

@@ -27,6 +27,7 @@ def own_cache(settings):
     settings.CACHES = caches
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_a_forged_forwarded_address_does_not_bypass_the_login_address_lock(settings):
     settings.AUDITORIUM_LOGIN_ACCOUNT_RATE = "0/900"
@@ -45,6 +46,7 @@ def test_a_forged_forwarded_address_does_not_bypass_the_login_address_lock(setti
     assert right.status_code == 200 and "Too many failed sign-ins for this network" in right.text
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 def test_a_forged_forwarded_address_does_not_bypass_the_arena_daily_vote_cap(settings):
     settings.ARENA_IP_DAILY_VOTE_RATE = "2/86400"

@@ -9,25 +9,20 @@ refused. The same client reading the whole clip is credited the whole clip.
 from __future__ import annotations
 
 import copy
-import io
-import socket
 import time
 import uuid
 
-import numpy as np
 import pytest
 import requests
-import soundfile as sf
-from django.core.files.base import ContentFile
 
 from annotation.models import AudioFetch, Clip
 from arena.models import BattleAudioFetch
-from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, SystemFactory, UserFactory
+from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 from tests.listening import Clock
 from tests.live_uvicorn import serving
+from tests.raw_audio import RATE, TOKEN, get_headers_then_close, long_clip
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TOKEN = "s" * 32
 
 
 @pytest.fixture(autouse=True)
@@ -39,36 +34,9 @@ def own_cache(settings):
 
 # Long enough that the kernel's socket buffers (a few MB on loopback) cannot swallow the file whole:
 # bytes the kernel took are indistinguishable from bytes delivered, so a short clip cannot show the difference.
-SECONDS, RATE = 120.0, 48000
+SECONDS = 120.0
 # What a client that never reads can be credited: the socket buffers' worth (docs/listening.md), with room.
 CREDIT_BOUND_BYTES = 4 * 2**20
-
-
-def long_clip(freq: float, seconds: float = SECONDS) -> Clip:
-    buf = io.BytesIO()
-    t = np.arange(int(seconds * RATE)) / RATE
-    sf.write(buf, np.stack([0.2 * np.sin(2 * np.pi * freq * t)] * 2, axis=1).astype(np.float32), RATE, format="WAV", subtype="PCM_16")
-    data = buf.getvalue()
-    import hashlib
-
-    sha = hashlib.sha256(data).hexdigest()
-    clip = Clip(sha256=sha, system=SystemFactory(), duration=seconds, sample_rate=RATE, channels=2, extension=".wav")
-    clip.file.save(f"{sha}.wav", ContentFile(data), save=False)
-    clip.save()
-    return clip
-
-
-def get_headers_then_close(port: int, path: str, cookie: str) -> bytes:
-    """GET, read up to the end of the headers, close without reading the body."""
-    conn = socket.socket()
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    conn.connect(("127.0.0.1", port))
-    conn.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += conn.recv(1)
-    conn.close()
-    return head
 
 
 def wait_for(predicate, timeout: float = 10.0):
@@ -80,9 +48,10 @@ def wait_for(predicate, timeout: float = 10.0):
     return False
 
 
+@pytest.mark.engine
 def test_an_annotator_who_closes_after_the_headers_is_not_credited_and_the_judgment_is_refused(monkeypatch):
     study = StudyFactory(name="sent", min_listen_seconds=60.0)
-    pair = PairFactory(study=study, clip_a=long_clip(300.0), clip_b=long_clip(500.0))
+    pair = PairFactory(study=study, clip_a=long_clip(300.0, SECONDS), clip_b=long_clip(500.0, SECONDS))
     annotator = UserFactory(username="sent-annotator", roles=["annotator"])
     StudyAnnotatorFactory(study=study, annotator=annotator)
     from django.test import Client
@@ -131,6 +100,7 @@ def test_an_annotator_who_closes_after_the_headers_is_not_credited_and_the_judgm
     assert pair.pk
 
 
+@pytest.mark.engine
 def test_an_arena_visitor_who_closes_after_the_headers_is_not_credited(settings):
     from tests.arena.conftest import arena_system, ready_battle, visitor_with_terms
 

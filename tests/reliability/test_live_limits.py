@@ -31,6 +31,7 @@ def status(answer: bytes) -> int:
     return int(answer.split(b" ", 2)[1])
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("path", [IMPORT, "/manage/import/"])
 def test_a_huge_declared_upload_with_a_bogus_session_cookie_is_refused_at_once_unread(path):
     with serving() as (port, app):
@@ -40,6 +41,7 @@ def test_a_huge_declared_upload_with_a_bogus_session_cookie_is_refused_at_once_u
     assert seconds < 1.0 and app.read < 1024 * 1024
 
 
+@pytest.mark.engine
 def test_a_huge_chunked_upload_with_a_bogus_session_cookie_is_cut_off_at_the_general_cap_with_413(settings):
     settings.AUDITORIUM_MAX_REQUEST_BYTES = 200_000
     with serving() as (port, app):
@@ -48,6 +50,7 @@ def test_a_huge_chunked_upload_with_a_bogus_session_cookie_is_cut_off_at_the_gen
     assert seconds < 1.0 and app.read <= 200_000 + 256 * 1024  # the server hands the body over in reads of up to a few hundred KB
 
 
+@pytest.mark.engine
 def test_a_chunked_body_past_the_request_cap_gets_413_not_500(settings):
     settings.AUDITORIUM_MAX_REQUEST_BYTES = 200_000
     with serving() as (port, app):
@@ -63,6 +66,7 @@ def _session_cookie(user) -> str:
     return f"sessionid={client.cookies['sessionid'].value}"
 
 
+@pytest.mark.engine
 def test_a_signed_in_user_not_allowed_to_import_gets_the_small_cap(settings):
     settings.AUDITORIUM_MAX_REQUEST_BYTES = 200_000
     annotator = UserFactory(username="plain-annotator", is_staff=True)  # staff without the import permissions
@@ -71,6 +75,7 @@ def test_a_signed_in_user_not_allowed_to_import_gets_the_small_cap(settings):
     assert status(answer) == 413 and seconds < 1.0 and app.read < 1024 * 1024
 
 
+@pytest.mark.engine
 def test_an_importer_may_send_past_the_small_cap(settings):
     settings.AUDITORIUM_MAX_REQUEST_BYTES = 200_000
     admin = UserFactory(username="importing-admin", is_staff=True, is_superuser=True)

@@ -144,6 +144,7 @@ def test_ordinary_requests_pass():
     assert Client().get("/healthz/").status_code == 200
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 def test_the_production_server_refuses_a_huge_declared_body_from_its_headers(tmp_path):
     """gunicorn's uvicorn workers (and the demo) in front of the app: 413 after the headers, the body never read."""

@@ -26,6 +26,7 @@ def test_judge_reasons_show_model_paths_relative_to_the_models_folder(settings, 
     assert "weights not found: AUDITORIUM_MODEL_DIR/clap/music/v2" in reasons["missing-clap"] or "python package not installed" in reasons["missing-clap"]
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     ("origin", "host", "opens"),
@@ -121,6 +122,7 @@ def test_the_researcher_import_page_takes_what_it_promises(settings):
     assert refused.status_code == 413
 
 
+@pytest.mark.engine
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("path", ["/ws/benchmarks/x/", "/ws/", "/ws/arena/leaderboard/extra/", "/nothing"])
 def test_an_unknown_websocket_path_is_refused_without_a_traceback(path, caplog):

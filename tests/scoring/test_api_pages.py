@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.test import TestCase, TransactionTestCase
@@ -102,6 +103,7 @@ class ScoringApiTests(TestCase):
 
 
 class RunProgressSocketTests(TransactionTestCase):
+    @pytest.mark.engine
     def test_page_receives_the_state_on_connect_and_pushed_progress(self):
         from auditorium.asgi import application
 
@@ -155,6 +157,7 @@ class RunProgressSocketTests(TransactionTestCase):
         self.assertEqual(Verdict.objects.filter(run=run).count(), 1)
 
 
+@pytest.mark.engine
 def test_web_code_never_imports_torch_or_transformers():
     code = (
         "import django, sys; django.setup();"

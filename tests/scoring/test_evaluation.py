@@ -165,6 +165,7 @@ def test_breakdown_rounds_for_display_before_averaging():
     assert evaluation.breakdown([], [], [], rounds=0)["all"] == {"accuracy": None, "n": 0, "ci": [None, None]}
 
 
+@pytest.mark.engine
 def test_the_module_needs_neither_django_nor_pandas():
     code = "import sys; import scoring.evaluation; bad = [m for m in ('django', 'pandas', 'torch') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": "/tmp"}, capture_output=True, text=True, timeout=60)

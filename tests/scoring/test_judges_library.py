@@ -55,6 +55,7 @@ def _run_without_platform(spec: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.engine
 def test_the_blocker_really_blocks():
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", BLOCKER + "import django"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)

@@ -146,6 +146,7 @@ def test_batched_generation_of_the_real_model_equals_one_prompt_at_a_time(tiny_q
     assert all(o.status == "failed" for o in batch)
 
 
+@pytest.mark.engine
 def test_prefetch_keeps_order_stays_bounded_and_raises_at_the_failing_item():
     running, peak, lock = [0], [0], threading.Lock()
 

@@ -56,6 +56,7 @@ class _Phone(BrowserLiveServerTestCase):
 
 @needs_tunejury
 class ReportAtPhoneWidthBrowserTests(_Phone):
+    @pytest.mark.engine
     def test_the_report_fits_390_px_with_its_plots_and_tables(self):
         study, _, _ = showcase_study(name="phone-report")
         researcher = UserFactory(username="researcher", roles=["researcher"])
@@ -96,6 +97,7 @@ class ReportAtPhoneWidthBrowserTests(_Phone):
 
 @override_settings(AUDITORIUM_MODEL_DIR=MODEL_DIR)
 class TrainingAtPhoneWidthBrowserTests(_Phone):
+    @pytest.mark.engine
     def test_a_finished_training_fits_390_px(self):
         study, _ = build_study(name="phone-reward", conditions=24)
         researcher = UserFactory(username="researcher", roles=["researcher"])

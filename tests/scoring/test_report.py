@@ -293,9 +293,11 @@ class LiveRefreshTests(TestCase):
         cls.study.save(update_fields=["owner"])
         cls.annotator = AnnotatorFactory(username="live-ann")
 
+    @pytest.mark.engine
     def test_listener_is_installed(self):
         self.assertIn(broadcast.report_judgment_listener, annotation_services.judgment_listeners)
 
+    @pytest.mark.engine
     def test_a_committed_judgment_reaches_open_report_pages(self):
         assignment = AssignmentFactory(annotator=self.annotator, pair=self.pair, served_at=timezone.now() - timedelta(minutes=2))
         listen(assignment, seconds=3.0)
@@ -329,6 +331,7 @@ class LiveRefreshTests(TestCase):
     # Refusal needs no channel layer. With Redis, a refused consumer left running was cancelled at
     # event-loop shutdown and once never finished, hanging the suite; the in-memory layer keeps
     # this test about refusal codes.
+    @pytest.mark.engine
     @override_settings(CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}})
     def test_annotators_and_unknown_studies_are_refused(self):
         async def scenario(user, name):

@@ -57,6 +57,7 @@ class _ReportBrowser(BrowserLiveServerTestCase):
 
 
 class ReportPlotsBrowserTests(_ReportBrowser):
+    @pytest.mark.engine
     def test_report_page_draws_plots_and_refreshes_when_a_vote_arrives(self):
         path = f"/scoring/studies/{self.study.name}/report/"
         context, page = self.open_as("researcher", path)
@@ -109,6 +110,7 @@ class ReportPlotsBrowserTests(_ReportBrowser):
 
 
 class ReportExclusionBrowserTests(_ReportBrowser):
+    @pytest.mark.engine
     def test_excluding_an_annotator_from_the_page(self):
         path = f"/scoring/studies/{self.study.name}/report/"
         context, page = self.open_as("researcher", path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
@@ -60,20 +61,24 @@ class ReportGroupTests(TestCase):
             Verdict.objects.create(run=run, pair=pair, alignment_choice=pair.clip_a, musicality_choice=pair.clip_b)
         return run
 
+    @pytest.mark.engine
     def test_the_consent_listener_is_installed(self):
         self.assertIn(broadcast.report_consent_listener, annotation_services.consent_listeners)
 
+    @pytest.mark.engine
     def test_a_run_that_finishes_reaches_the_report_of_its_study(self):
         run = self.run_with_verdicts(study=self.study, stored=2)
         (message,) = self.messages_after(lambda: services.run_progress_update(run_id=run.pk))
         self.assertEqual((message["type"], message["reason"]), ("changed", "run"))
         self.assertEqual(ScoringRun.objects.get(pk=run.pk).state, ScoringRun.State.DONE)
 
+    @pytest.mark.engine
     def test_a_run_scoped_by_pairs_reaches_the_report_of_the_pairs_study(self):
         run = self.run_with_verdicts(study=None, stored=2)
         (message,) = self.messages_after(lambda: services.run_progress_update(run_id=run.pk))
         self.assertEqual(message["reason"], "run")
 
+    @pytest.mark.engine
     def test_a_run_still_going_or_another_studys_run_sends_nothing(self):
         run = self.run_with_verdicts(study=self.study, stored=1)
         self.assertEqual(self.messages_after(lambda: services.run_progress_update(run_id=run.pk), expect=0), [])
@@ -81,6 +86,7 @@ class ReportGroupTests(TestCase):
         finished = self.run_with_verdicts(study=self.study, stored=2)
         self.assertEqual(self.messages_after(lambda: services.run_progress_update(run_id=finished.pk), study=self.other, expect=0), [])
 
+    @pytest.mark.engine
     def test_a_withdrawal_and_renewed_consent_reach_the_report_of_every_study_voted_in(self):
         (message,) = self.messages_after(lambda: annotation_services.consent_withdraw(user=self.voter))
         self.assertEqual((message["type"], message["reason"]), ("changed", "consent"))
@@ -90,6 +96,7 @@ class ReportGroupTests(TestCase):
         self.assertEqual(self.messages_after(lambda: annotation_services.consent_give(user=self.voter), expect=0), [])
         self.assertEqual(self.messages_after(lambda: annotation_services.consent_withdraw(user=self.voter), study=self.other, expect=0), [])
 
+    @pytest.mark.engine
     def test_a_withdrawal_that_is_rolled_back_sends_nothing(self):
         def withdraw_then_fail():
             from django.db import transaction

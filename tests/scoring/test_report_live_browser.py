@@ -40,6 +40,7 @@ class ReportFollowsOtherProcessesTests(OtherProcessLiveTestCase):
         self.assertEqual(page.locator(VOTES).inner_text(), "4")
         return context, page
 
+    @pytest.mark.engine
     def test_a_withdrawal_in_another_process_lowers_the_votes_shown(self):
         context, page = self.open_report()
         at = self.other_process(
@@ -53,6 +54,7 @@ class ReportFollowsOtherProcessesTests(OtherProcessLiveTestCase):
         self.assertEqual(self.errors, [])
         context.close()
 
+    @pytest.mark.engine
     def test_a_run_finished_in_another_process_shows_its_verdicts(self):
         judge = Judge.objects.create(key="signal-technical", kind=Judge.Kind.SIGNAL)
         run = ScoringRun.objects.create(judge=judge, study=self.study, label="technical v1", pair_ids=[p.pk for p in self.pairs], total=len(self.pairs))

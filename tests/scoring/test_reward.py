@@ -378,6 +378,7 @@ def test_held_out_labels_follow_the_tie_rule():
 
 
 class TrainingSocketTests(TransactionTestCase):
+    @pytest.mark.engine
     def test_page_gets_the_state_on_connect_then_each_push(self):
         from asgiref.sync import async_to_sync
         from channels.db import database_sync_to_async

@@ -145,6 +145,7 @@ class ChunkedRunTests(TestCase):
 SUCCEEDED = re.compile(rb"Task (scoring\.pairs?_score)\[[0-9a-f-]+\] succeeded")
 
 
+@pytest.mark.engine
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_demo_worker_scores_each_pair_once_with_every_chunk_queued_twice(tmp_path):

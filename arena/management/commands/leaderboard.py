@@ -1,11 +1,14 @@
 import json
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.leaderboard import BOARDS, METHODS, MUSIC_ARENA, boards_for_method
+from arena.boards import boards_all
+from arena.leaderboard import BOARDS, METHODS, MUSIC_ARENA
 from arena.release import boards_from_release
 from arena.selectors import vocal_systems, vote_rows
-from arena.services import leaderboard_options
+from arena.services import leaderboard_extras, leaderboard_options
+from arena.style import COVARIATES, covariates_check
 
 # Options only our method has: Music Arena's fixes them (both_bad dropped, mean centred at 1000).
 AUDITORIUM_ONLY = ("both_bad", "anchor", "anchor_rating")
@@ -31,6 +34,17 @@ class Command(BaseCommand):
         parser.add_argument("--anchor", help="system held at --anchor-rating instead of centring the mean at 1000 (auditorium method)")
         parser.add_argument("--anchor-rating", type=float)
         parser.add_argument("--min-votes", type=int, help="hide systems with fewer votes (music-arena default 30)")
+        parser.add_argument(
+            "--style-control",
+            action="store_true",
+            help="add each board's style-controlled fit (arena/style.py): ratings, ranks and intervals with the style covariates, "
+            "each covariate's coefficient, and the rank change (auditorium method)",
+        )
+        parser.add_argument("--covariates", help="comma-separated style covariates (default ARENA_STYLE_COVARIATES): " + ", ".join(COVARIATES))
+        parser.add_argument("--categories", action="store_true", help="add the category boards: language, prebaked or typed prompt, genre and mood (auditorium method)")
+        parser.add_argument(
+            "--screen", action="store_true", help="add the outlier-voter screen and the board without flagged visitors, repeated prompts down-weighted (auditorium method)"
+        )
         parser.add_argument("--refresh", action="store_true", help="also store the result as the live board and push it to open pages")
 
     def handle(self, *args, **opts):
@@ -44,12 +58,33 @@ class Command(BaseCommand):
                 options[key] = opts[key]
         if options["rounds"] < 0:
             raise CommandError("--rounds must be 0 or more")
+        # Style control when asked for, and on --refresh as the live board has it (its options are the ones printed).
+        wanted = opts["style_control"] or opts["covariates"] is not None or (opts["refresh"] and options.get("style"))
+        if wanted and options["method"] == MUSIC_ARENA:
+            raise CommandError("--style-control fits our method; Music Arena's method has no style control (use --method auditorium).")
+        options.pop("style", None)
+        if wanted:
+            try:
+                covariates = covariates_check(opts["covariates"].split(",")) if opts["covariates"] is not None else covariates_check(settings.ARENA_STYLE_COVARIATES)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            if not covariates:
+                raise CommandError("no style covariate named: give --covariates or set ARENA_STYLE_COVARIATES")
+            options["style"] = covariates
+        extras = leaderboard_extras()
+        for name in ("categories", "screen"):
+            if opts[name] or (opts["refresh"] and options["method"] != MUSIC_ARENA):
+                if options["method"] == MUSIC_ARENA:
+                    raise CommandError(f"--{name} applies to our method only (use --method auditorium).")
+                options[name] = extras[name]
+                if name == "screen":
+                    options[name] = {**options[name], "seed": options["seed"]}
         try:
             if opts["from_release"]:
                 result = boards_from_release(opts["from_release"], **options)
             else:
                 rows, hidden = vote_rows()
-                result = boards_for_method(rows, hidden=hidden, vocal=vocal_systems(), **options)
+                result = boards_all(rows, hidden=hidden, vocal=vocal_systems(), **options)
         except (OSError, ValueError, KeyError) as exc:
             raise CommandError(str(exc)) from None
         if opts["refresh"]:
@@ -74,3 +109,45 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"  {row['rank']:>3}  {row['system']:<24} {row['rating']:8.1f}  [{row['lower']:.1f}, {row['upper']:.1f}]  {row['votes']} votes"
                 )
+            style = board.get("style")
+            if style is not None:
+                self._style(style)
+        if "categories" in result:
+            self._categories(result["categories"])
+        if "screen" in result:
+            self._screen(result["screen"])
+
+    def _categories(self, categories: dict) -> None:
+        for family in categories["families"].values():
+            self.stdout.write(f"{family['label']}:")
+            for value, board in family["values"].items():
+                if board["too_few"]:
+                    self.stdout.write(f"  {value}: {board['votes']} votes, too few for a board (needs {categories['min_votes']})")
+                    continue
+                order = ", ".join(f"{r['rank']}. {r['system']} {r['rating']:.0f}" for r in board["rows"]) or "no system listed"
+                self.stdout.write(f"  {value} ({board['votes']} votes): {order}")
+
+    def _screen(self, screen: dict) -> None:
+        self.stdout.write(
+            f"outlier screen: {screen['tested']} of {screen['visitors']} visitors tested (from {screen['min_votes']} decided votes), "
+            f"{len(screen['flagged'])} flagged at a false-positive rate of {screen['fp_rate']:g}; "
+            f"{screen['flagged_votes_left_out']} of their votes left out, {screen['repeated_votes']} repeated-prompt votes down-weighted"
+        )
+        for f in screen["flagged"]:
+            self.stdout.write(f"  {f['visitor']}: {f['votes']} votes, log-likelihood {f['log_likelihood']:.1f} (expected {f['expected']:.1f}), p = {f['p_value']:.4f}")
+        for name, board in screen["boards"].items():
+            order = ", ".join(f"{r['rank']}. {r['system']} {r['rating']:.0f}" for r in board["rows"]) or "no system listed"
+            self.stdout.write(f"  screened {name} ({board['votes']} votes, weighing {board['weighted_votes']:g}): {order}")
+
+    def _style(self, style: dict) -> None:
+        left = f", {style['left_out']} left out for a missing covariate" if style["left_out"] else ""
+        self.stdout.write(f"  style-controlled ({style['votes']} votes{left}):")
+        for row in style["rows"]:
+            change = "" if row["rank_change"] is None else f"  rank {row['plain_rank']} -> {row['rank']}"
+            low, high = row["interval"]
+            self.stdout.write(f"  {row['rank']:>3}  {row['system']:<24} {row['rating']:8.1f}  [{low:.1f}, {high:.1f}]{change}")
+        for name, c in style["covariates"].items():
+            low, high = c["interval"]
+            self.stdout.write(f"       {name:<20} {c['coefficient']:+.3f} log-odds per {c['scale']:g} {c['unit']}  [{low:+.3f}, {high:+.3f}]")
+        if style["constant"]:
+            self.stdout.write(f"       no variation on this board, not fitted: {', '.join(style['constant'])}")

@@ -126,4 +126,24 @@ class Command(BaseCommand):
             for f in result_set["figures"]:
                 if f["metric"] in ("accuracy", "srcc"):
                     lines.append(f"  {result_set['name']} {f['subset']} {f['dimension']} {f['metric']}({f['score']}) = {f['value']} (published {f['published']}, n={f['n']})")
+        lines.extend(Command._systems(report.get("systems") or {}))
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _systems(section: dict) -> list[str]:
+        """Which system won, as the page says it: strengths by rank, then one sentence per comparison."""
+        if len(section.get("systems", [])) < 2:
+            return []
+        lines = ["  which system won:"]
+        for dim, block in section["dimensions"].items():
+            if section["kind"] == "pairwise":
+                order = ", ".join(f"{r['rank']}. {r['system']} {r['strength']:+.2f}" + (f" [{r['lower']:+.2f}, {r['upper']:+.2f}]" if r["lower"] is not None else "") for r in block["strengths"] if r["strength"] is not None)
+                lines.append(f"    {dim} strengths: {order or 'no votes between systems yet'}")
+                lines.extend(f"      {sentence}" for sentence in block["sentences"])
+                if (block.get("weighted") or {}).get("disagrees"):
+                    lines.append("      weighted by annotator reliability, the answer changes:")
+                    lines.extend(f"        {sentence}" for sentence in block["weighted"]["sentences"])
+            else:
+                lines.append(f"    {dim}:")
+                lines.extend(f"      {row['sentence']}" for row in block["differences"])
+        return lines

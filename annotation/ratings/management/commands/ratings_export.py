@@ -14,7 +14,7 @@ FILES = ("datasheet.json", "mos.jsonl", "ratings.jsonl", "implied_pairs.jsonl")
 
 
 class Command(BaseCommand):
-    help = "Write a rating study's files (mos.jsonl, ratings.jsonl, implied_pairs.jsonl, datasheet.json, with --audio its clips) to DIR, or build a study from them and their audio (--import)."
+    help = "Write a rating study's files (mos.jsonl, ratings.jsonl, implied_pairs.jsonl, datasheet.json, loudness.csv, with --audio its clips) to DIR, or build a study from them and their audio (--import)."
 
     def add_arguments(self, parser):
         parser.add_argument("study", nargs="?", help="The rating study to export.")

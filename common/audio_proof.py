@@ -1,0 +1,101 @@
+"""Proof that a client received a clip's bytes, not only that the server handed them to its socket.
+
+A server can only know what it wrote; a client with a small receive buffer that reads the
+headers and leaves is indistinguishable, at the server, from one that read everything, up to the
+kernel's buffers. So every audio response carries, in its `Audio-Proof` header, a signed challenge:
+byte ranges of that response's body, drawn at random when the response starts, one of them its last
+bytes. The page (or an API client) answers with the bytes found there, base64, in a listening post;
+a right answer is a receipt for that response's range, and only fetches with a receipt count as
+heard (annotation/services/listening.py). Reading the bytes at the ranges means reading the stream
+through them: the last range makes it the whole response.
+
+Fetching the challenged bytes again by a small Range request after the challenge does not help:
+an answer is refused when the same listener was sent any of the challenged bytes after the
+challenge was issued (the overlap rule, checked against the fetch records).
+
+The token names the request path, the response's range and its start time, signed with the
+project's secret (django.core.signing); it names no clip, so a blind page's URLs stay as opaque as
+before. It is valid for PROOF_MAX_AGE seconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import secrets
+from datetime import datetime
+
+from django.core import signing
+
+from .errors import ServiceError
+
+HEADER = "Audio-Proof"
+SALT = "auditorium.audio-proof"
+RANGES = 8  # random ranges, besides the last bytes
+RANGE_BYTES = 32
+PROOF_MAX_AGE = 6 * 3600
+MAX_ANSWER_CHARS = 4 * (RANGE_BYTES * (RANGES + 1) // 3 + 3)
+
+
+def challenge_ranges(first: int, last: int, *, rng=None) -> list[tuple[int, int]]:
+    """(offset, length) pairs inside [first, last]: RANGES at random and the response's last bytes, in order."""
+    rng = rng or secrets.SystemRandom()
+    size = last - first + 1
+    length = min(RANGE_BYTES, size)
+    starts = {first + size - length}
+    if size > length:
+        starts.update(first + rng.randrange(0, size - length + 1) for _ in range(RANGES))
+    return [(start, length) for start in sorted(starts)]
+
+
+def challenge_token(*, path: str, first: int, last: int, issued: datetime, ranges: list[tuple[int, int]]) -> str:
+    # Not compressed: the page reads the ranges from the token itself (base64 JSON before the first colon).
+    return signing.dumps({"p": path, "f": first, "l": last, "t": issued.isoformat(), "r": [list(r) for r in ranges]}, salt=SALT)
+
+
+def challenge_open(token) -> dict:
+    """The signed challenge; a ServiceError saying why when it is not one of ours or too old."""
+    if not isinstance(token, str) or len(token) > 4000:
+        raise ServiceError("A receipt's token must be the Audio-Proof header of an audio response.", code="bad_receipt")
+    try:
+        data = signing.loads(token, salt=SALT, max_age=PROOF_MAX_AGE)
+    except signing.SignatureExpired:
+        raise ServiceError("That audio response is too old to prove: fetch the clip again and answer its new Audio-Proof header.", code="receipt_expired") from None
+    except signing.BadSignature:
+        raise ServiceError("A receipt's token is not an Audio-Proof header this server issued.", code="bad_receipt") from None
+    return {"path": data["p"], "first": int(data["f"]), "last": int(data["l"]), "issued": datetime.fromisoformat(data["t"]), "ranges": [(int(o), int(n)) for o, n in data["r"]]}
+
+
+def answer_bytes(answer) -> bytes:
+    if not isinstance(answer, str) or len(answer) > MAX_ANSWER_CHARS:
+        raise ServiceError("A receipt's bytes must be base64 text of the challenged ranges, in order.", code="bad_receipt")
+    try:
+        return base64.b64decode(answer, validate=True)
+    except (binascii.Error, ValueError):
+        raise ServiceError("A receipt's bytes must be base64 text of the challenged ranges, in order.", code="bad_receipt") from None
+
+
+def expected_bytes(path: str, ranges: list[tuple[int, int]]) -> bytes:
+    """The file's bytes at the ranges, concatenated: what a client that holds them answers."""
+    out = bytearray()
+    with open(path, "rb") as handle:
+        for offset, length in ranges:
+            handle.seek(offset)
+            out += handle.read(length)
+    return bytes(out)
+
+
+def token_ranges(token: str) -> list[tuple[int, int]]:
+    """The ranges a token names, read as a client reads them: without the secret (the signature is the server's to check)."""
+    payload = json.loads(signing.b64_decode(token.split(":", 1)[0].encode()))
+    return [(int(o), int(n)) for o, n in payload["r"]]
+
+
+def answer_for(data: bytes, token: str, *, offset: int = 0) -> str:
+    """A client's answer from the bytes it received (`data` starting at file byte `offset`): for tests and API clients in Python."""
+    return base64.b64encode(b"".join(data[o - offset : o - offset + n] for o, n in token_ranges(token))).decode()
+
+
+def overlaps(ranges: list[tuple[int, int]], first: int, last: int) -> bool:
+    return any(o <= last and first <= o + n - 1 for o, n in ranges)
