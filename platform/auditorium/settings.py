@@ -311,10 +311,13 @@ AUTH_PASSWORD_VALIDATORS = [
 # (dropped on each save; see auth_backend.py); ModelBackend after it only restores users of sessions
 # signed in before the throttle existed.
 AUTHENTICATION_BACKENDS = ["common.login_throttle.ThrottledModelBackend", "django.contrib.auth.backends.ModelBackend"]
-# Failed sign-ins allowed per window ("count/seconds"), per account and per salted client-address hash;
-# past either, every password check is refused (the right one too) until the window ends. 0/N turns one off.
-AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "10/900")
+# Failed sign-ins allowed per window ("count/seconds"): per account from one address, per address, and per
+# account from addresses it has not signed in from in 30 days (high: it must not lock the owner out).
+# Past one, the password checks it covers are refused (the right one too) until the window ends. 0/N turns one
+# off. The rules are in common/login_throttle.py.
+AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE", "10/900")
 AUDITORIUM_LOGIN_IP_RATE = env_rate("AUDITORIUM_LOGIN_IP_RATE", "50/900")
+AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "100/3600")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -37,6 +37,7 @@ if "pool" in DATABASES["default"].get("OPTIONS", {}):  # noqa: F405
     DATABASES["default"]["OPTIONS"]["pool"]["max_size"] = 64  # noqa: F405
 
 # Many tests sign in from one address in one process; the sign-in throttle has its own tests (tests/reliability/test_login_throttle.py).
+AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE = "0/900"
 AUDITORIUM_LOGIN_ACCOUNT_RATE = "0/900"
 AUDITORIUM_LOGIN_IP_RATE = "0/900"
 

@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from auditorium import health
+from auditorium.api_schema import CachedSpectacularAPIView
 from common.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from scoring.api_urls import study_urlpatterns as scoring_study_api
 
@@ -30,7 +31,7 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", CachedSpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"), name="api-docs"),
     path("api/studies/<slug:name>/", include(scoring_study_api)),
     path("api/scoring/", include("scoring.api_urls")),

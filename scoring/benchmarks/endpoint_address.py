@@ -49,6 +49,11 @@ SPECIAL_IPV6 = tuple(
 IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+TEREDO = ipaddress.IPv6Network("2001::/32")
+# An ISATAP interface identifier (RFC 5214) is 0000:5efe or 0200:5efe followed by an IPv4 address; the mask
+# leaves out the u and g bits of the modified EUI-64 format, so no spelling of either bit slips through.
+ISATAP_MASK = 0xFCFF_FFFF
+ISATAP_ID = 0x0000_5EFE
 
 
 def embedded_ipv4(address: Address) -> list[tuple[str, ipaddress.IPv4Address]]:
@@ -72,6 +77,18 @@ def embedded_ipv4(address: Address) -> list[tuple[str, ipaddress.IPv4Address]]:
     return []
 
 
+def isatap_ipv4(address: Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address in an ISATAP interface identifier (the low 64 bits ...:0:5efe:a.b.c.d or ...:200:5efe:a.b.c.d), or None.
+
+    Any /64 prefix can carry one, and an ISATAP router forwards to the IPv4 address, so it is judged on top of the
+    prefix rather than instead of it. Teredo's low 64 bits are flags, port and client, never an ISATAP identifier."""
+    if address.version == 4 or address in TEREDO:
+        return None
+    if (int(address) >> 32) & ISATAP_MASK != ISATAP_ID:
+        return None
+    return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+
+
 def _ipv4_refusal(address: ipaddress.IPv4Address) -> str:
     block = next((n for n in SPECIAL_IPV4 if address in n), None)
     if block is not None:
@@ -87,11 +104,16 @@ def address_refusal(address: Address) -> str:
 
     An IPv6 address that carries an IPv4 address (IPv4-mapped, -translated and -compatible, NAT64, 6to4, Teredo) is
     judged by the IPv4 addresses it carries; any other IPv6 address must be global unicast (2000::/3) outside the
-    special-purpose blocks. BENCHMARK_ENDPOINT_PRIVATE_NETWORKS allows a network by the literal or the carried address."""
+    special-purpose blocks. An ISATAP interface identifier must carry a public IPv4 address as well, whatever the
+    prefix. BENCHMARK_ENDPOINT_PRIVATE_NETWORKS allows a network by the literal or the carried address."""
     allowed = _allowed_networks()
     carried = embedded_ipv4(address)
     if any(address in network for network in allowed if network.version == address.version):
         return ""
+    isatap = isatap_ipv4(address)
+    if isatap is not None and not any(isatap in network for network in allowed if network.version == 4):
+        if why := _ipv4_refusal(isatap):
+            return f"{address} carries {isatap} (ISATAP): {why}"
     if carried:
         for form, inner in carried:
             if any(inner in network for network in allowed if network.version == 4):

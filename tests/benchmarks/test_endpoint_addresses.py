@@ -197,6 +197,37 @@ def test_public_addresses_pass_in_every_spelling(address, settings):
     assert endpoint_address.address_refusal(ipaddress.ip_address(address)) == ""
 
 
+# ISATAP interface identifiers (RFC 5214): ...:0:5efe:a.b.c.d, ...:200:5efe:a.b.c.d, with the group bit too.
+ISATAP_REFUSED = [
+    ("2600::5efe:7f00:1", "127.0.0.1"),
+    ("2600::200:5efe:7f00:1", "127.0.0.1"),
+    ("2600::5efe:a00:1", "10.0.0.1"),
+    ("2600:1f18::200:5efe:a9fe:a9fe", "169.254.169.254"),
+    ("2600::100:5efe:c0a8:101", "192.168.1.1"),
+    ("2002:808:808::5efe:7f00:1", "127.0.0.1"),  # a public 6to4 prefix does not excuse the identifier
+]
+
+
+@pytest.mark.parametrize(("address", "carried"), ISATAP_REFUSED, ids=[a for a, _ in ISATAP_REFUSED])
+def test_an_isatap_identifier_carrying_a_non_public_ipv4_address_is_refused(address, carried, settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = []
+    assert f"carries {carried} (ISATAP)" in endpoint_address.address_refusal(ipaddress.ip_address(address))
+
+
+def test_an_isatap_identifier_is_judged_on_top_of_its_prefix(settings):
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = []
+    refusal = lambda a: endpoint_address.address_refusal(ipaddress.ip_address(a))  # noqa: E731
+    # A public IPv4 address in a public prefix passes; in a link-local or unique-local prefix the prefix refuses it.
+    assert refusal("2600::5efe:808:808") == "" and refusal("2600::200:5efe:808:808") == ""
+    assert "link-local" in refusal("fe80::5efe:808:808") and "unique-local" in refusal("fd00::200:5efe:808:808")
+    # Other identifiers that merely look close are not ISATAP, and Teredo's low bits mean something else.
+    assert refusal("2600::400:5efe:7f00:1") == "" and refusal("2600::5eff:7f00:1") == ""
+    assert endpoint_address.isatap_ipv4(ipaddress.ip_address("2001:0:4136:e378::5efe:7f00:1")) is None
+    # Allowing the carried network allows the ISATAP spelling of it.
+    settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.0/8"]
+    assert refusal("2600::5efe:7f00:1") == ""
+
+
 def test_allowing_127_0_0_1_allows_it_in_every_spelling_and_nothing_else(settings):
     settings.BENCHMARK_ENDPOINT_PRIVATE_NETWORKS = ["127.0.0.1"]
     for address in ("127.0.0.1", "::ffff:7f00:1", "64:ff9b::7f00:1"):
