@@ -170,7 +170,8 @@ class ScreeningAttemptAdmin(ModelAdmin):
 @admin.register(ExternalParticipant)
 class ExternalParticipantAdmin(ModelAdmin):
     # The participant id itself is never stored; only its keyed hash.
-    list_display = ("study", "user", "created_at", "completed_at", "screened_out_at")
+    list_display = ("study", "user", "duplicate_claim", "created_at", "completed_at", "screened_out_at")
+    list_filter = ("duplicate_claim",)
     readonly_fields = [f.name for f in ExternalParticipant._meta.fields]
 
 

@@ -32,6 +32,10 @@ class RecruitmentLinkForm(forms.Form):
                                     help_text="The participant is sent here with ?cc=<code> at the end.")  # fmt: skip
     completion_code = forms.CharField(label="Completion code", max_length=40, validators=[_CODE], error_messages={"required": "Enter the platform's completion code."})
     screenout_code = forms.CharField(label="Screen-out code", max_length=40, required=False, validators=[_CODE], help_text="Shown to a participant who fails the headphone check.")
+    signing_secret = forms.CharField(
+        label="Signing secret (optional)", max_length=128, required=False, strip=True, widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        help_text="Only when whatever sends participants here signs each participant id: the link then needs sig=<hex HMAC-SHA256 of the id with this secret>. At least 16 characters.",
+    )  # fmt: skip
 
 
 def crowd_manage_context(*, study, can_change: bool, base_url: str, practice_form: PracticeItemForm | None = None, link_form: RecruitmentLinkForm | None = None) -> dict:

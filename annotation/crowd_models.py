@@ -13,6 +13,9 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
+# The URL parameter of a signed link: hex HMAC-SHA256 of the participant id, keyed with the link's signing secret.
+SIGNATURE_PARAM = "sig"
+
 
 def _token() -> str:
     return secrets.token_urlsafe(16)
@@ -90,6 +93,9 @@ class RecruitmentLink(models.Model):
     completion_url = models.URLField(default="https://app.prolific.com/submissions/complete", help_text="?cc=<code> is appended.")
     cap = models.PositiveIntegerField(default=100, validators=[MinValueValidator(1)], help_text="Participants this link may admit.")
     expires_at = models.DateTimeField()
+    signing_secret = models.CharField(
+        max_length=128, blank=True, help_text="When set, the link admits only a participant id signed with it (the sig parameter: hex HMAC-SHA256 of the id)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -97,7 +103,10 @@ class RecruitmentLink(models.Model):
 
 
 class ExternalParticipant(models.Model):
-    """The account made for one participant id of one link's study. Only a keyed hash of the id is stored."""
+    """The account made for one claim of a participant id in one link's study. Only a keyed hash of the id is stored.
+
+    The first claim is the id's account; a later claim without that account's resume code is a duplicate claim,
+    an account of its own with the same hash, flagged for the researcher."""
 
     link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="participants")
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="+")
@@ -110,6 +119,12 @@ class ExternalParticipant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     screened_out_at = models.DateTimeField(null=True, blank=True)
+    duplicate_claim = models.BooleanField(
+        default=False, help_text="This participant id had already started the study and no resume code came with it: a separate account, never merged into the first."
+    )
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["study", "participant_hash"], name="one_account_per_participant_per_study")]
+        # One first claim per participant id and study; later claims without the resume code are accounts of their own.
+        constraints = [
+            models.UniqueConstraint(fields=["study", "participant_hash"], condition=models.Q(duplicate_claim=False), name="one_first_claim_per_participant_per_study")
+        ]

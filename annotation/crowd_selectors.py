@@ -6,12 +6,14 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from .crowd_models import PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
+from .crowd_models import SIGNATURE_PARAM, ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from .models import Pair, ScreeningKind, Study
 
 
 def annotator_crowd_columns(*, study: Study, rows: list[dict]) -> list[dict]:
-    """The annotator rows with `screening` and `practice` added (text; "–" where the step is off or not taken)."""
+    """The annotator rows with `screening` and `practice` added (text; "–" where the step is off or not taken), and
+    `duplicate_claim`: the account came from a participant id that had already started the study, without its code."""
+    duplicates = set(ExternalParticipant.objects.filter(study=study, duplicate_claim=True).values_list("user__username", flat=True))
     attempts: dict[str, list] = {}
     for username, correct, trials, passed in (
         ScreeningAttempt.objects.filter(study=study, passed__isnull=False).order_by("id").values_list("annotator__username", "correct", "trials", "passed")
@@ -35,6 +37,7 @@ def annotator_crowd_columns(*, study: Study, rows: list[dict]) -> list[dict]:
             row["screening"] = f"{'passed' if passed else 'failed'} {correct}/{trials}, attempt {len(mine)}"
             row["screening_state"] = "ok" if passed else "bad"
         done = practice.get(row["username"])
+        row["duplicate_claim"] = row["username"] in duplicates
         row["practice"] = "–" if not items else (f"{done['n']}/{items} answered, {done['both']} fully right" if done else f"0/{items} answered")
     return rows
 
@@ -67,10 +70,14 @@ def recruitment_link_rows(*, study: Study, base_url: str, now=None) -> list[dict
         used=Count("participants"),
         completed=Count("participants", filter=Q(participants__completed_at__isnull=False)),
         screened_out=Count("participants", filter=Q(participants__screened_out_at__isnull=False)),
+        duplicates=Count("participants", filter=Q(participants__duplicate_claim=True)),
     )
     rows = []
     for link in links.order_by("-created_at", "-id"):
         state = "closed" if link.expires_at <= now else "full" if link.used >= link.cap else "open"
         params = "&".join(f"{p}={{{{%{p}%}}}}" for p in (link.participant_param, link.study_param, link.session_param))
+        if link.signing_secret:
+            # The recruiting side fills in the signature (docs/crowd.md); Prolific has no placeholder for it.
+            params += f"&{SIGNATURE_PARAM}=<signature>"
         rows.append({"link": link, "state": state, "url": f"{base_url}{reverse('recruitment-enter', kwargs={'token': link.token})}?{params}"})
     return rows

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from common.blind import opaque_etag
 from common.errors import ServiceError
+from common.proxy import client_address
 from common.ranged import ranged_file_response
 from common.roles import is_researcher
 
@@ -252,20 +253,30 @@ def _next_step(participant: ExternalParticipant) -> str:
     return annotate_url
 
 
+def _stored_code(request, link) -> str:
+    return request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
+
+
 def _start_page(request, link, cleaned, known, *, message: str = "", status: int = 200, asked_to_switch: bool = False) -> HttpResponse:
-    stored = request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
-    other = request.user if request.user.is_authenticated and (known is None or known.user_id != request.user.pk) else None
+    mine = services.recruitment_claim_of(link=link, participant_id=cleaned["participant"], user=request.user)
+    other = request.user if request.user.is_authenticated and mine is None else None
+    stored = _stored_code(request, link)
     context = {
         "study": link.study,
         "known": known is not None,
-        # The code is never put back into the page: the cookie travels with the POST by itself.
-        "has_stored_code": bool(stored),
+        # The code is never put back into the page: the cookie travels with the POST by itself. A stored code
+        # of another participant of this study (a shared computer) does not count as this one's.
+        "has_stored_code": bool(stored) and known is not None and services.recruitment_resume_matches(link=link, participant_id=cleaned["participant"], code=stored),
         "signed_in_as": other.get_username() if other is not None else "",
         "asked_to_switch": asked_to_switch,
         "message": message,
         "participant_study": link.study,
     }
     return _page(request, "annotation/recruitment_start.html", context, status=status)
+
+
+# Refusals that no form on the start page can change: the refused page, not the start page again.
+_REFUSED = ("not_found", "expired", "over_cap", "bad_parameter", "no_participant", "bad_signature")
 
 
 @never_cache
@@ -276,27 +287,31 @@ def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
     can plant an account in a browser, or take one over.
 
     Resuming a known participant id needs the resume code from the first visit (the signed cookie
-    this browser stored then, or the code typed in). A browser signed in as someone else is asked
-    first, and switched only when the person confirms.
+    this browser stored then, or the code typed in, which is throttled). Without one the visitor takes
+    part as a new participant, flagged as a duplicate claim of the id. A browser signed in as someone
+    else is asked first, and switched only when the person confirms.
     """
     try:
         link, cleaned = services.recruitment_link_for(token=token, params=request.GET)
     except ServiceError as exc:
         return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
+    mine = services.recruitment_claim_of(link=link, participant_id=cleaned["participant"], user=request.user)
+    if mine is not None:
+        # Already this participant (or this duplicate claim) in this browser: carry on (nothing about the session changes).
+        return redirect(_next_step(mine))
     known = services.recruitment_participant_known(link=link, participant_id=cleaned["participant"])
-    if known is not None and request.user.is_authenticated and known.user_id == request.user.pk:
-        # Already this participant in this browser: carry on (nothing about the session changes).
-        return redirect(_next_step(known))
     if request.method != "POST":
         return _start_page(request, link, cleaned, known)
     if request.user.is_authenticated and request.POST.get("switch_account") != "1":
         return _start_page(request, link, cleaned, known, status=409, asked_to_switch=True,
                            message=f"This browser is signed in as {request.user.get_username()}. Confirm below to sign out of that account and take part as a participant.")  # fmt: skip
-    code = request.POST.get("resume_code", "") or request.get_signed_cookie(_resume_cookie(link.study_id), default="", salt=RESUME_COOKIE_SALT)
     try:
-        participant, fresh_code = services.recruitment_enter(token=token, params=request.GET, resume_code=code)
+        participant, fresh_code = services.recruitment_enter(
+            token=token, params=request.GET, typed_code=request.POST.get("resume_code", ""), cookie_code=_stored_code(request, link),
+            as_new=request.POST.get("as_new") == "1", address=client_address(request),
+        )  # fmt: skip
     except ServiceError as exc:
-        if exc.code in ("not_found", "expired", "over_cap", "bad_parameter", "no_participant"):
+        if exc.code in _REFUSED:
             return _page(request, "annotation/recruitment_refused.html", {"message": exc.message}, status=exc.status)
         return _start_page(request, link, cleaned, known, message=exc.message, status=exc.status)
     if request.user.is_authenticated:
@@ -304,7 +319,10 @@ def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
     login(request, participant.user, backend=LINK_BACKEND)
     if not fresh_code:
         return redirect(_next_step(participant))
-    context = {"study": link.study, "resume_code": services.resume_code_display(fresh_code), "next_url": _next_step(participant), "participant_study": link.study}
+    context = {
+        "study": link.study, "resume_code": services.resume_code_display(fresh_code), "next_url": _next_step(participant),
+        "participant_study": link.study, "duplicate_claim": participant.duplicate_claim,
+    }  # fmt: skip
     response = _page(request, "annotation/recruitment_code.html", context)
     max_age = max(60, int((link.expires_at - timezone.now()).total_seconds()) + 30 * 86400)
     response.set_signed_cookie(

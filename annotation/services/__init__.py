@@ -25,12 +25,16 @@ from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_wi
 from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
 from .recruitment import (
+    SIGNATURE_PARAM,
+    participant_signature,
+    recruitment_claim_of,
     recruitment_enter,
     recruitment_finish,
     recruitment_link_close,
     recruitment_link_create,
     recruitment_link_for,
     recruitment_participant_known,
+    recruitment_resume_matches,
     recruitment_work_complete,
     resume_code_display,
 )
@@ -47,12 +51,16 @@ __all__ = [
     "practice_next",
     "practice_remove",
     "practice_servable",
+    "SIGNATURE_PARAM",
+    "participant_signature",
+    "recruitment_claim_of",
     "recruitment_enter",
     "recruitment_finish",
     "recruitment_link_close",
     "recruitment_link_create",
     "recruitment_link_for",
     "recruitment_participant_known",
+    "recruitment_resume_matches",
     "recruitment_work_complete",
     "resume_code_display",
     "screening_answer",

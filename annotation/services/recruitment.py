@@ -6,7 +6,14 @@ the account's pseudonym, as for everyone.
 
 A participant id is not a password: anyone who sees a study link's URL knows it. So the first
 visit makes a resume code (shown to the participant, kept in a signed cookie, stored here only
-as a keyed hash), and resuming that account later needs the code as well as the id.
+as a keyed hash), and resuming that account later needs the code as well as the id. A visit with
+a known id and no code is not refused (that would let whoever came first shut the real participant
+out): it becomes a duplicate claim, an account of its own flagged for the researcher. A link with a
+signing secret goes further and admits only ids the recruiting side signed (SIGNATURE_PARAM).
+
+Wrong typed resume codes are throttled (common.failure_throttle): per participant id and address,
+per address, and per participant id from anywhere; the code from this site's signed cookie is
+not a guess and is not counted.
 """
 
 from __future__ import annotations
@@ -22,13 +29,17 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common import failure_throttle
 from common.errors import ServiceError
+from common.failure_throttle import Scope
+from common.rates import salted_hash
 
-from ..crowd_models import ExternalParticipant, RecruitmentLink
+from ..crowd_models import SIGNATURE_PARAM, ExternalParticipant, RecruitmentLink
 from .people import study_annotator_add
 
 MAX_ID_LENGTH = 100
 MAX_DAYS = 365
+MIN_SECRET_LENGTH = 16
 
 
 # Resume codes: no 0/O or 1/I/L, so one read aloud or copied by hand comes back right.
@@ -54,16 +65,30 @@ def resume_code_display(code: str) -> str:
     return "-".join(code[i : i + 4] for i in range(0, len(code), 4))
 
 
-def recruitment_link_create(*, study, completion_code: str, screenout_code: str = "", cap: int = 100, days: float = 14.0, label: str = "", **extra) -> RecruitmentLink:
+def participant_signature(*, secret: str, participant_id: str) -> str:
+    """What a signed link carries in SIGNATURE_PARAM for this participant id (the id as it appears in the URL)."""
+    return hmac.new(secret.encode(), str(participant_id).encode(), hashlib.sha256).hexdigest()
+
+
+def recruitment_link_create(
+    *, study, completion_code: str, screenout_code: str = "", cap: int = 100, days: float = 14.0, label: str = "", signing_secret: str = "", **extra
+) -> RecruitmentLink:
     if not (completion_code or "").strip():
         raise ServiceError("A recruitment link needs the platform's completion code.", code="no_code")
+    signing_secret = (signing_secret or "").strip()
+    if signing_secret and (len(signing_secret) < MIN_SECRET_LENGTH or len(signing_secret) > 128 or not signing_secret.isascii() or not signing_secret.isprintable()):
+        raise ServiceError(
+            f"A signing secret is {MIN_SECRET_LENGTH} to 128 printable ASCII characters (a random one, used for this link only); leave it empty for an unsigned link.",
+            code="bad_secret",
+            extra={"errors": {"signing_secret": [f"{MIN_SECRET_LENGTH} to 128 printable ASCII characters, or empty for an unsigned link."]}},
+        )
     if cap < 1:
         raise ServiceError("The cap must be at least 1 participant.", code="bad_cap")
     if not 0 < days <= MAX_DAYS:
         raise ServiceError(f"A link stays open for more than 0 and at most {MAX_DAYS} days.", code="bad_days")
     return RecruitmentLink.objects.create(
         study=study, completion_code=completion_code.strip(), screenout_code=(screenout_code or "").strip(), cap=cap,
-        expires_at=timezone.now() + timedelta(days=days), label=label, **extra,
+        expires_at=timezone.now() + timedelta(days=days), label=label, signing_secret=signing_secret, **extra,
     )
 
 
@@ -78,7 +103,8 @@ def _clean_id(value, name: str) -> str:
 def recruitment_link_for(*, token: str, params, now=None) -> tuple[RecruitmentLink, dict]:
     """The link behind a token and its cleaned URL parameters; reads only.
 
-    Refused, with nothing stored: an unknown link, a missing or malformed participant id, an expired link.
+    Refused, with nothing stored: an unknown link, a missing or malformed participant id, a signed link
+    whose signature is missing or does not match the id, an expired link.
     """
     now = now or timezone.now()
     link = RecruitmentLink.objects.filter(token=token).select_related("study").first()
@@ -87,43 +113,110 @@ def recruitment_link_for(*, token: str, params, now=None) -> tuple[RecruitmentLi
     participant = _clean_id(params.get(link.participant_param), "participant id")
     if not participant:
         raise ServiceError(f"The link has no participant id ({link.participant_param}); open the study from the recruitment platform.", code="no_participant")
+    if link.signing_secret:
+        given = str(params.get(SIGNATURE_PARAM) or "").strip().lower()
+        if not given:
+            raise ServiceError(f"This study link is missing its signature ({SIGNATURE_PARAM}); open the study from the recruitment platform.", code="bad_signature", status=403)
+        expected = participant_signature(secret=link.signing_secret, participant_id=str(params.get(link.participant_param)))
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise ServiceError("This study link's signature does not match its participant id; open the study again from the recruitment platform.", code="bad_signature", status=403)
     cleaned = {"participant": participant, "study": _clean_id(params.get(link.study_param), "study id"), "session": _clean_id(params.get(link.session_param), "session id")}
     if link.expires_at <= now:
         raise ServiceError("This study link has expired, so no new session can start. Please return the study on the recruitment platform.", code="expired", status=410)
     return link, cleaned
 
 
+def _claims(*, link: RecruitmentLink, participant_id: str):
+    return ExternalParticipant.objects.filter(study=link.study, participant_hash=participant_hash(participant_id))
+
+
 def recruitment_participant_known(*, link: RecruitmentLink, participant_id: str) -> ExternalParticipant | None:
-    """The account already made for this (cleaned) participant id in the link's study, if any; reads only."""
-    return ExternalParticipant.objects.filter(study=link.study, participant_hash=participant_hash(participant_id)).select_related("user", "link").first()
+    """The first account made for this (cleaned) participant id in the link's study, if any; reads only."""
+    return _claims(link=link, participant_id=participant_id).filter(duplicate_claim=False).select_related("user", "link").first()
 
 
-def recruitment_enter(*, token: str, params, resume_code: str = "", now=None) -> tuple[ExternalParticipant, str]:
-    """Join (a new participant id) or resume (a known one, with its resume code); returns the account and,
-    for a new one only, the resume code to show once (else "").
+def recruitment_claim_of(*, link: RecruitmentLink, participant_id: str, user) -> ExternalParticipant | None:
+    """The claim of this participant id (the first or a duplicate) that is this user's account, if any; reads only."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return _claims(link=link, participant_id=participant_id).filter(user=user).select_related("user", "link").first()
 
-    Refused, with nothing stored: everything `recruitment_link_for` refuses, a known id without its
-    resume code (or with a wrong one), and a new participant on a link at its cap.
+
+def _claim_for_code(*, link: RecruitmentLink, participant_id: str, code: str) -> ExternalParticipant | None:
+    code = resume_code_clean(code)
+    if not code:
+        return None
+    return _claims(link=link, participant_id=participant_id).filter(resume_hash=_resume_hash(participant_hash(participant_id), code)).select_related("user", "link").first()
+
+
+def recruitment_resume_matches(*, link: RecruitmentLink, participant_id: str, code: str) -> bool:
+    """Whether this resume code (the browser's stored one) opens a claim of this participant id; reads only."""
+    return _claim_for_code(link=link, participant_id=participant_id, code=code) is not None
+
+
+def _resume_scopes(*, link: RecruitmentLink, participant_id: str, address: str) -> list[Scope]:
+    """The throttle's scopes for a typed resume code, the participant id and address one first (a right code clears it)."""
+    who = f"{link.study_id}:{participant_hash(participant_id)}"
+    network = failure_throttle.address_network(address)
+    scopes = []
+    if network:
+        scopes.append(Scope(settings.AUDITORIUM_RESUME_PARTICIPANT_ADDRESS_RATE, "resume-pair:" + salted_hash("resume-pair", f"{who}\n{network}"), "this participant id from this network"))
+        scopes.append(Scope(settings.AUDITORIUM_RESUME_IP_RATE, "resume-ip:" + salted_hash("resume-ip", network), "this network"))
+    scopes.append(Scope(settings.AUDITORIUM_RESUME_PARTICIPANT_RATE, "resume-id:" + salted_hash("resume-id", who), "this participant id"))
+    return scopes
+
+
+def resume_pause_message(what: str, seconds: int) -> str:
+    return (
+        f"Too many wrong resume codes for {what}. Resuming with a code is paused for {failure_throttle.minutes(seconds)}; "
+        "try again later, or continue in the browser you started in."
+    )
+
+
+def recruitment_enter(
+    *, token: str, params, typed_code: str = "", cookie_code: str = "", as_new: bool = False, address: str = "", now=None
+) -> tuple[ExternalParticipant, str]:
+    """Join or resume; returns the account and, for a new one only, the resume code to show once (else "").
+
+    A new participant id gets its first account. A known one resumes the claim whose resume code came
+    with the visit: the browser's signed cookie, or the code typed in (throttled per participant id and
+    address, per address and per participant id). With no code (or `as_new`), the visit becomes a
+    duplicate claim: a new account with the same participant hash, flagged, never merged into another.
+
+    Refused, with nothing stored: everything `recruitment_link_for` refuses, a typed code that opens no
+    claim of the id, a typed code while the throttle is paused, and a new account on a link at its cap.
     """
     link, cleaned = recruitment_link_for(token=token, params=params, now=now)
-    key = participant_hash(cleaned["participant"])
-    code = resume_code_clean(resume_code)
+    pid = cleaned["participant"]
+    key = participant_hash(pid)
+    typed = "" if as_new else resume_code_clean(typed_code)
     with transaction.atomic():
         # The link's row lock orders concurrent first visits, so the cap holds.
         RecruitmentLink.objects.select_for_update().filter(pk=link.pk).first()
-        existing = ExternalParticipant.objects.filter(study=link.study, participant_hash=key).select_related("user", "link").first()
-        if existing is not None:
-            if not code or not existing.resume_hash or not hmac.compare_digest(existing.resume_hash, _resume_hash(key, code)):
-                raise ServiceError(
-                    "This participant id has already started this study. To go on, enter the resume code shown at your first visit; "
-                    "a participant id alone does not open the study.",
-                    code="resume_code_needed",
-                    status=403,
-                )
-            if cleaned["session"] and existing.platform_session_id != cleaned["session"]:
-                existing.platform_session_id = cleaned["session"]
-                existing.save(update_fields=["platform_session_id"])
-            return existing, ""
+        known = _claims(link=link, participant_id=pid).exists()
+        resumed = None
+        if known and not as_new:
+            # The cookie was signed by this site: it is no guess, so it is neither throttled nor counted.
+            resumed = _claim_for_code(link=link, participant_id=pid, code=cookie_code)
+            if resumed is None and typed:
+                scopes = _resume_scopes(link=link, participant_id=pid, address=address)
+                if (state := failure_throttle.locked(scopes)) is not None:
+                    raise ServiceError(resume_pause_message(*state), code="resume_throttled", status=429)
+                resumed = _claim_for_code(link=link, participant_id=pid, code=typed)
+                if resumed is None:
+                    failure_throttle.record_failure(scopes)
+                    raise ServiceError(
+                        "That resume code does not open this participant id's study. Check it (it looks like ABCD-EFGH-JKMN and was shown at "
+                        "your first visit), or take part as a new participant.",
+                        code="wrong_resume_code",
+                        status=403,
+                    )
+                failure_throttle.clear(scopes[:1])
+        if resumed is not None:
+            if cleaned["session"] and resumed.platform_session_id != cleaned["session"]:
+                resumed.platform_session_id = cleaned["session"]
+                resumed.save(update_fields=["platform_session_id"])
+            return resumed, ""
         if ExternalParticipant.objects.filter(link=link).count() >= link.cap:
             raise ServiceError("This study is full: the link has admitted all the participants it may. Please return the study on the recruitment platform.", code="over_cap", status=410)
         user = get_user_model().objects.create_user(username=f"ext-{secrets.token_hex(6)}", password=None)
@@ -133,7 +226,7 @@ def recruitment_enter(*, token: str, params, resume_code: str = "", now=None) ->
             with transaction.atomic():
                 participant = ExternalParticipant.objects.create(
                     link=link, study=link.study, participant_hash=key, resume_hash=_resume_hash(key, fresh), user=user,
-                    platform_study_id=cleaned["study"], platform_session_id=cleaned["session"],
+                    platform_study_id=cleaned["study"], platform_session_id=cleaned["session"], duplicate_claim=known,
                 )
         except IntegrityError:
             raise ServiceError("This participant id was just registered by another request; open the link again.", code="conflict", status=409) from None

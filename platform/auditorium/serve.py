@@ -5,6 +5,11 @@ it before the application sees the request; on a loopback demo that lets any cli
 address (and so its own rate-limit and sign-in-lock bucket). So the server's proxy handling is
 always off, and the application decides from its own settings (AUDITORIUM_BEHIND_PROXY and
 AUDITORIUM_TRUSTED_PROXIES, see common/proxy.py) whose forwarded address to believe.
+
+uvicorn also waits for ever on a client that sends its headers or body a byte at a time, so the
+HTTP protocol is common.slow_clients' (AUDITORIUM_HEADER_TIMEOUT, AUDITORIUM_BODY_TIMEOUT), and
+AUDITORIUM_LIMIT_CONCURRENCY (default 1000) caps connections plus tasks: beyond it uvicorn answers 503
+instead of letting slow clients pile up without bound.
 """
 
 from __future__ import annotations
@@ -14,9 +19,14 @@ import os
 import sys
 from pathlib import Path
 
+DEFAULT_LIMIT_CONCURRENCY = 1000
+
 
 def uvicorn_options() -> dict:
-    return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    from common.slow_clients import protocol_class
+
+    limit = int(os.environ.get("AUDITORIUM_LIMIT_CONCURRENCY", "").strip() or DEFAULT_LIMIT_CONCURRENCY)
+    return {"proxy_headers": False, "forwarded_allow_ips": "", "http": protocol_class(), "limit_concurrency": limit}
 
 
 try:
@@ -27,9 +37,10 @@ except ImportError:  # gunicorn's worker is only needed where gunicorn runs
 if _UvicornWorker is not None:
 
     class UvicornWorker(_UvicornWorker):
-        """gunicorn -k auditorium.serve.UvicornWorker: uvicorn's worker with its proxy handling off."""
+        """gunicorn -k auditorium.serve.UvicornWorker: uvicorn's worker with its proxy handling off and the slow-client deadlines."""
 
-        CONFIG_KWARGS = {**_UvicornWorker.CONFIG_KWARGS, **uvicorn_options()}
+        # gunicorn's own --worker-connections stays the concurrency limit here.
+        CONFIG_KWARGS = {**_UvicornWorker.CONFIG_KWARGS, **{k: v for k, v in uvicorn_options().items() if k != "limit_concurrency"}}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -318,6 +318,11 @@ AUTHENTICATION_BACKENDS = ["common.login_throttle.ThrottledModelBackend", "djang
 AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE", "10/900")
 AUDITORIUM_LOGIN_IP_RATE = env_rate("AUDITORIUM_LOGIN_IP_RATE", "50/900")
 AUDITORIUM_LOGIN_ACCOUNT_RATE = env_rate("AUDITORIUM_LOGIN_ACCOUNT_RATE", "100/3600")
+# Wrong resume codes on recruitment links, counted the same way: per participant id from one address, per
+# address (all links), per participant id from anywhere (annotation/services/recruitment.py).
+AUDITORIUM_RESUME_PARTICIPANT_ADDRESS_RATE = env_rate("AUDITORIUM_RESUME_PARTICIPANT_ADDRESS_RATE", "5/900")
+AUDITORIUM_RESUME_IP_RATE = env_rate("AUDITORIUM_RESUME_IP_RATE", "20/900")
+AUDITORIUM_RESUME_PARTICIPANT_RATE = env_rate("AUDITORIUM_RESUME_PARTICIPANT_RATE", "100/3600")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

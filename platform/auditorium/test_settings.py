@@ -40,6 +40,10 @@ if "pool" in DATABASES["default"].get("OPTIONS", {}):  # noqa: F405
 AUDITORIUM_LOGIN_ACCOUNT_ADDRESS_RATE = "0/900"
 AUDITORIUM_LOGIN_ACCOUNT_RATE = "0/900"
 AUDITORIUM_LOGIN_IP_RATE = "0/900"
+# Likewise the resume-code throttle (tests/annotation/test_recruitment_throttle.py).
+AUDITORIUM_RESUME_PARTICIPANT_ADDRESS_RATE = "0/900"
+AUDITORIUM_RESUME_PARTICIPANT_RATE = "0/900"
+AUDITORIUM_RESUME_IP_RATE = "0/900"
 
 # Outside judges' runs inside the request that asks for them, so a test reads the results right after;
 # tests/benchmarks/test_http_deadline.py turns the thread back on to check that a POST returns at once.

@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from auditorium import health
-from auditorium.api_schema import CachedSpectacularAPIView
+from common.api_schema import CachedSpectacularAPIView
 from common.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from scoring.api_urls import study_urlpatterns as scoring_study_api
 

@@ -122,6 +122,7 @@ def test_a_researcher_opens_a_link_sees_its_use_and_closes_it(client, study):
         ({"days": "0"}, "greater than or equal to 0.01"),
         ({"days": "900"}, "less than or equal to 365"),
         ({"completion_url": "javascript:alert(1)"}, "Enter a valid URL."),
+        ({"signing_secret": "too-short"}, "16 to 128 printable ASCII characters, or empty for an unsigned link."),
     ],
 )
 def test_bad_link_input_is_refused_with_a_message_and_stores_nothing(client, study, change, field_message):
@@ -131,6 +132,19 @@ def test_bad_link_input_is_refused_with_a_message_and_stores_nothing(client, stu
     response = client.post(reverse("study-link-add", kwargs={"name": study.name}), body)
     assert response.status_code == 400 and field_message in response.content.decode()
     assert not RecruitmentLink.objects.exists()
+
+
+def test_a_researcher_opens_a_signed_link_and_sees_where_the_signature_goes(client, study):
+    study, owner, _ = study
+    client.force_login(owner)
+    body = {"cap": "10", "days": "7", "completion_url": "https://app.prolific.com/submissions/complete", "completion_code": "OK1",
+            "signing_secret": "  a-long-random-secret-0123456789  "}  # fmt: skip
+    assert client.post(reverse("study-link-add", kwargs={"name": study.name}), body).status_code == 302
+    link = RecruitmentLink.objects.get(study=study)
+    assert link.signing_secret == "a-long-random-secret-0123456789"
+    page = _page(client, study).content.decode()
+    assert "SESSION_ID={{%SESSION_ID%}}&amp;sig=&lt;signature&gt;" in page and "signed (<code>sig</code>)" in page
+    assert "a-long-random-secret-0123456789" not in page  # the page never shows the secret back
 
 
 def test_only_those_who_may_change_the_study_name_practice_or_open_links(client, study):

@@ -67,6 +67,7 @@ def test_a_participant_starts_returns_and_resumes_on_a_new_device(live_server, b
         page = phone.new_page()
         page.goto(url)
         page.wait_for_selector("#resume-code")  # a new device asks for the code
+        assert page.is_visible("#new-participant-button") and overflow(page) == 0  # or offers to take part apart
         shot(page, f"recruitment-new-device{suffix}", tmp_path)
         page.click("#start-button")  # an empty code: the browser asks for it (required)
         assert ExternalParticipant.objects.count() == 1

@@ -2,7 +2,8 @@
 
 GET only shows a page; joining is a POST with the CSRF token; a browser signed in as someone
 else is asked, never switched; resuming needs the resume code from the first visit (the signed
-cookie, or the code typed in); participant ids are NFKC-normalised.
+cookie, or the code typed in), and a known id without it takes part under an account of its own;
+participant ids are NFKC-normalised.
 """
 
 from __future__ import annotations
@@ -78,20 +79,48 @@ def test_a_browser_signed_in_as_someone_else_is_asked_never_switched(client, lin
     assert _signed_in(client) == ExternalParticipant.objects.get().user_id != researcher.pk
 
 
-def test_a_bare_participant_id_does_not_resume_an_account(link):
+def test_a_bare_participant_id_never_opens_the_first_account_it_takes_part_apart(link):
     owner = Client()
     first = _join(owner, link)
     code = first.context["resume_code"]
     victim = ExternalParticipant.objects.get()
     thief = Client()
     page = thief.get(_url(link))
-    assert page.status_code == 200 and b"resume code" in page.content and _signed_in(thief) is None
-    assert thief.post(_url(link), {}).status_code == 403 and _signed_in(thief) is None
-    assert thief.post(_url(link), {"resume_code": "ABCD-EFGH-JKMN"}).status_code == 403 and _signed_in(thief) is None
-    # A forged resume cookie (not signed with the site's key) is no better.
+    assert page.status_code == 200 and b"resume code" in page.content and b"new-participant-button" in page.content
+    assert _signed_in(thief) is None
+    # No code: not a 403 for whoever comes second, and not the first account either, but an account of its own.
+    claimed = thief.post(_url(link), {})
+    assert claimed.status_code == 200 and claimed.context["duplicate_claim"] is True and b"duplicate-claim-note" in claimed.content
+    duplicate = ExternalParticipant.objects.exclude(pk=victim.pk).get()
+    assert duplicate.duplicate_claim and duplicate.participant_hash == victim.participant_hash
+    assert _signed_in(thief) == duplicate.user_id != victim.user_id
+    victim.refresh_from_db()
+    assert victim.duplicate_claim is False
+    # The real participant goes on with her own account: from her browser's cookie, or her code on a new device.
+    del owner.cookies[settings.SESSION_COOKIE_NAME]
+    assert _join(owner, link).status_code == 302 and _signed_in(owner) == victim.user_id
+    phone = Client()
+    assert _join(phone, link, resume_code=code).status_code == 302 and _signed_in(phone) == victim.user_id
+    # The second claim's own code opens the second claim, never the first.
+    other_code = claimed.context["resume_code"]
+    laptop = Client()
+    assert _join(laptop, link, resume_code=other_code).status_code == 302 and _signed_in(laptop) == duplicate.user_id
+    assert ExternalParticipant.objects.count() == 2
+
+
+def test_a_wrong_typed_or_forged_resume_code_opens_nothing(link):
+    owner = Client()
+    code = _join(owner, link).context["resume_code"]
+    victim = ExternalParticipant.objects.get()
+    thief = Client()
+    wrong = thief.post(_url(link), {"resume_code": "ABCD-EFGH-JKMN"})
+    assert wrong.status_code == 403 and b"resume code does not open" in wrong.content
+    assert _signed_in(thief) is None and ExternalParticipant.objects.count() == 1
+    # A forged resume cookie (not signed with the site's key) is no code at all: an account of its own, not hers.
     thief.cookies[f"auditorium_resume_{link.study_id}"] = code.replace("-", "")
-    assert thief.post(_url(link), {}).status_code == 403 and _signed_in(thief) is None
-    assert ExternalParticipant.objects.count() == 1 and victim.user_id != _signed_in(thief)
+    thief.post(_url(link), {})
+    assert _signed_in(thief) not in (None, victim.user_id)
+    assert ExternalParticipant.objects.get(user_id=_signed_in(thief)).duplicate_claim
 
 
 def test_prolific_flow_fresh_returning_and_new_device(link):

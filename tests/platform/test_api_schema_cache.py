@@ -8,7 +8,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.test import APIRequestFactory
 
-from auditorium import api_schema
+from common import api_schema
 
 pytestmark = pytest.mark.django_db
 
