@@ -213,10 +213,9 @@ def test_no_import_cycles_between_project_files():
 
 APPS = ("annotation", "arena", "scoring")
 # The project package (platform/auditorium/) is wiring only: settings, URLs, the servers' entry points and
-# request cycle (ASGI handler and its connection watch, the launch's slow-client timeouts, the cached API schema view),
-# Celery, the database pool. What the apps share
+# request cycle (ASGI handler and its connection watch), Celery, the database pool. What the apps share
 # (the ranged audio responses, the deferred audio notes) is in common/.
-WIRING = {"api_schema", "asgi", "asgi_handler", "celery", "dbpool", "health", "routing", "runtime", "security", "serve", "settings", "slow_clients", "test_settings", "urls", "ws_origin", "wsgi"}
+WIRING = {"asgi", "asgi_handler", "celery", "dbpool", "health", "routing", "runtime", "security", "serve", "settings", "test_settings", "urls", "ws_origin", "wsgi"}
 
 
 def test_the_shared_package_imports_no_app_and_nothing_of_the_project_package():
