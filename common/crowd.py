@@ -216,22 +216,29 @@ def ds_refit(codes: dict, weights: np.ndarray, *, iterations: int = 50) -> np.nd
     A class an annotator never answered has P = 0, as in the full fit; an annotator with no drawn
     item on a class gets NaN there and is averaged over the other.
     """
-    label = codes["label"]
-    vote_w = weights[:, codes["item"]]
-    q1 = _start(codes, len(weights))
-    right = np.full((len(weights), codes["workers"], 2), np.nan)
+    from scipy import sparse
+
+    # A vote enters every sum only through its item and its (worker, label) cell, so the sums over votes are
+    # sparse (cell x item) products of (rounds x items) arrays: no (rounds x votes) array is ever built.
+    rounds, workers, items = len(weights), codes["workers"], codes["items"]
+    cell = 2 * codes["worker"] + codes["label"]
+    by_cell = sparse.csr_matrix((np.ones(len(cell)), (cell, codes["item"])), shape=(2 * workers, items))
+    by_item = by_cell.T.tocsr()
+    q1 = _start(codes, rounds)
+    right = np.full((rounds, workers, 2), np.nan)
     for _ in range(iterations):
-        qv1 = q1[:, codes["item"]]
-        for c, qv in ((0, 1.0 - qv1), (1, qv1)):
-            mass = _worker_sums(codes, vote_w * qv)
-            hits = _worker_sums(codes, vote_w * qv * (label == c))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                right[:, :, c] = hits / mass
+        sums = np.asarray(by_cell @ np.vstack([weights * (1.0 - q1), weights * q1]).T).T.reshape(2, rounds, workers, 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for c in (0, 1):
+                right[:, :, c] = sums[c, :, :, c] / sums[c].sum(axis=2)
         prior = np.clip((weights * q1).sum(axis=1) / weights.sum(axis=1), EPS, 1 - EPS)
         p = np.clip(np.nan_to_num(right, nan=0.5), EPS, 1 - EPS)
-        pw = p[:, codes["worker"], :]  # (rounds, votes, class)
-        log1 = _item_sums(codes, np.where(label == 1, np.log(pw[:, :, 1]), np.log(1 - pw[:, :, 1]))) + np.log(prior)[:, None]
-        log0 = _item_sums(codes, np.where(label == 0, np.log(pw[:, :, 0]), np.log(1 - pw[:, :, 0]))) + np.log(1 - prior)[:, None]
+        # Per cell: log P(this label | truth 1), log P(this label | truth 0); cells are (worker, label 0 / 1).
+        given1 = np.stack([np.log(1 - p[:, :, 1]), np.log(p[:, :, 1])], axis=2).reshape(rounds, 2 * workers)
+        given0 = np.stack([np.log(p[:, :, 0]), np.log(1 - p[:, :, 0])], axis=2).reshape(rounds, 2 * workers)
+        logs = np.asarray(by_item @ np.vstack([given1, given0]).T).T
+        log1 = logs[:rounds] + np.log(prior)[:, None]
+        log0 = logs[rounds:] + np.log(1 - prior)[:, None]
         q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
