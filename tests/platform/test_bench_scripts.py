@@ -31,6 +31,7 @@ SMOKE = {
         "--sqlite", "--clients", "2", "--submits", "4", "--votes", "4", "--seconds", "5", "--rounds", "1", "--baseline-requests", "20",
         "--open-seconds", "1", "--clip-seconds", "1", "--min-listen", "0.1",
     ],
+    "profile_report": ["300", "--profile"],
     "ratings_report": ["--ratings", "2000", "--bootstrap", "20", "--repeat", "1", "--skip-pairwise"],
     "report": ["--votes", "300", "--bootstrap", "20", "--repeat", "1", "--naive-rounds", "1"],
     "scoring": [
