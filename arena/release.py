@@ -25,10 +25,10 @@ from datetime import timezone as dt_timezone
 from pathlib import Path
 
 from .boards import boards_all
-from .leaderboard import AUDITORIUM, MUSIC_ARENA, vote_row_of
 from .history import month_bounds
-from .models import AdapterKind, ArenaSystem, Vote
-from .selectors import median_real_time_factor
+from .leaderboard import AUDITORIUM, MUSIC_ARENA, vote_row_of
+from .models import ArenaSystem, Vote
+from .selectors import system_metadata
 
 OURS, THEIRS, BOTH = "ours", "Music Arena", "both"
 
@@ -189,20 +189,9 @@ def systems_of_release(rows: list[dict]) -> list[dict]:
             timings.setdefault(r[f"system_{side}"], []).append((r[f"generation_seconds_{side}"], r[f"duration_{side}"]))
     out = []
     for system in ArenaSystem.objects.select_related("system").filter(system__name__in=set(timings)).order_by("system__name"):
-        rtf, clips = (None, 0) if system.adapter_kind == AdapterKind.CATALOG else median_real_time_factor(timings[system.name])
-        out.append(
-            {
-                "name": system.name,
-                "organisation": system.system.organisation,
-                "supports_vocals": system.supports_vocals,
-                "licence": system.licence,
-                "training_data": system.training_data,
-                "open_weights": system.open_weights,
-                "real_time_factor": rtf,
-                "real_time_factor_clips": clips,
-                "audio_withheld": system.withhold_audio,
-            }
-        )
+        metadata = system_metadata(system, timings[system.name])
+        # The release's column order: the name and its vocal capability first.
+        out.append({"name": system.name, "organisation": metadata.pop("organisation"), "supports_vocals": system.supports_vocals, **metadata})
     return out
 
 

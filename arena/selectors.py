@@ -215,19 +215,23 @@ def systems_metadata(*, until=None) -> dict[str, dict]:
     for side in SIDES:
         for system_id, waited, duration in battles.filter(**{f"clip_{side}__isnull": False}).values_list(f"system_{side}_id", f"generation_seconds_{side}", f"clip_{side}__duration"):
             timings.setdefault(system_id, []).append((waited, duration))
-    out = {}
-    for system in ArenaSystem.objects.select_related("system").filter(is_private=False).order_by("system__name"):
-        rtf, clips = (None, 0) if system.adapter_kind == AdapterKind.CATALOG else median_real_time_factor(timings.get(system.pk, []))
-        out[system.name] = {
-            "organisation": system.system.organisation,
-            "licence": system.licence,
-            "training_data": system.training_data,
-            "open_weights": system.open_weights,
-            "real_time_factor": rtf,
-            "real_time_factor_clips": clips,
-            "audio_withheld": system.withhold_audio,
-        }
-    return out
+    systems = ArenaSystem.objects.select_related("system").filter(is_private=False).order_by("system__name")
+    return {system.name: system_metadata(system, timings.get(system.pk, [])) for system in systems}
+
+
+def system_metadata(system: ArenaSystem, timings: list) -> dict:
+    """One system's metadata as the board and the release give it, with the real-time factor of these
+    (generation seconds, clip seconds) timings (none for catalog systems, which do not generate)."""
+    rtf, clips = (None, 0) if system.adapter_kind == AdapterKind.CATALOG else median_real_time_factor(timings)
+    return {
+        "organisation": system.system.organisation,
+        "licence": system.licence,
+        "training_data": system.training_data,
+        "open_weights": system.open_weights,
+        "real_time_factor": rtf,
+        "real_time_factor_clips": clips,
+        "audio_withheld": system.withhold_audio,
+    }
 
 
 def vocal_systems() -> set[str]:

@@ -5,17 +5,11 @@
   const root = document.getElementById("history");
   if (!root) return;
   const data = JSON.parse(document.getElementById("history-data").textContent);
-  const NS = "http://www.w3.org/2000/svg";
   const picker = document.getElementById("history-system");
   let board = "instrumental";
   let system = root.dataset.system || "";
 
-  function el(tag, attrs, text) {
-    const node = document.createElementNS(NS, tag);
-    for (const k in attrs) node.setAttribute(k, attrs[k]);
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
+  const { svg: el, cell } = window.AuditoriumDom;
   const label = (p) => p.period || p.cutoff.slice(0, 10) + " (on demand)";
 
   function systems() {
@@ -47,18 +41,7 @@
         [p.style_rating === null ? "–" : p.style_rating.toFixed(1), "num styled", p.style_rank === null ? "" : "rank " + p.style_rank],
         [p.votes, "num votes-col"],
       ];
-      for (const [text, cls, sub] of cells) {
-        const td = document.createElement("td");
-        td.textContent = text;
-        if (cls) td.className = cls;
-        if (sub) {
-          const span = document.createElement("span");
-          span.className = "sub";
-          span.textContent = sub;
-          td.appendChild(span);
-        }
-        tr.appendChild(td);
-      }
+      for (const [text, cls, sub] of cells) cell(tr, text, cls, sub);
       tbody.appendChild(tr);
     }
     plot(points);

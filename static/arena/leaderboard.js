@@ -8,28 +8,7 @@
   if (!root) return;
   let data = JSON.parse(document.getElementById("board-data").textContent);
   let current = "instrumental";
-  const NS = "http://www.w3.org/2000/svg";
-
-  function el(tag, attrs, text) {
-    const node = document.createElementNS(NS, tag);
-    for (const k in attrs) node.setAttribute(k, attrs[k]);
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-
-  function cell(tr, text, cls, sub) {
-    const td = document.createElement("td");
-    td.textContent = text;
-    if (cls) td.className = cls;
-    if (sub) {
-      const span = document.createElement("span");
-      span.className = "sub";
-      span.textContent = sub;
-      td.appendChild(span);
-    }
-    tr.appendChild(td);
-    return td;
-  }
+  const { svg: el, cell } = window.AuditoriumDom;
 
   const fmt = (v) => v.toFixed(1);
   // Small figures (a demo system's real-time factor, a covariate's unit of a few milliseconds) keep two significant digits.
