@@ -7,7 +7,7 @@ always off, and the application decides from its own settings (AUDITORIUM_BEHIND
 AUDITORIUM_TRUSTED_PROXIES, see common/proxy.py) whose forwarded address to believe.
 
 uvicorn also waits for ever on a client that sends its headers or body a byte at a time, so the
-HTTP protocol is common.slow_clients' (AUDITORIUM_HEADER_TIMEOUT, AUDITORIUM_BODY_TIMEOUT), and
+HTTP protocol is common.slow_clients' (AUDITORIUM_HTTP, AUDITORIUM_HEADER_TIMEOUT, AUDITORIUM_BODY_TIMEOUT), and
 AUDITORIUM_LIMIT_CONCURRENCY (default 1000) caps connections plus tasks: beyond it uvicorn answers 503
 instead of letting slow clients pile up without bound.
 """

@@ -26,6 +26,7 @@ SMOKE = {
     "benchmark": ["--items", "200", "--submissions", "3", "--rounds", "20", "--repeat", "1"],
     "dataset_import": ["--rows", "10", "--clips", "5", "--seconds", "0.5"],
     "history": ["--pairs", "60", "--history", "20", "--samples", "5"],
+    "http_protocol": ["--requests", "50", "--repeat", "1"],
     "leaderboard": ["--votes", "2000", "--systems", "5", "--rounds", "20", "--baseline-rounds", "1"],
     "load": [
         "--sqlite", "--clients", "2", "--submits", "4", "--votes", "4", "--seconds", "5", "--rounds", "1", "--baseline-requests", "20",

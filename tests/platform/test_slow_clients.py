@@ -15,8 +15,10 @@ HEADER_TIMEOUT = 1.0
 BODY_TIMEOUT = 1.5
 
 
-@pytest.fixture
-def server(monkeypatch):
+@pytest.fixture(params=["httptools", "h11"])
+def server(request, monkeypatch):
+    # Each of uvicorn's parsers has its own subclass with the deadlines: both are checked.
+    monkeypatch.setenv("AUDITORIUM_HTTP", request.param)
     monkeypatch.setenv("AUDITORIUM_HEADER_TIMEOUT", str(HEADER_TIMEOUT))
     monkeypatch.setenv("AUDITORIUM_BODY_TIMEOUT", str(BODY_TIMEOUT))
     with serving() as (port, _app):
@@ -93,9 +95,33 @@ def test_a_normal_request_still_works_and_keeps_alive(server):
     assert answer.startswith(b"HTTP/1.1 ") and b" 408 " not in answer.split(b"\r\n")[0]
 
 
+def test_a_client_stalling_in_its_second_request_is_closed_within_the_timeout(server):
+    # The second request's deadline is its own: the first one's answer re-arms it.
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as conn:
+        conn.sendall(b"GET /healthz/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += conn.recv(65536)
+        assert head.startswith(b"HTTP/1.1 200")
+        conn.sendall(b"GET /healthz/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        started = time.monotonic()
+        rest, _ = _read_until_closed(conn, limit=10)
+        seconds = time.monotonic() - started
+    assert b"HTTP/1.1" not in rest
+    assert HEADER_TIMEOUT * 0.8 <= seconds < HEADER_TIMEOUT + 2
+
+
 def test_the_launch_uses_the_protocol_with_configured_timeouts(monkeypatch):
     from auditorium.serve import uvicorn_options
 
+    monkeypatch.delenv("AUDITORIUM_HTTP", raising=False)
+    assert uvicorn_options()["http"].__name__ == "SlowClientHttpToolsProtocol"
+    monkeypatch.setenv("AUDITORIUM_HTTP", "h11")
+    assert uvicorn_options()["http"].__name__ == "SlowClientH11Protocol"
+    monkeypatch.setenv("AUDITORIUM_HTTP", "curl")
+    with pytest.raises(ValueError):
+        uvicorn_options()
+    monkeypatch.delenv("AUDITORIUM_HTTP")
     monkeypatch.setenv("AUDITORIUM_HEADER_TIMEOUT", "7")
     monkeypatch.delenv("AUDITORIUM_BODY_TIMEOUT", raising=False)
     options = uvicorn_options()
