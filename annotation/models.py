@@ -336,6 +336,9 @@ class Pair(TriggerCounted):
     # For gold and catch pairs: the clip that must win (per dimension; blank = not checked).
     expected_alignment = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     expected_musicality = models.ForeignKey(Clip, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # For catch pairs: what makes the wrong answer wrong, so results can be told apart by kind
+    # ({"kind": "noise", ...} for a signal fault, {"kind": "semantic", "attribute": ...} for another prompt's answer).
+    catch_spec = models.JSONField(default=dict, blank=True)
     overlap = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)], help_text="Votes wanted on this pair.")
     dataset_source = models.CharField(
         max_length=200, blank=True, help_text="`source` of the imported row that made the pair, as given; blank for pairs made here."

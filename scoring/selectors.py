@@ -134,8 +134,17 @@ def run_verdict_stats(*, run: ScoringRun) -> dict:
     inconsistent = {ALIGNMENT: 0, MUSICALITY: 0}
     asked = 0
     catch_hits = {ALIGNMENT: [], MUSICALITY: []}
-    for status, details, kind, exp_a, exp_m, choice_a, choice_m in run.verdicts.values_list(
-        "status", "details", "pair__kind", "pair__expected_alignment_id", "pair__expected_musicality_id", "alignment_choice_id", "musicality_choice_id"
+    # Catch pairs by what makes the wrong answer wrong: a judge that hears noise may not hear a wrong instrument.
+    by_kind: dict[str, dict[str, list[bool]]] = {}
+    for status, details, kind, exp_a, exp_m, choice_a, choice_m, spec in run.verdicts.values_list(
+        "status",
+        "details",
+        "pair__kind",
+        "pair__expected_alignment_id",
+        "pair__expected_musicality_id",
+        "alignment_choice_id",
+        "musicality_choice_id",
+        "pair__catch_spec",
     ):
         statuses[status] += 1
         consistent = (details or {}).get("consistent")
@@ -147,6 +156,9 @@ def run_verdict_stats(*, run: ScoringRun) -> dict:
             for dim, expected, choice in ((ALIGNMENT, exp_a, choice_a), (MUSICALITY, exp_m, choice_m)):
                 if expected is not None and choice is not None:
                     catch_hits[dim].append(choice == expected)
+                    if kind == "catch":
+                        label = catch_kind_label(spec)
+                        by_kind.setdefault(label, {ALIGNMENT: [], MUSICALITY: []})[dim].append(choice == expected)
     total = sum(statuses.values())
     return {
         "counts": statuses,
@@ -156,7 +168,28 @@ def run_verdict_stats(*, run: ScoringRun) -> dict:
         # Among pairs asked in both orders: share whose label flipped with the order, per dimension.
         "inconsistent_share": {dim: (n / asked) if asked else None for dim, n in inconsistent.items()},
         "catch_accuracy": {dim: ({"accuracy": sum(v) / len(v), "n": len(v)} if v else None) for dim, v in catch_hits.items()},
+        "catch_by_kind": {label: {dim: _share_with_interval(v) for dim, v in hits.items()} for label, hits in sorted(by_kind.items())},
     }
+
+
+def _share_with_interval(hits: list[bool]) -> dict | None:
+    """Share right with its Wilson 95 % interval (scipy's): a handful of catch pairs per kind is common."""
+    if not hits:
+        return None
+    from scipy.stats import binomtest
+
+    k, n = sum(hits), len(hits)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"accuracy": k / n, "n": n, "ci": [float(ci.low), float(ci.high)]}
+
+
+def catch_kind_label(spec: dict | None) -> str:
+    """"noise", "semantic: instrument", ...; "unlabelled" for catch pairs made before kinds were recorded or imported."""
+    spec = spec or {}
+    kind = spec.get("kind")
+    if not kind:
+        return "unlabelled"
+    return f"{kind}: {spec['attribute']}" if kind == "semantic" and spec.get("attribute") else str(kind)
 
 
 def _label_for(pair_clip_a: int, pair_clip_b: int, clip_id: int | None) -> str | None:

@@ -618,8 +618,114 @@ def hard_negative_create(
                 expected_alignment=clip,
                 expected_musicality=clip,
                 overlap=1,
+                catch_spec=spec,
             )
     return derived, pair
+
+
+def semantic_negative_create(
+    *,
+    study: Study,
+    condition: Condition,
+    clip: Clip,
+    attribute: str,
+    mode: str = "swap",
+    seed: int = 0,
+    arena_system=None,
+) -> tuple[Clip, Pair]:
+    """A catch pair at `condition`: `clip` against an answer to a condition that differs in one attribute.
+
+    mode "swap" takes a clip of another condition of the study (scoring/semantic.py ranks them);
+    "generate" rewrites the prompt and has `arena_system` (default: the clip's own system in the
+    arena) generate the variant, stored as a derived clip. Only alignment is checked.
+    """
+    from . import semantic
+
+    if mode not in ("swap", "generate"):
+        raise ServiceError(f"mode must be swap or generate (got {mode!r}).", code="bad_semantic")
+    if not Pair.objects.filter(study=study, condition=condition).filter(Q(clip_a=clip) | Q(clip_b=clip)).exists():
+        raise ServiceError(f"Clip {clip.pk} answers no pair of {study.name} at condition {condition.pk}.", code="no_condition")
+    try:
+        if mode == "swap":
+            variant, change = _semantic_swap(study=study, condition=condition, clip=clip, attribute=attribute, seed=seed)
+        else:
+            variant, change = _semantic_generate(study=study, condition=condition, clip=clip, attribute=attribute, seed=seed, arena_system=arena_system)
+    except semantic.SemanticError as exc:
+        raise ServiceError(f"{attribute}: {exc}.", code="bad_semantic") from None
+    spec = {"kind": "semantic", "mode": mode, **change}
+    pair, _ = pair_get_or_create(
+        study=study, condition=condition, clip_a=clip, clip_b=variant, kind=Pair.Kind.CATCH, expected_alignment=clip, overlap=1, catch_spec=spec
+    )
+    return variant, pair
+
+
+def _semantic_swap(*, study: Study, condition: Condition, clip: Clip, attribute: str, seed: int) -> tuple[Clip, dict]:
+    from . import semantic
+
+    others = list(Condition.objects.filter(pairs__study=study).exclude(pk=condition.pk).distinct().order_by("pk"))
+    for other in semantic.swap_candidates(attribute=attribute, condition=condition, others=others):
+        answers = Clip.objects.filter(Q(pairs_as_a__condition=other, pairs_as_a__study=study) | Q(pairs_as_b__condition=other, pairs_as_b__study=study))
+        answers = answers.exclude(pk=clip.pk).exclude(kind=Clip.Kind.DERIVED).distinct().order_by("pk")
+        # The same system's answer, where there is one: the pair then differs in what was asked, not in who made it.
+        same = [c for c in answers if c.system_id == clip.system_id and clip.system_id is not None]
+        pool = same or list(answers)
+        if not pool:
+            continue
+        variant = pool[seed % len(pool)]
+        change = {"attribute": attribute, "source_condition": other.pk}
+        if attribute in semantic.TEXT_ATTRIBUTES:
+            change["from"] = semantic.value_name(attribute, semantic.prompt_attributes(condition.prompt)[attribute])
+            change["to"] = semantic.value_name(attribute, semantic.prompt_attributes(other.prompt)[attribute])
+        return variant, change
+    raise semantic.SemanticError(f"no other condition of {study.name} differs in it and has an answer to swap in")
+
+
+def _semantic_generate(*, study: Study, condition: Condition, clip: Clip, attribute: str, seed: int, arena_system) -> tuple[Clip, dict]:
+    from arena.adapters import GenerationError, GenerationRequest
+    from arena.adapters import adapter_for as arena_adapter_for
+    from arena.models import ArenaSystem
+
+    from . import semantic
+
+    if attribute == "reference":
+        raise semantic.SemanticError("a reference cannot be generated from a rewritten prompt; use --mode swap")
+    if arena_system is None:
+        arena_system = ArenaSystem.objects.filter(system_id=clip.system_id).select_related("system").first() if clip.system_id else None
+        if arena_system is None:
+            raise semantic.SemanticError("the clip's system is not in the arena, so nothing can generate the variant: name an arena system")
+    others = list(Condition.objects.filter(pairs__study=study).exclude(pk=condition.pk).exclude(lyrics="").distinct().values_list("lyrics", flat=True))
+    rewritten = semantic.rewrite(prompt=condition.prompt, lyrics=condition.lyrics, attribute=attribute, seed=seed, other_lyrics=others)
+    request = GenerationRequest(
+        prompt=rewritten.prompt,
+        lyrics=rewritten.lyrics,
+        instrumental=not rewritten.lyrics.strip(),
+        seconds=min(float(clip.duration), float(arena_system.max_duration_seconds)),
+        seed=seed,
+        sample_rate=clip.sample_rate,
+    )
+    try:
+        generated = arena_adapter_for(arena_system).generate(request)
+    except GenerationError as exc:
+        raise ServiceError(f"{arena_system.system.name} could not generate the variant: {exc}", code="generation_failed") from None
+    change = {**rewritten.change, "prompt": rewritten.prompt, "system": arena_system.system.name}
+    if rewritten.lyrics != condition.lyrics:
+        change["lyrics"] = rewritten.lyrics
+    if generated.clip_id is not None:
+        variant = Clip.objects.get(pk=generated.clip_id)
+    else:
+        variant, _ = clip_ingest_array(
+            audio=generated.audio,
+            sample_rate=generated.sample_rate,
+            system=arena_system.system,
+            kind=Clip.Kind.DERIVED,
+            fmt="WAV",
+            derived_from=clip,
+            degradation=change | {"kind": "semantic"},
+            original_name=f"derived/{clip.sha256[:12]}-semantic-{attribute}",
+        )
+    if variant.pk == clip.pk:
+        raise semantic.SemanticError("the system gave the same audio for the rewritten prompt")
+    return variant, change
 
 
 # --- Annotator exclusion: scoring/exclusion.py (re-exported here for callers of services.*) ---------------

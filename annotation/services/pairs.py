@@ -56,6 +56,7 @@ def pair_get_or_create(
     expected_musicality: Clip | None = None,
     overlap: int | None = None,
     dataset_source: str = "",
+    catch_spec: dict | None = None,
 ) -> tuple[Pair, bool]:
     """One pair per (study, condition, {clip_a, clip_b}); (B, A) finds the stored (A, B)."""
     if clip_a.pk == clip_b.pk:
@@ -77,6 +78,7 @@ def pair_get_or_create(
         expected_alignment=expected_alignment,
         expected_musicality=expected_musicality,
         dataset_source=dataset_source,
+        catch_spec=catch_spec or {},
         overlap=overlap or pair_overlap_for(study=study, clip_key=key, condition_id=condition.pk),
     )
     pair.full_clean(exclude=["study", "condition", "clip_a", "clip_b"], validate_unique=False, validate_constraints=False)
