@@ -36,6 +36,14 @@ class RecruitmentLinkForm(forms.Form):
         label="Signing secret (optional)", max_length=128, required=False, strip=True, widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
         help_text="Only when whatever sends participants here signs each participant id: the link then needs sig=<hex HMAC-SHA256 of the id with this secret>. At least 16 characters.",
     )  # fmt: skip
+    gold_pause_below = forms.FloatField(
+        label="Pause below gold accuracy (optional)", min_value=0.0, max_value=1.0, required=False,
+        help_text="A share from 0 to 1, e.g. 0.7: the link stops admitting new participants when its recent participants answer fewer gold pairs right than this.",
+    )  # fmt: skip
+    gold_pause_window = forms.IntegerField(label="Recent participants counted", min_value=1, max_value=1000, initial=10, required=False)
+
+    def clean_gold_pause_window(self):
+        return self.cleaned_data.get("gold_pause_window") or 10
 
 
 def crowd_manage_context(*, study, can_change: bool, base_url: str, practice_form: PracticeItemForm | None = None, link_form: RecruitmentLinkForm | None = None) -> dict:

@@ -99,3 +99,12 @@ def recruitment_link_close(request: HttpRequest, name: str, link_id: int) -> Htt
         request, name, change=lambda study: services.recruitment_link_close(study=study, link_id=link_id), anchor="recruitment",
         success=lambda _closed: "Recruitment link closed: it admits no one from now on.",
     )
+
+
+@study_required
+@require_POST
+def recruitment_link_resume(request: HttpRequest, name: str, link_id: int) -> HttpResponse:
+    return _changed(
+        request, name, change=lambda study: services.recruitment_link_resume(study=study, link_id=link_id), anchor="recruitment",
+        success=lambda _link: "Recruitment link resumed: it admits new participants again, and those who joined before now no longer count towards a pause.",
+    )

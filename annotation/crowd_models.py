@@ -10,7 +10,7 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 # The URL parameter of a signed link: hex HMAC-SHA256 of the participant id, keyed with the link's signing secret.
@@ -96,6 +96,17 @@ class RecruitmentLink(models.Model):
     signing_secret = models.CharField(
         max_length=128, blank=True, help_text="When set, the link admits only a participant id signed with it (the sig parameter: hex HMAC-SHA256 of the id)."
     )
+    # A bad batch of recruits shows first on the gold pairs: the link stops admitting new participants
+    # when the gold accuracy of its most recent ones falls below the threshold (services.recruitment).
+    gold_pause_below = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Pause the link when gold accuracy of its recent participants is below this share (empty: never).",
+    )  # fmt: skip
+    gold_pause_window = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)], help_text="How many of the most recent participants with gold answers count.")
+    paused_at = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.CharField(max_length=300, blank=True)
+    # Participants who joined before a resume do not pause the link again.
+    resumed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

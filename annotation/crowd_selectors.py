@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from .crowd_models import SIGNATURE_PARAM, ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
-from .models import Pair, ScreeningKind, Study
+from .models import Judgment, Pair, ScreeningKind, Study
 
 
 def annotator_crowd_columns(*, study: Study, rows: list[dict]) -> list[dict]:
@@ -74,10 +74,42 @@ def recruitment_link_rows(*, study: Study, base_url: str, now=None) -> list[dict
     )
     rows = []
     for link in links.order_by("-created_at", "-id"):
-        state = "closed" if link.expires_at <= now else "full" if link.used >= link.cap else "open"
+        state = "closed" if link.expires_at <= now else "full" if link.used >= link.cap else "paused" if link.paused_at else "open"
         params = "&".join(f"{p}={{{{%{p}%}}}}" for p in (link.participant_param, link.study_param, link.session_param))
         if link.signing_secret:
             # The recruiting side fills in the signature (docs/crowd.md); Prolific has no placeholder for it.
             params += f"&{SIGNATURE_PARAM}=<signature>"
-        rows.append({"link": link, "state": state, "url": f"{base_url}{reverse('recruitment-enter', kwargs={'token': link.token})}?{params}"})
+        gold = recruitment_link_gold_recent(link=link) if link.gold_pause_below is not None else None
+        url = f"{base_url}{reverse('recruitment-enter', kwargs={'token': link.token})}?{params}"
+        rows.append({"link": link, "state": state, "url": url, "recent_gold": gold})
     return rows
+
+
+def recruitment_link_gold_recent(*, link: RecruitmentLink) -> dict | None:
+    """Gold accuracy of the link's most recent participants (gold_pause_window of them with a gold answer, joined since the last resume); reads only.
+
+    Both dimensions count, each answer with an expected clip once. None when no participant has answered a gold pair yet.
+    """
+    participants = ExternalParticipant.objects.filter(link=link)
+    if link.resumed_at is not None:
+        participants = participants.filter(created_at__gte=link.resumed_at)
+    golds = Judgment.objects.filter(pair__study_id=link.study_id, pair__kind__in=[Pair.Kind.GOLD, Pair.Kind.CATCH], annotator__in=participants.values("user_id"))
+    rows = list(
+        golds.order_by("-annotator__external_participant__created_at", "-id").values_list(
+            "annotator_id", "alignment_choice_id", "musicality_choice_id", "pair__expected_alignment_id", "pair__expected_musicality_id"
+        )
+    )
+    chosen: list[int] = []
+    right = answered = 0
+    for annotator, alignment, musicality, expected_a, expected_m in rows:
+        if annotator not in chosen:
+            if len(chosen) >= link.gold_pause_window:
+                continue
+            chosen.append(annotator)
+        for choice, expected in ((alignment, expected_a), (musicality, expected_m)):
+            if expected is not None and choice is not None:
+                answered += 1
+                right += choice == expected
+    if not answered:
+        return None
+    return {"accuracy": right / answered, "answers": answered, "participants": len(chosen)}

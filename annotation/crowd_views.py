@@ -276,7 +276,7 @@ def _start_page(request, link, cleaned, known, *, message: str = "", status: int
 
 
 # Refusals that no form on the start page can change: the refused page, not the start page again.
-_REFUSED = ("not_found", "expired", "over_cap", "bad_parameter", "no_participant", "bad_signature")
+_REFUSED = ("not_found", "expired", "over_cap", "paused", "bad_parameter", "no_participant", "bad_signature")
 
 
 @never_cache

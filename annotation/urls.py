@@ -34,6 +34,7 @@ urlpatterns = [
     path("manage/studies/<slug:name>/practice/<id:item_id>/remove/", crowd_manage.practice_remove, name="study-practice-remove"),
     path("manage/studies/<slug:name>/links/", crowd_manage.recruitment_link_add, name="study-link-add"),
     path("manage/studies/<slug:name>/links/<id:link_id>/close/", crowd_manage.recruitment_link_close, name="study-link-close"),
+    path("manage/studies/<slug:name>/links/<id:link_id>/resume/", crowd_manage.recruitment_link_resume, name="study-link-resume"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

@@ -39,6 +39,7 @@ from .agreement import (
     votes_frame,
 )
 from .crowd import crowd_report
+from .drift import drift_section
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .ratings_report import ratings_section
@@ -515,6 +516,8 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         "ratings": ratings_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
         # Which system won: per pair of systems and per system, on every dimension (scoring/results.py).
         "systems": results_section(study=study, votes=votes, pairs=pairs, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
+        # Agreement, gold accuracy and listening time by day and by recruitment batch (scoring/drift.py).
+        "drift": drift_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
     }
     if key:
         cache.set(key, report, CACHE_SECONDS)

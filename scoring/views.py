@@ -342,6 +342,8 @@ def report_context(report: dict) -> dict:
         "triage": _triage_groups(report["triage"]),
         "crowd": crowd_context(report.get("crowd")),
         "results": results_view(report.get("systems")),
+        "drift": report.get("drift"),
+        "drift_tables": [("By day", (report.get("drift") or {}).get("by_day", [])), ("By batch", (report.get("drift") or {}).get("by_batch", []))],
     }
 
 

@@ -35,6 +35,7 @@ from common.failure_throttle import Scope
 from common.rates import salted_hash
 
 from ..crowd_models import SIGNATURE_PARAM, ExternalParticipant, RecruitmentLink
+from ..crowd_selectors import recruitment_link_gold_recent
 from .people import study_annotator_add
 
 MAX_ID_LENGTH = 100
@@ -71,7 +72,8 @@ def participant_signature(*, secret: str, participant_id: str) -> str:
 
 
 def recruitment_link_create(
-    *, study, completion_code: str, screenout_code: str = "", cap: int = 100, days: float = 14.0, label: str = "", signing_secret: str = "", **extra
+    *, study, completion_code: str, screenout_code: str = "", cap: int = 100, days: float = 14.0, label: str = "", signing_secret: str = "",
+    gold_pause_below: float | None = None, gold_pause_window: int = 10, **extra,
 ) -> RecruitmentLink:
     if not (completion_code or "").strip():
         raise ServiceError("A recruitment link needs the platform's completion code.", code="no_code")
@@ -86,9 +88,14 @@ def recruitment_link_create(
         raise ServiceError("The cap must be at least 1 participant.", code="bad_cap")
     if not 0 < days <= MAX_DAYS:
         raise ServiceError(f"A link stays open for more than 0 and at most {MAX_DAYS} days.", code="bad_days")
+    if gold_pause_below is not None and not 0.0 <= gold_pause_below <= 1.0:
+        raise ServiceError("The gold accuracy that pauses the link is a share from 0 to 1 (e.g. 0.7).", code="bad_pause")
+    if gold_pause_window < 1:
+        raise ServiceError("At least 1 recent participant counts towards a pause.", code="bad_pause")
     return RecruitmentLink.objects.create(
         study=study, completion_code=completion_code.strip(), screenout_code=(screenout_code or "").strip(), cap=cap,
-        expires_at=timezone.now() + timedelta(days=days), label=label, signing_secret=signing_secret, **extra,
+        expires_at=timezone.now() + timedelta(days=days), label=label, signing_secret=signing_secret,
+        gold_pause_below=gold_pause_below, gold_pause_window=gold_pause_window, **extra,
     )
 
 
@@ -187,6 +194,7 @@ def recruitment_enter(
     claim of the id, a typed code while the throttle is paused, and a new account on a link at its cap.
     """
     link, cleaned = recruitment_link_for(token=token, params=params, now=now)
+    recruitment_link_gold_check(link=link, now=now)
     pid = cleaned["participant"]
     key = participant_hash(pid)
     typed = "" if as_new else resume_code_clean(typed_code)
@@ -217,6 +225,8 @@ def recruitment_enter(
                 resumed.platform_session_id = cleaned["session"]
                 resumed.save(update_fields=["platform_session_id"])
             return resumed, ""
+        if RecruitmentLink.objects.filter(pk=link.pk, paused_at__isnull=False).exists():
+            raise ServiceError(PAUSED_MESSAGE, code="paused", status=410)
         if ExternalParticipant.objects.filter(link=link).count() >= link.cap:
             raise ServiceError("This study is full: the link has admitted all the participants it may. Please return the study on the recruitment platform.", code="over_cap", status=410)
         user = get_user_model().objects.create_user(username=f"ext-{secrets.token_hex(6)}", password=None)
@@ -266,4 +276,43 @@ def recruitment_link_close(*, study, link_id: int, now=None) -> RecruitmentLink:
         if link.expires_at > now:
             link.expires_at = now
             link.save(update_fields=["expires_at"])
+    return link
+
+
+# --- Pausing a link on a falling gold accuracy ------------------------------------------------------
+
+PAUSED_MESSAGE = "This study is paused by its researchers, so no new session can start. Please return the study on the recruitment platform."
+# Fewer gold answers than this among the recent participants decide nothing: two unlucky answers are not a bad batch.
+MIN_GOLD_ANSWERS = 10
+
+
+def recruitment_link_gold_check(*, link: RecruitmentLink, now=None) -> RecruitmentLink:
+    """Pause the link (once, with the reason) when its recent participants' gold accuracy is below its threshold."""
+    if link.gold_pause_below is None or link.paused_at is not None:
+        return link
+    recent = recruitment_link_gold_recent(link=link)
+    if recent is None or recent["answers"] < MIN_GOLD_ANSWERS or recent["accuracy"] >= link.gold_pause_below:
+        return link
+    reason = (
+        f"Gold accuracy of the last {recent['participants']} participant{'s' if recent['participants'] != 1 else ''} was "
+        f"{recent['accuracy']:.0%} over {recent['answers']} answers, below the link's {link.gold_pause_below:.0%}."
+    )
+    now = now or timezone.now()
+    # Conditional: of two visits that both see the drop, one writes the reason.
+    RecruitmentLink.objects.filter(pk=link.pk, paused_at__isnull=True).update(paused_at=now, pause_reason=reason)
+    link.refresh_from_db(fields=["paused_at", "pause_reason"])
+    return link
+
+
+def recruitment_link_resume(*, study, link_id: int, now=None) -> RecruitmentLink:
+    """Admit new participants again; those who joined before now no longer count towards a pause."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        link = RecruitmentLink.objects.select_for_update().filter(pk=link_id, study=study).first()
+        if link is None:
+            raise ServiceError("No such recruitment link in this study.", code="not_found", status=404)
+        if link.paused_at is None:
+            raise ServiceError("This link is not paused.", code="not_paused", status=409)
+        link.paused_at, link.pause_reason, link.resumed_at = None, "", now
+        link.save(update_fields=["paused_at", "pause_reason", "resumed_at"])
     return link

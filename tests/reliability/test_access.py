@@ -46,7 +46,7 @@ RESEARCHER = {
     "team-list", "team-detail", "team-members-add", "team-endpoint-register",
     "study-collaborators",
     # Practice pairs and recruitment links on the study page: changes, so writers only (tests/annotation/test_crowd_manage.py).
-    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close",
+    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
 }
 # Researcher routes that serve a finished file (404 without one): checked for refusals only here,
 # downloads in their own tests.
@@ -59,7 +59,7 @@ POST_ONLY = {
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
     "api-next", "api-listening", "api-submit", "api-skip",
     "team-members-add", "team-endpoint-register", "study-collaborators",
-    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close",
+    "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
 }
 
 
