@@ -190,3 +190,51 @@ class TrainingRun(models.Model):
 
     def __str__(self) -> str:
         return f"training {self.pk} on {self.study_id}"
+
+
+class BestOfNExperiment(models.Model):
+    """Test-time scaling checked by people: N candidates per prompt, ranked by a judge, top-1 against others in a blind study."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    # The experiment's blind pairwise study: made empty at creation, so the study rule decides who may see it from the start.
+    study = models.OneToOneField("annotation.Study", on_delete=models.CASCADE, related_name="best_of_n")
+    prompts = models.JSONField(default=list, help_text="The prompt set: one text prompt per condition.")
+    n = models.PositiveSmallIntegerField(help_text="Candidates per prompt.")
+    systems = models.JSONField(default=list, blank=True, help_text="Arena systems that generate, in turn; empty when candidates come from a study.")
+    source_study = models.ForeignKey("annotation.Study", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Imported candidates.")
+    ranker = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="+")
+    dimension = models.CharField(max_length=12, default="musicality", help_text="The dimension the ranker's score ranks by.")
+    seconds = models.FloatField(default=6.0)
+    seed = models.BigIntegerField(default=0)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"best-of-{self.n} {self.study_id}"
+
+
+class BestOfNCandidate(models.Model):
+    """One candidate of one prompt, with the ranker's score and its part in the study's pairs."""
+
+    experiment = models.ForeignKey(BestOfNExperiment, on_delete=models.CASCADE, related_name="candidates")
+    condition = models.ForeignKey("annotation.Condition", on_delete=models.PROTECT, related_name="+")
+    clip = models.ForeignKey("annotation.Clip", on_delete=models.PROTECT, related_name="+")
+    score = models.FloatField(null=True, blank=True)
+    rank = models.PositiveSmallIntegerField(null=True, blank=True, help_text="1 = the ranker's choice.")
+    # The random candidate top-1 is compared with (it may also be the bottom one).
+    is_random = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["experiment", "condition", "rank", "id"]
+        constraints = [models.UniqueConstraint(fields=["experiment", "condition", "clip"], name="unique_best_of_n_candidate")]

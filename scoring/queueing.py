@@ -21,6 +21,7 @@ PAIRS_SCORE = "scoring.pairs_score"
 REPORT_CHANGED = "scoring.report_changed"
 REWARD_TRAIN = "scoring.reward_train"
 SELECTION_REFRESH = "scoring.selection_refresh"
+BEST_OF_N = "scoring.best_of_n"
 
 
 # Pairs per job of a per-clip judge: few enough that the run page moves several times on a small

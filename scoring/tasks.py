@@ -84,6 +84,15 @@ def report_changed_task(study_id: int, reason: str) -> None:
     broadcast.report_changed_push(study_id=study_id, reason=reason)
 
 
+@shared_task(name=queueing.BEST_OF_N, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3500, time_limit=3600)
+def best_of_n_task(experiment_id: int) -> dict:
+    """Queued on the ranker's queue: generation and ranking load models there."""
+    from .best_of_n import best_of_n_execute
+
+    experiment = best_of_n_execute(experiment_id=experiment_id)
+    return {"experiment": experiment.pk, "state": experiment.state}
+
+
 @shared_task(name=queueing.REWARD_TRAIN, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3500, time_limit=3600)
 def reward_train_task(training_id: int) -> dict:
     """Queued on `gpu` (training uses CUDA when the worker has it, else the CPU)."""

@@ -2,7 +2,7 @@ from django.urls import path
 
 from common import converters  # noqa: F401  (registers <id:...>)
 
-from . import views
+from . import best_of_n_views, views
 
 app_name = "scoring"
 urlpatterns: list = [
@@ -18,4 +18,7 @@ urlpatterns: list = [
     path("studies/<slug:name>/compare/", views.study_compare, name="study-compare"),
     path("studies/<slug:name>/plan/", views.study_plan, name="study-plan"),
     path("studies/<slug:name>/report/annotators/<str:pseudonym>/exclusion/", views.annotator_exclusion, name="study-report-exclusion"),
+    # Best-of-N: rank N candidates per prompt, check the top pick with people
+    path("best-of-n/", best_of_n_views.best_of_n_list, name="best-of-n"),
+    path("studies/<slug:name>/best-of-n/", best_of_n_views.best_of_n_detail, name="best-of-n-detail"),
 ]

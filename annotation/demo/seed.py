@@ -92,7 +92,7 @@ def _ensure_user(username: str, password: str, *, superuser: bool = False, group
     return user
 
 
-def _seeded_voter(study: Study, username: str):
+def seeded_voter(study: Study, username: str):
     """An account that holds seeded votes: no password, consent recorded before its votes, an inactive
     membership (the study page lists it, the assignment engine never serves it)."""
     User = get_user_model()
@@ -190,7 +190,7 @@ def seed_demo(*, force: bool = False):
             study_annotator_add(study=study, user=annotators[-1])
         # A few labelled, seeded answers (source "seeded": demo data), so the report's judge-versus-human
         # sections have something to show when asked to include them.
-        voters = [_seeded_voter(study, username) for username in SEEDED_VOTERS]
+        voters = [seeded_voter(study, username) for username in SEEDED_VOTERS]
         demo_votes_seed(study=study, annotators=voters)
         # The same clips as rating studies (acr and multi-stimulus), with seeded ratings of their own.
         from annotation.ratings.demo import demo_rating_studies_seed

@@ -81,3 +81,43 @@ def demo_votes_seed(*, study: Study, annotators: list) -> int:
                 )
     Judgment.objects.bulk_create(new)
     return len(new)
+
+
+def demo_rank_votes_seed(*, study: Study, annotators: list, seed: int = DEMO_VOTE_SEED) -> int:
+    """Seeded votes on every regular pair of any study whose clips come from the demo systems, each annotator once:
+    the better-ranked system wins as often as in `demo_votes_seed`, clips of one system are a coin toss.
+    Pairs with a clip of another system are left alone. Returns how many were added."""
+    rng = random.Random(seed)
+    pairs = Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR).select_related("clip_a__system", "clip_b__system").order_by("clip_key", "condition_id")
+    answered = set(Judgment.objects.filter(pair__study=study, annotator__in=annotators).values_list("annotator_id", "pair_id"))
+    new = []
+    for pair in pairs:
+        names = [clip.system.name if clip.system_id else None for clip in (pair.clip_a, pair.clip_b)]
+        if any(name not in _RANKS for name in names):
+            continue
+        for user in annotators:
+            shown_a = rng.choice((pair.clip_a, pair.clip_b))
+            choices = {}
+            for dimension in ("alignment", "musicality"):
+                if _RANKS[names[0]][dimension] == _RANKS[names[1]][dimension]:
+                    choices[dimension] = (rng.choice((pair.clip_a, pair.clip_b)), Decimal("2.0"))
+                else:
+                    choices[dimension] = _answer(rng, pair, dimension)
+            if (user.pk, pair.pk) in answered:
+                continue
+            new.append(
+                Judgment(
+                    annotator=user,
+                    pair=pair,
+                    a_clip=shown_a,
+                    alignment_choice=choices["alignment"][0],
+                    alignment_confidence=choices["alignment"][1],
+                    musicality_choice=choices["musicality"][0],
+                    musicality_confidence=choices["musicality"][1],
+                    rationale=f"{DEMO_VOTE_LABEL}.",
+                    idempotency_key=f"{DEMO_VOTE_KEY}{user.username}:{study.pk}:{pair.pk}"[:100],
+                    source=Judgment.Source.SEEDED,
+                )
+            )
+    Judgment.objects.bulk_create(new)
+    return len(new)

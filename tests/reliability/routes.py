@@ -7,7 +7,7 @@ from django.urls import URLResolver, get_resolver, reverse
 
 from annotation.models import AnnotatorProfile
 from scoring.benchmarks.models import Benchmark, Submission, Team
-from scoring.models import Judge, ScoringRun, TrainingRun
+from scoring.models import BestOfNExperiment, Judge, ScoringRun, TrainingRun
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
 
 
@@ -36,6 +36,7 @@ def world(db):
     judge = Judge.objects.create(key="signal-acl", kind=Judge.Kind.SIGNAL)
     run = ScoringRun.objects.create(judge=judge, study=study)
     training = TrainingRun.objects.create(study=study, feature_judge=judge)
+    BestOfNExperiment.objects.create(study=study, prompts=["a calm piano piece"], n=2, ranker=judge)
     pseudonym = AnnotatorProfile.objects.get(user=member).pseudonym
     benchmark = Benchmark.objects.create(name=study.name, study=study)
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)

@@ -37,6 +37,8 @@ RESEARCHER = {
     "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",
+    # Best-of-N: the list and its form for researchers; an experiment's page by the study rule of its study.
+    "best-of-n", "best-of-n-detail",
     # Judge benchmarks: researchers and team members (tests/benchmarks/test_no_leaks.py covers teams).
     "benchmark-list", "benchmark-create", "benchmark-detail", "benchmark-export", "benchmark-submission", "benchmark-close",
     "api-benchmark-list", "api-benchmark-leaderboard", "api-benchmark-submission",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from scoring import selectors
-from scoring.demo import demo_judges_seed, demo_signal_run
+from scoring.demo import DEMO_BEST_OF_N, demo_best_of_n, demo_judges_seed, demo_signal_run
 
 
 class Command(BaseCommand):
@@ -27,6 +28,11 @@ class Command(BaseCommand):
             self.stdout.write(f"The signal judge has scored {study!r} already.")
         else:
             self.stdout.write(f"Signal judge queued on {study!r}: run #{run.pk}, {run.total} pairs.")
+        owner = target.owner or get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
+        if owner is not None:
+            experiment = demo_best_of_n(owner=owner)
+            if experiment is not None:
+                self.stdout.write(f"Best-of-N demo: {experiment.state}, page /scoring/studies/{DEMO_BEST_OF_N}/best-of-n/?include_seeded=1")
 
     def report(self, rows: list[dict]) -> None:
         """Ready judges on one line; the learned ones whose weights are absent (the normal state of a fresh
