@@ -45,10 +45,9 @@ def demo_best_of_n(*, owner) -> BestOfNExperiment | None:
     from annotation import demo
     from annotation.demo.seed import SEEDED_VOTERS, seeded_voter
     from annotation.demo.votes import demo_rank_votes_seed
+    from arena.models import ArenaSystem
 
     from .best_of_n import best_of_n_create, best_of_n_execute
-
-    from arena.models import ArenaSystem
 
     if BestOfNExperiment.objects.filter(study__name=DEMO_BEST_OF_N).exists():
         return None
