@@ -203,7 +203,8 @@ def yes_probabilities(backend, requests: list, size: int) -> list[float]:
         return out
     for idx in batches:
         for i, value in zip(idx, backend.yes_probabilities([requests[i] for i in idx])):
-            out[i] = float(value)
+            # A float subclass (an endpoint's answer with its request record) is kept as it is.
+            out[i] = value if isinstance(value, float) else float(value)
     return out
 
 
