@@ -55,7 +55,7 @@ def _endpoint_backend(_path: str, options: dict):
 
 # family -> factory(weights_path, options). Tests and benchmarks register other backends here.
 # "openai": an OpenAI-compatible chat completions endpoint (openai_backend.py); no weights here.
-BACKENDS = {"qwen2_audio": _transformers_backend, "qwen2_5_omni": _transformers_backend, "openai": _endpoint_backend}
+BACKENDS = {"qwen2_audio": _transformers_backend, "qwen2_5_omni": _transformers_backend, "qwen3_omni": _transformers_backend, "openai": _endpoint_backend}
 
 
 def endpoint_records(*answers) -> dict | None:
@@ -86,6 +86,14 @@ class AudioLLMJudge(JudgeAdapter):
             except JudgeUnavailable as exc:
                 return Availability(False, str(exc))
             return Availability(True)
+        if family == "qwen3_omni":
+            from .base import package_missing
+
+            # Qwen3OmniMoeProcessor will not build without its image and video processors, which need these even
+            # when only audio is sent.
+            missing = package_missing("torchvision", "PIL")
+            if missing:
+                return Availability(False, f"family qwen3_omni needs torchvision and Pillow for Qwen3OmniMoeProcessor (missing: {missing}); install a torchvision build matching the installed torch")
         return super().availability()
 
     def _endpoint(self) -> bool:
