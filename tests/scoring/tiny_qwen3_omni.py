@@ -4,7 +4,6 @@ image and video processors, which need torchvision and Pillow (docs/judges.md)."
 
 from __future__ import annotations
 
-
 NAMED = {
     "audio_token": "<|audio_pad|>",
     "image_token": "<|image_pad|>",
