@@ -29,6 +29,10 @@ PROBABILITY_KINDS = ("aqa", "rubric", "pam")
 MIN_PAIRS = 3
 BINS = 5
 MAX_ROUNDS = 1000
+# Re-ranking every resample costs rounds x pairs: past this many values a cell takes fewer resamples (never under
+# MIN_ROUNDS), so a study of 5,000 shared pairs costs about a second per pair of judges, not several.
+RESAMPLED_VALUES = 2_000_000
+MIN_ROUNDS = 200
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -83,14 +87,16 @@ def spearman_interval(x: np.ndarray, y: np.ndarray, *, rounds: int, seed: int) -
 
     point = float(rho(rankdata(x), rankdata(y)))
     lo = hi = None
+    used = 0
     if rounds and n >= MIN_PAIRS:
+        used = int(min(rounds, MAX_ROUNDS, max(MIN_ROUNDS, RESAMPLED_VALUES // n)))
         rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(min(rounds, MAX_ROUNDS), n))
+        idx = rng.integers(0, n, size=(used, n))
         values = rho(rankdata(x[idx], axis=1), rankdata(y[idx], axis=1))
         values = values[np.isfinite(values)]
         if len(values):
             lo, hi = (float(v) for v in np.percentile(values, [2.5, 97.5]))
-    return {"rho": num(point) if np.isfinite(point) else None, "ci": [num(lo) if lo is not None else None, num(hi) if hi is not None else None], "n": n}
+    return {"rho": num(point) if np.isfinite(point) else None, "ci": [num(lo) if lo is not None else None, num(hi) if hi is not None else None], "n": n, "rounds": used}
 
 
 def auc(scores: np.ndarray, positive: np.ndarray) -> float | None:
@@ -181,7 +187,7 @@ def judge_diagnostics(*, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.
                 row.append(cell)
             cells.append({"judge": first, "cells": row})
         correlation[dim] = {"judges": names, "rows": cells}
-    return {"bias": bias, "correlation": correlation, "calibration": calibration, "rounds": min(rounds, MAX_ROUNDS)}
+    return {"bias": bias, "correlation": correlation, "calibration": calibration, "rounds": min(rounds, MAX_ROUNDS), "resampled_values": RESAMPLED_VALUES}
 
 
 def _calibration(source: dict, rows: pd.DataFrame, dim: str, majority: pd.DataFrame) -> list[dict]:

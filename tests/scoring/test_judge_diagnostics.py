@@ -11,9 +11,8 @@ from django.urls import reverse
 from scipy.stats import spearmanr
 
 from scoring.judge_diagnostics import auc, judge_diagnostics, reliability, spearman_interval
-from scoring.models import Judge, ScoringRun, Verdict
 
-from .report_study import build_study
+from .diagnosed_study import diagnosed_study
 
 
 def test_spearman_matches_scipy_and_its_interval_covers_a_known_correlation():
@@ -95,13 +94,7 @@ def test_bias_shares_and_consistency_and_the_correlation_matrix():
 def test_the_report_page_shows_the_bias_table_the_matrix_and_calibration(client, django_user_model):
     from scoring.report import report_build
 
-    study, _, _, _, signal_run = build_study("diagnosed")
-    # A probability judge (AQA-like scores in [0, 1]) on the same pairs, agreeing with the signal judge's order.
-    aqa = Judge.objects.create(key="aqa-test", kind=Judge.Kind.AQA)
-    run = ScoringRun.objects.create(judge=aqa, study=study, label="aqa v1", state=ScoringRun.State.DONE)
-    for verdict in Verdict.objects.filter(run=signal_run, status=Verdict.Status.OK):
-        a, b = verdict.alignment_score_a, verdict.alignment_score_b
-        Verdict.objects.create(run=run, pair=verdict.pair, alignment_score_a=a * 0.9, alignment_score_b=b * 0.9, musicality_score_a=a, musicality_score_b=b, details={"labels": {}})
+    study, _ = diagnosed_study()
     report = report_build(study=study, use_cache=False)
     section = report["judge_diagnostics"]
     assert {b["label"] for b in section["bias"]} == {"rubric v1", "signal v1", "aqa v1"}
