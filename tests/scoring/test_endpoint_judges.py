@@ -13,6 +13,9 @@ import time
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
 
 from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
 from scoring import services
@@ -99,6 +102,12 @@ def test_both_orders_are_sent_with_the_local_prompts_and_a_consistent_answer_pic
     assert usage["latency_p50_s"] > 0 and usage["latency_p95_s"] >= usage["latency_p50_s"]
     assert usage["failed_verdicts"] == 0
     assert verdict.details["endpoint"]["requests"] == 2
+    # The run's page shows the figures.
+    staff = get_user_model().objects.create_user(username="ep-staff", password="pw", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(reverse("scoring:run-detail", args=[run.pk])).content.decode()
+    assert 'id="endpoint-usage"' in page and "prompt tokens <strong>601</strong>" in page
 
 
 @pytest.mark.django_db
@@ -189,6 +198,12 @@ def test_the_api_key_is_sent_but_never_stored_or_logged(loopback, monkeypatch, c
     stored = json.dumps([verdict.details, verdict.rationale, run.summary, run.error, judge.options], default=str)
     assert "[api key]" in stored and KEY not in stored
     assert KEY not in caplog.text
+    staff = get_user_model().objects.create_user(username="ep-key-staff", password="pw", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    for url in (reverse("scoring:run-detail", args=[run.pk]), reverse("scoring:judge-list")):
+        page = client.get(url)
+        assert page.status_code == 200 and KEY not in page.content.decode()
     # The key may not be put in the options, which pages show.
     state = adapter_for(JudgeConfig(key="x", kind="llm_pairwise", options={"family": "openai", "endpoint": server.base_url, "model": "m", "api_key": KEY})).availability()
     assert not state.available and "environment variable" in state.reason and KEY not in state.reason
