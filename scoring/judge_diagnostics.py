@@ -12,8 +12,9 @@ The checks the judge papers run on their own judges, on this study's verdicts:
   out), and a reliability table of p(A) = s_A / (s_A + s_B) (the Bradley-Terry reading of two clip probabilities)
   against the share of human votes for A, in five bins, with the expected calibration error.
 
-`judge_diagnostics` is arithmetic on the report's frames; `judge_diagnostics_section` adds the verdicts' stored
-labels and consistency flags from the database.
+`judge_diagnostics` is arithmetic on the report's frames (the report passes its human majorities in, so this module
+imports nothing from it); `judge_diagnostics_section` adds the verdicts' stored labels and consistency flags from
+the database.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from .evaluation import DIMENSIONS, MODEL_A, MODEL_B
+from .evaluation import DIMENSIONS, MODEL_A, MODEL_B, prefers_a
 from .stats import num
 
 PROBABILITY_KINDS = ("aqa", "rubric", "pam")
@@ -45,15 +46,18 @@ def _share(part: int, total: int) -> float | None:
 
 def _labels_for(rows: pd.DataFrame, pairs: pd.DataFrame, details: pd.DataFrame, dim: str) -> np.ndarray:
     """Per verdict row: "a", "b", "tie" or "" (no label), from the stored labels when there are any, else the frame."""
-    from .report import judge_prefs
-
     out = np.full(len(rows), "", dtype=object)
     ok = rows["status"].to_numpy() == "ok"
     stored = None
     if len(details):
         keys = pd.MultiIndex.from_arrays([rows["run_id"].to_numpy(), rows["pair_id"].to_numpy()])
         stored = details["labels"].reindex(keys).to_numpy()
-    pref = judge_prefs(rows, pairs, dim).to_numpy(float)
+    # As the report's judge_prefs: a stored choice, else the scores with the tie rule.
+    clip_a = pairs["clip_a"].reindex(rows["pair_id"]).to_numpy()
+    choice = pd.to_numeric(rows[f"{dim}_choice"], errors="coerce").to_numpy(float)
+    score_a = pd.to_numeric(rows[f"{dim}_score_a"], errors="coerce").to_numpy(float)
+    score_b = pd.to_numeric(rows[f"{dim}_score_b"], errors="coerce").to_numpy(float)
+    pref = np.where(np.isnan(choice), prefers_a(score_a, score_b), (choice == clip_a).astype(float))
     for i in range(len(rows)):
         if not ok[i]:
             continue
@@ -124,14 +128,12 @@ def reliability(p_a: np.ndarray, k: np.ndarray, n: np.ndarray) -> dict:
     return {"bins": rows, "ece": num(ece) if len(p_a) else None}
 
 
-def judge_diagnostics(*, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], details: pd.DataFrame, rounds: int, seed: int) -> dict:
-    """The section's figures. `details`: stored labels and consistency per (run_id, pair_id), columns labels, consistent."""
-    from .report import human_majority
-
+def judge_diagnostics(*, majorities: dict, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], details: pd.DataFrame, rounds: int, seed: int) -> dict:
+    """The section's figures. `majorities`: per dimension the report's human_majority frame (n, k, majority per
+    pair); `details`: stored labels and consistency per (run_id, pair_id), columns labels, consistent."""
     by_source = dict(tuple(verdicts.groupby("run_id"))) if len(verdicts) else {}
     used = [s for s in sources if s["id"] in by_source]
     bias, margins, calibration = [], {dim: {} for dim in DIMENSIONS}, []
-    majorities = {dim: human_majority(votes, dim) for dim in DIMENSIONS} if len(votes) else {}
     for source in used:
         rows = by_source[source["id"]]
         for dim in DIMENSIONS:
@@ -206,7 +208,7 @@ def _calibration(source: dict, rows: pd.DataFrame, dim: str, majority: pd.DataFr
     return [{"label": source["label"], "judge": source["judge"], "dimension": dim, "pairs": int(len(frame)), "decided": int(len(decided)), "auc": area, "auc_fmt": _fmt(area), "ece_fmt": _fmt(table["ece"]), **table}]
 
 
-def judge_diagnostics_section(*, study, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], rounds: int, seed: int) -> dict | None:
+def judge_diagnostics_section(*, study, majorities: dict, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], rounds: int, seed: int) -> dict | None:
     """The report's `judge_diagnostics` section (None when no judge scored the study)."""
     from .models import Verdict
 
@@ -215,6 +217,6 @@ def judge_diagnostics_section(*, study, votes: pd.DataFrame, verdicts: pd.DataFr
     rows = list(Verdict.objects.filter(pair__study=study).values_list("run_id", "pair_id", "details__labels", "details__consistent"))
     details = pd.DataFrame.from_records(rows, columns=["run_id", "pair_id", "labels", "consistent"])
     details = details.set_index(["run_id", "pair_id"]) if len(details) else details
-    section = judge_diagnostics(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, details=details, rounds=rounds, seed=seed)
+    section = judge_diagnostics(majorities=majorities, verdicts=verdicts, pairs=pairs, sources=sources, details=details, rounds=rounds, seed=seed)
     return section if section["bias"] else None
 

@@ -517,7 +517,7 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         # Which system won: per pair of systems and per system, on every dimension (scoring/results.py).
         "systems": results_section(study=study, votes=votes, pairs=pairs, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
         # Position bias, judge-by-judge agreement, AUC and calibration of the judges (scoring/judge_diagnostics.py).
-        "judge_diagnostics": judge_diagnostics_section(study=study, votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed),
+        "judge_diagnostics": judge_diagnostics_section(study=study, majorities={dim: human_majority(votes, dim) for dim in DIMENSIONS}, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed),
     }
     if key:
         cache.set(key, report, CACHE_SECONDS)

@@ -75,8 +75,7 @@ def test_bias_shares_and_consistency_and_the_correlation_matrix():
     scores = {2: [(float(x), 0.5) for x in base], 3: [(float(x) ** 2, 0.25) for x in base]}  # the same order of margins
     verdicts, pairs, details = _frames(labels, scores)
     sources = [{"id": r, "label": f"judge {r}", "judge": f"j{r}", "judge_kind": "signal"} for r in (1, 2, 3)]
-    empty_votes = pd.DataFrame()
-    section = judge_diagnostics(votes=empty_votes, verdicts=verdicts, pairs=pairs, sources=sources, details=details, rounds=200, seed=0)
+    section = judge_diagnostics(majorities={}, verdicts=verdicts, pairs=pairs, sources=sources, details=details, rounds=200, seed=0)
     first = next(b for b in section["bias"] if b["judge"] == "j1" and b["dimension"] == "alignment")
     assert (first["a_share"], first["b_share"], first["tie_share"]) == (pytest.approx(10 / 16), pytest.approx(4 / 16), pytest.approx(2 / 16))
     assert first["consistency"] == pytest.approx(12 / 16) and first["asked_both_orders"] == 16
