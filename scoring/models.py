@@ -21,6 +21,7 @@ class Judge(models.Model):
         RUBRIC = "rubric", "Rubric judge"
         EXTERNAL = "external", "Imported external results"
         REWARD = "reward", "Reward model trained here"
+        PAM = "pam", "PAM (CLAP quality prompts)"
 
     class Queue(models.TextChoices):
         CPU = "cpu", "cpu"

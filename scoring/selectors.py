@@ -192,6 +192,48 @@ def catch_kind_label(spec: dict | None) -> str:
     return f"{kind}: {spec['attribute']}" if kind == "semantic" and spec.get("attribute") else str(kind)
 
 
+def run_endpoint_usage(*, run: ScoringRun) -> dict | None:
+    """Cost and latency of an endpoint judge's requests behind a run's verdicts; None for judges run here.
+
+    A pairwise judge stores its requests' records on each verdict; a per-clip judge on each clip score, which
+    pairs share, so each clip counts once (a clip score cached by an earlier run counts with its original
+    requests). Tokens are the server's `usage`; the estimated cost uses the judge's options
+    `usd_per_1k_prompt_tokens` and `usd_per_1k_completion_tokens` when set."""
+    parts: list[dict] = []
+    seen: set[int] = set()
+    for details, clip_a, clip_b in run.verdicts.values_list("details", "pair__clip_a_id", "pair__clip_b_id"):
+        details = details or {}
+        if isinstance(details.get("endpoint"), dict):
+            parts.append(details["endpoint"])
+        for side, clip in (("clip_a", clip_a), ("clip_b", clip_b)):
+            usage = (details.get(side) or {}).get("endpoint") if isinstance(details.get(side), dict) else None
+            if isinstance(usage, dict) and clip not in seen:
+                seen.add(clip)
+                parts.append(usage)
+    if not parts:
+        return None
+    import numpy as np
+
+    latencies = np.asarray([x for p in parts for x in p.get("latency_s", [])], dtype=float)
+    total = {k: sum(int(p.get(k, 0)) for p in parts) for k in ("requests", "failed", "attempts", "prompt_tokens", "completion_tokens")}
+    options = run.judge.options or {}
+    prices = [options.get("usd_per_1k_prompt_tokens"), options.get("usd_per_1k_completion_tokens")]
+    cost = None
+    if any(isinstance(p, (int, float)) for p in prices):
+        cost = sum(float(p or 0) * total[k] / 1000 for p, k in zip(prices, ("prompt_tokens", "completion_tokens")))
+    statuses = dict(run.verdicts.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {
+        **total,
+        "retries": total["attempts"] - total["requests"],
+        "total_tokens": total["prompt_tokens"] + total["completion_tokens"],
+        "latency_p50_s": float(np.percentile(latencies, 50)) if len(latencies) else None,
+        "latency_p95_s": float(np.percentile(latencies, 95)) if len(latencies) else None,
+        "bounded_yes_no": sum(int(p.get("bounded", 0)) for p in parts),
+        "failed_verdicts": int(statuses.get(Verdict.Status.FAILED, 0)),
+        "estimated_cost_usd": cost,
+    }
+
+
 def _label_for(pair_clip_a: int, pair_clip_b: int, clip_id: int | None) -> str | None:
     if clip_id == pair_clip_a:
         return MODEL_A

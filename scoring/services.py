@@ -32,7 +32,7 @@ from .hardneg import DegradationError, degrade, spec_clean
 from .judges import ClipAudio, ConditionInput, JudgeOutputError, JudgeUnavailable, PairOutcome, adapter_for, models_relative, templates_for
 from .judges.base import jsonable, pair_outcome, store_fill
 from .models import ClipScore, ExternalResultRow, ExternalResultSet, Judge, ScoringRun, Verdict
-from .selectors import run_comparison_rows, run_progress, run_verdict_stats, seeded_votes_on
+from .selectors import run_comparison_rows, run_endpoint_usage, run_progress, run_verdict_stats, seeded_votes_on
 
 logger = logging.getLogger(__name__)
 
@@ -406,6 +406,9 @@ def run_compare(*, run: ScoringRun) -> dict:
         "preference": evaluate(rows, view=VOTE),
         "verdicts": run_verdict_stats(run=run),
     }
+    usage = run_endpoint_usage(run=run)
+    if usage is not None:
+        summary["endpoint"] = usage
     if run.group and run.summary.get("template_spread"):
         summary["template_spread"] = run.summary["template_spread"]
     ScoringRun.objects.filter(pk=run.pk).update(summary=jsonable(summary))

@@ -560,3 +560,6 @@ for _network in BENCHMARK_ENDPOINT_PRIVATE_NETWORKS:
     except ValueError:
         raise ImproperlyConfigured(f"BENCHMARK_ENDPOINT_PRIVATE_NETWORKS: {_network!r} is not an address or network.") from None
 env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("BENCHMARK_")})
+# Endpoint judges (audio-LLM judges with option family: openai) follow the outside-judge address rules above; this
+# also lets them reach loopback, for a vLLM server on the worker's own machine. scoring/judge_endpoint.py.
+JUDGE_ENDPOINT_ALLOW_LOOPBACK = env_bool("JUDGE_ENDPOINT_ALLOW_LOOPBACK", False)

@@ -33,6 +33,7 @@ from .base import (
 from .clap import ClapJudge
 from .cmirm import CMIRMJudge
 from .mulan import MuQMuLanJudge
+from .pam import PAMJudge
 from .reward import RewardJudge
 from .signal import SignalJudge
 from .songeval import SongEvalJudge
@@ -63,6 +64,7 @@ ADAPTERS: dict[str, type[JudgeAdapter]] = {
         RubricJudge,
         ExternalJudge,
         RewardJudge,
+        PAMJudge,
     )
 }
 # A reward model reads another judge's clip features; it finds that judge's adapter here.

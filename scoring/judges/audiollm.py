@@ -47,8 +47,25 @@ def _transformers_backend(path: str, options: dict):
     )
 
 
+def _endpoint_backend(_path: str, options: dict):
+    from .openai_backend import OpenAIChatBackend
+
+    return OpenAIChatBackend(options)
+
+
 # family -> factory(weights_path, options). Tests and benchmarks register other backends here.
-BACKENDS = {"qwen2_audio": _transformers_backend, "qwen2_5_omni": _transformers_backend}
+# "openai": an OpenAI-compatible chat completions endpoint (openai_backend.py); no weights here.
+BACKENDS = {"qwen2_audio": _transformers_backend, "qwen2_5_omni": _transformers_backend, "qwen3_omni": _transformers_backend, "openai": _endpoint_backend}
+
+
+def endpoint_records(*answers) -> dict | None:
+    """The stored summary of the endpoint requests behind these answers (None for local backends)."""
+    records = [a.record for a in answers if hasattr(a, "record")]
+    if not records:
+        return None
+    from .openai_backend import summarise
+
+    return summarise(records)
 
 
 class AudioLLMJudge(JudgeAdapter):
@@ -61,13 +78,38 @@ class AudioLLMJudge(JudgeAdapter):
         family = self.options.get("family", "qwen2_audio")
         if family not in BACKENDS:
             return Availability(False, f"unknown family {family!r}; use one of {', '.join(sorted(BACKENDS))}")
+        if self._endpoint():
+            from .openai_backend import EndpointSettings
+
+            try:
+                EndpointSettings(self.options)
+            except JudgeUnavailable as exc:
+                return Availability(False, str(exc))
+            return Availability(True)
+        if family == "qwen3_omni":
+            from .base import package_missing
+
+            # Qwen3OmniMoeProcessor will not build without its image and video processors, which need these even
+            # when only audio is sent.
+            missing = package_missing("torchvision", "PIL")
+            if missing:
+                return Availability(False, f"family qwen3_omni needs torchvision and Pillow for Qwen3OmniMoeProcessor (missing: {missing}); install a torchvision build matching the installed torch")
         return super().availability()
+
+    def _endpoint(self) -> bool:
+        return BACKENDS.get(self.options.get("family", "qwen2_audio")) is _endpoint_backend
 
     def _transformers(self) -> bool:
         return BACKENDS.get(self.options.get("family", "qwen2_audio")) is _transformers_backend
 
     def cache_version(self) -> str:
         version = super().cache_version()
+        if self._endpoint():
+            import hashlib
+
+            # Another served model (or server) answers differently: its clip scores are kept apart.
+            served = f"{self.options.get('endpoint', '')}\x1f{self.options.get('model', '')}"
+            return f"{version}.ep{hashlib.sha256(served.encode()).hexdigest()[:10]}"
         if not self._transformers():
             return version
         # bf16 and fp32 probabilities differ slightly: keep them apart in the clip cache.
@@ -79,6 +121,9 @@ class AudioLLMJudge(JudgeAdapter):
     def model_key(self) -> tuple:
         path = self.require()
         family = self.options.get("family", "qwen2_audio")
+        if self._endpoint():
+            settings = {k: v for k, v in self.options.items() if k not in ("cache", "batch_size")}
+            return ("audiollm", family, json.dumps(settings, sort_keys=True, default=str), "", "")
         if not self._transformers():
             return ("audiollm", family, path, "", "")
         device = judge_device(self.options, key=self.config.key)
@@ -104,6 +149,8 @@ class AudioLLMJudge(JudgeAdapter):
 
     def warm(self) -> None:
         backend = self.backend()
+        if self._endpoint():
+            return  # nothing to load; a request at start-up would only cost the endpoint
         request = (prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": "Is this music? Answer Yes or No."}], [np.zeros(SAMPLE_RATE, np.float32)])
         if hasattr(backend, "generate_many") and self.pairwise:
             backend.generate_many([request], max_new_tokens=2)
@@ -265,17 +312,24 @@ class LLMPairwiseJudge(AudioLLMJudge):
         texts = generate_texts(backend, requests, self.batch_size()) if requests else []
         outcomes = []
         for forward_text, swapped_text in zip(texts[0::2], texts[1::2]):
-            raw = {"ab": forward_text, "ba": swapped_text}
+            raw = {"ab": str(forward_text), "ba": str(swapped_text)}
+            usage = endpoint_records(forward_text, swapped_text)
+            extra = {"endpoint": usage} if usage is not None else {}
+            failed = [(order, text.error) for order, text in (("ab", forward_text), ("ba", swapped_text)) if getattr(text, "error", "")]
+            if failed:
+                order, error = failed[0]
+                outcomes.append(PairOutcome(status="failed", details={"raw": raw, "error": f"endpoint request failed: {error}", "order": order, "template": template, **extra}))
+                continue
             answers = []
             for order, text in raw.items():
                 try:
                     answers.append(parse(text))
                 except JudgeOutputError as exc:
-                    outcomes.append(PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": order, "template": template}))
+                    outcomes.append(PairOutcome(status="failed", details={"raw": raw, "error": str(exc), "order": order, "template": template, **extra}))
                     break
             else:
                 outcome = combine_orders(answers[0], answers[1])
-                outcome.details.update({"raw": raw, "template": template, "strict": strict})
+                outcome.details.update({"raw": raw, "template": template, "strict": strict, **extra})
                 outcomes.append(outcome)
         return outcomes
 
@@ -333,7 +387,14 @@ class AQAJudge(AudioLLMJudge):
                 text = questions[dim].format(request=request)
                 batch.append((prompts.AQA_SYSTEM, [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]))
         probs = yes_probabilities(backend, batch, self.batch_size())
-        return [{ALIGNMENT: probs[2 * i], MUSICALITY: probs[2 * i + 1]} for i in range(len(waves))]
+        out = []
+        for i in range(len(waves)):
+            scores = {ALIGNMENT: float(probs[2 * i]), MUSICALITY: float(probs[2 * i + 1])}
+            usage = endpoint_records(probs[2 * i], probs[2 * i + 1])
+            if usage is not None:
+                scores["endpoint"] = usage
+            out.append(scores)
+        return out
 
 
 # --- Rubric judge (AnyAudio-Judge style) ------------------------------------------------------
@@ -367,14 +428,18 @@ class RubricJudge(AudioLLMJudge):
                 text = form.format(check=item["check"])
                 if item["needs_reference"]:
                     parts = [{"type": "audio", "slot": "reference"}, {"type": "audio", "slot": "clip"}, {"type": "text", "text": text}]
-                    waves = [reference, wave]
+                    heard = [reference, wave]
                 else:
-                    parts, waves = [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]
-                batch.append((prompts.AQA_SYSTEM, parts, waves))
+                    parts, heard = [{"type": "audio", "slot": "clip"}, {"type": "text", "text": text}], [wave]
+                batch.append((prompts.AQA_SYSTEM, parts, heard))
         probs = yes_probabilities(backend, batch, self.batch_size())
         out = []
         for i in range(len(clips)):
             mine = probs[i * len(items) : (i + 1) * len(items)]
-            results = [{**item, "p_yes": p, "passed": p >= 0.5} for item, p in zip(items, mine)]
-            out.append({ALIGNMENT: float(np.mean(mine)), "pass_share": float(np.mean([r["passed"] for r in results])), "items": results})
+            results = [{**item, "p_yes": float(p), "passed": p >= 0.5} for item, p in zip(items, mine)]
+            scores = {ALIGNMENT: float(np.mean(mine)), "pass_share": float(np.mean([r["passed"] for r in results])), "items": results}
+            usage = endpoint_records(*mine)
+            if usage is not None:
+                scores["endpoint"] = usage
+            out.append(scores)
         return out

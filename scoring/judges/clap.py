@@ -97,6 +97,15 @@ class ClapJudge(JudgeAdapter):
         `waves` may be a generator (decoding ahead in threads): batches are launched as soon as
         they are full, so decoding, host padding and the GPU overlap.
         """
+        vectors, owner, count = self.embed_windows(waves)
+        if count == 0:
+            return np.zeros((0, vectors.shape[-1] if len(vectors) else 0), dtype=np.float32)
+        result = np.stack([vectors[owner == i].mean(axis=0) for i in range(count)])
+        return result / np.linalg.norm(result, axis=1, keepdims=True).clip(min=1e-12)
+
+    def embed_windows(self, waves: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+        """(window embeddings as the model gives them, the clip index of each window, clips): what embed_audio
+        averages; PAM scores each window before averaging, as its authors do."""
         import torch
 
         model, processor, device, mel = self._model()
@@ -129,12 +138,8 @@ class ClapJudge(JudgeAdapter):
             if pending:
                 flush()
             vectors = torch.cat(out).cpu().numpy() if out else np.zeros((0, 0), dtype=np.float32)  # the one wait for the device
-        if count == 0:
-            return np.zeros((0, vectors.shape[-1] if len(out) else 0), dtype=np.float32)
-        owner_arr = np.asarray(owner)
-        result = np.stack([vectors[owner_arr == i].mean(axis=0) for i in range(count)])
         type(self).encode_calls += count
-        return result / np.linalg.norm(result, axis=1, keepdims=True).clip(min=1e-12)
+        return vectors, np.asarray(owner, dtype=int), count
 
     def embed_text(self, texts: list[str]) -> np.ndarray:
         import torch

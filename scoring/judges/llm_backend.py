@@ -46,8 +46,14 @@ class TransformersAudioLLM:
 
             processor = Qwen2_5OmniProcessor.from_pretrained(path)
             model = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(path, dtype=torch_dtype(dtype))
+        elif family == "qwen3_omni":
+            # The thinker answers in text; the talker (speech output) is never loaded.
+            from transformers import Qwen3OmniMoeProcessor, Qwen3OmniMoeThinkerForConditionalGeneration
+
+            processor = Qwen3OmniMoeProcessor.from_pretrained(path)
+            model = Qwen3OmniMoeThinkerForConditionalGeneration.from_pretrained(path, dtype=torch_dtype(dtype))
         else:
-            raise ValueError(f"unknown audio-LLM family {family!r}; use qwen2_audio or qwen2_5_omni")
+            raise ValueError(f"unknown audio-LLM family {family!r}; use qwen2_audio, qwen2_5_omni or qwen3_omni")
         self._setup(model.to(device).eval(), processor, family=family, device=device, max_new_tokens=max_new_tokens, device_features=device_features)
 
     @classmethod
@@ -203,7 +209,8 @@ def yes_probabilities(backend, requests: list, size: int) -> list[float]:
         return out
     for idx in batches:
         for i, value in zip(idx, backend.yes_probabilities([requests[i] for i in idx])):
-            out[i] = float(value)
+            # A float subclass (an endpoint's answer with its request record) is kept as it is.
+            out[i] = value if isinstance(value, float) else float(value)
     return out
 
 

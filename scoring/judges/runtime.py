@@ -105,3 +105,20 @@ def model_dir(explicit: str | os.PathLike | None = None) -> Path:
     if _model_dir is not None:
         return Path(_model_dir())
     return Path(os.environ.get("AUDITORIUM_MODEL_DIR") or "models")
+
+
+# --- where endpoint judges may send requests -----------------------------------------------------------
+
+_endpoint_check: Callable[[str], object] | None = None
+
+
+def use_endpoint_check(check: Callable[[str], object] | None) -> None:
+    """The platform's check of an endpoint judge's URL, called before each request: it returns the address to
+    connect to (or None for the URL's host) and raises JudgeUnavailable for an address it must not reach. None
+    forgets it: as a library, requests go where the endpoint says."""
+    global _endpoint_check
+    _endpoint_check = check
+
+
+def endpoint_check(url: str):
+    return _endpoint_check(url) if _endpoint_check is not None else None
