@@ -572,10 +572,14 @@ class AudioFetch(models.Model):
     last_byte = models.PositiveBigIntegerField()
     total_bytes = models.PositiveBigIntegerField()
     served_at = models.DateTimeField()
+    # The name the bytes went out under, where a page's credit is per URL rather than per clip: a rating page's
+    # letter is "rating:<assignment>:<letter>" (annotation.ratings.selectors.served_name), so fetching the open
+    # reference, or the same clip under its own URL, credits no letter. Empty for a clip's own URL.
+    served_as = models.CharField(max_length=40, blank=True, default="")
 
     class Meta:
         ordering = ["served_at", "id"]
-        indexes = [models.Index(fields=["user", "clip"])]
+        indexes = [models.Index(fields=["user", "clip"]), models.Index(fields=["user", "served_as"], name="audio_fetch_user_served_as")]
 
 
 class AudioReceipt(models.Model):

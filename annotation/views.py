@@ -88,19 +88,24 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     return clip_audio_served(request, get_object_or_404(Clip, public_id=public_id))
 
 
-def clip_audio_served(request: HttpRequest, clip: Clip | None) -> HttpResponse:
+def clip_audio_served(request: HttpRequest, clip: Clip | None, *, rendered=None, served_as: str = "") -> HttpResponse:
     """The clip's audio (ranges, an opaque ETag) for a user the clip rule (access.clip_audible_by) lets hear it,
-    pairwise and rating pages alike; what each response sent is recorded, and the submit checks listening against that record."""
+    pairwise and rating pages alike; what each response sent is recorded, and the submit checks listening against that record.
+
+    `rendered`, when given, makes the file served (a callable answering (path, content key), e.g. a blind page's copy
+    of the clip in the page's shape, common/audio_render.py); it runs only after the clip rule has let the user in.
+    `served_as` is recorded with each fetch (AudioFetch.served_as)."""
     # 404 rather than 403: an unauthorised caller learns nothing about which ids exist.
     if clip is None or not clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
     user, started = request.user, timezone.now()
+    path, content_hash = rendered() if rendered is not None else (clip.file.path, clip.sha256)
 
     def sent(first: int, last: int, total: int) -> None:
         # What reached the client is what can have been heard: the judgment submit checks listening against it.
-        services.audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started)
+        services.audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started, served_as=served_as)
 
-    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256), on_sent=sent, proof_at=started)
+    return ranged_file_response(request, str(path), etag=opaque_etag(path=request.path, content_hash=content_hash), on_sent=sent, proof_at=started)
 
 
 # --- Annotator pages --------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from annotation.ratings import services
 from annotation.ratings.models import RatingAssignment
+from annotation.ratings.selectors import served_name
 from annotation.services import audio_fetch_record
 from tests.factories import ClipFactory, ConditionFactory, StudyAnnotatorFactory, StudyFactory
 
@@ -39,9 +40,13 @@ def listen_all(assignment: RatingAssignment, *, seconds: float = 1.0, start=None
     labels = [label for label in assignment.labels if label not in skip]
     from annotation.models import Clip
 
-    for clip in Clip.objects.filter(pk__in=[assignment.labels[label] for label in labels]):
+    clips = Clip.objects.in_bulk([assignment.labels[label] for label in labels])
+    for label in labels:
+        # Under the letter's own name, as the letter's URL records it: credit is per URL (selectors.served_name).
+        clip = clips[assignment.labels[label]]
         size = clip.file.size
-        audio_fetch_record(user=assignment.annotator, clip=clip, served=(0, size - 1, size), now=start)
+        served_as = served_name(assignment_id=assignment.pk, label=label)
+        audio_fetch_record(user=assignment.annotator, clip=clip, served=(0, size - 1, size), now=start, served_as=served_as)
     events, t = [], 1.0
     for n, label in enumerate(labels):
         events.append((t, "play" if n == 0 else "switch", label))

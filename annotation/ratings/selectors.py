@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from django.db.models import Q
 from django.urls import reverse
 
 from annotation.models import Clip, Study
+from common.audio_render import Shape, shape_of
 from common.blind import letter_of, letter_token
 
 from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingTask, TaskType
@@ -39,32 +41,82 @@ AUDIO_SALT = "ratings.audio"
 REFERENCE = "ref"
 
 
-def _audio(assignment: RatingAssignment, label: str, clip: Clip | None, *, study: Study) -> dict | None:
+def served_name(*, assignment_id: int, label: str) -> str:
+    """What a letter's (or the open reference's) fetches are recorded under (AudioFetch.served_as): credit is per
+    letter URL, so the open reference's URL, or the clip's own, credits no letter even when the clip is the same."""
+    return f"rating:{assignment_id}:{label}"
+
+
+def page_clips(assignment: RatingAssignment) -> dict[str, Clip]:
+    """Every clip the assignment's page plays, by letter, and the open reference under REFERENCE when there is one."""
+    condition = assignment.item.condition
+    ids = [*assignment.order, *([condition.reference_id] if condition.reference_id else [])]
+    found = Clip.objects.in_bulk(ids)
+    clips = {label: found[clip_id] for label, clip_id in assignment.labels.items() if clip_id in found}
+    if condition.reference_id in found:
+        clips[REFERENCE] = found[condition.reference_id]
+    return clips
+
+
+def page_shape(assignment: RatingAssignment, clips: dict[str, Clip]) -> Shape | None:
+    """The one shape every clip of a multi-stimulus page is served in (common.audio_render), letters and open reference
+    alike, so that no size, length or gain tells the hidden reference from the other letters; None for an acr page,
+    whose one clip is served as stored."""
+    if assignment.item.study.rating_task.task != TaskType.MULTI or not clips:
+        return None
+    return shape_of(clips.values())
+
+
+@dataclass(frozen=True)
+class PageAudio:
+    """What one audio URL of a rating page serves: the clip, the name its fetches are recorded under, and, on a
+    multi-stimulus page, the shape and gain its copy is rendered in."""
+
+    clip: Clip
+    served_as: str = ""
+    shape: Shape | None = None
+    gain_db: float = 0.0
+
+
+def _audio(assignment: RatingAssignment, label: str, clip: Clip | None, *, study: Study, shape: Shape | None) -> dict | None:
     """A clip as the page gets it: a URL naming only the assignment and the letter (common.blind), so a hidden
-    reference and its open twin, or one clip in two items, share nothing a script could compare beyond their
-    audio; and the gain it plays at (annotation.models.Study.clip_gain_db), which follows from that audio alone."""
+    reference and its open twin, or one clip in two items, share nothing a script could compare but their audio.
+    On a multi-stimulus page every clip has the page's one duration and plays at 0 dB, its loudness gain being in its
+    samples (page_shape); elsewhere, its own duration and the gain it plays at (Study.clip_gain_db)."""
     if clip is None:
         return None
     token = letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)
-    return {"url": reverse("ratings:audio", kwargs={"token": token}), "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
+    url = reverse("ratings:audio", kwargs={"token": token})
+    if shape is not None:
+        return {"url": url, "duration": round(shape.duration, 3), "gain_db": 0.0}
+    return {"url": url, "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
 
 
-def clip_of_token(token: str) -> Clip | None:
-    """The clip an audio URL names: a letter of an assignment (or its open reference), or a clip's public id. Who may
+def audio_of_token(token: str) -> PageAudio | None:
+    """What an audio URL names: a letter of an assignment (or its open reference), or a clip's public id. Who may
     hear it is the clip rule's (annotation.access.clip_audible_by), asked by the view."""
     letter = letter_of(salt=AUDIO_SALT, token=token)
     if letter is None:
         try:
-            return Clip.objects.filter(public_id=uuid.UUID(token)).first()
+            clip = Clip.objects.filter(public_id=uuid.UUID(token)).first()
         except ValueError:
             return None
-    assignment = RatingAssignment.objects.filter(pk=letter[0]).select_related("item__condition").first()
+        return PageAudio(clip=clip) if clip is not None else None
+    assignment = RatingAssignment.objects.filter(pk=letter[0]).select_related("item__condition", "item__study__rating_task").first()
     if assignment is None:
         return None
-    if letter[1] == REFERENCE:
-        return assignment.item.condition.reference
-    clip_id = assignment.labels.get(letter[1])
-    return Clip.objects.filter(pk=clip_id).first() if clip_id is not None else None
+    clips = page_clips(assignment)
+    clip = clips.get(letter[1])
+    if clip is None:
+        return None
+    shape = page_shape(assignment, clips)
+    gain = assignment.item.study.clip_gain_db(clip) if shape is not None else 0.0
+    return PageAudio(clip=clip, served_as=served_name(assignment_id=assignment.pk, label=letter[1]), shape=shape, gain_db=gain)
+
+
+def clip_of_token(token: str) -> Clip | None:
+    audio = audio_of_token(token)
+    return audio.clip if audio is not None else None
 
 
 def scale_of(task: str) -> dict:
@@ -78,7 +130,8 @@ def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
     item = assignment.item
     study = item.study
     config = study.rating_task
-    clips = {clip.pk: clip for clip in Clip.objects.filter(pk__in=assignment.order)}
+    page = page_clips(assignment)
+    shape = page_shape(assignment, page)
     condition = item.condition
     return {
         "id": assignment.pk,
@@ -86,8 +139,8 @@ def assignment_payload(assignment: RatingAssignment, *, progress: dict) -> dict:
         "served_at": assignment.served_at.isoformat(),
         "lock_expires_at": assignment.lock_expires_at.isoformat(),
         "instructions": study.instructions,
-        "condition": {"prompt": condition.prompt, "lyrics": condition.lyrics, "reference": _audio(assignment, REFERENCE, condition.reference, study=study)},
-        "clips": [{"label": label, **_audio(assignment, label, clips[clip_id], study=study)} for label, clip_id in assignment.labels.items()],
+        "condition": {"prompt": condition.prompt, "lyrics": condition.lyrics, "reference": _audio(assignment, REFERENCE, page.get(REFERENCE), study=study, shape=shape)},
+        "clips": [{"label": label, **_audio(assignment, label, page[label], study=study, shape=shape)} for label in assignment.labels],
         "dimensions": [{"key": dim, **QUESTIONS[dim]} for dim in config.dimensions],
         "scale": scale_of(config.task),
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},

@@ -28,7 +28,7 @@ from django.utils import timezone
 from annotation import cached
 from annotation.models import ORDER_PRIME, AnnotatorProfile, AudioFetch, ChosenBy, Clip, Condition, Dimension, Study, StudyAnnotator
 from annotation.services import audio_fetch_record  # noqa: F401  (the audio view records through it)
-from common import listening
+from common import audio_render, listening
 from common.deferred import deferred_rows
 from common.errors import ServiceError
 
@@ -394,22 +394,37 @@ def rating_skip(*, assignment_id: int, annotator, reason: str) -> RatingAssignme
 
 
 def _record_for(assignment: RatingAssignment) -> dict:
-    """The listening record per label, by the shared rules (common.listening.evidence)."""
+    """The listening record per label, by the shared rules (common.listening.evidence).
+
+    Credit is per letter URL (AudioFetch.served_as): bytes sent under the open reference's URL, or under the clip's
+    own, count for no letter, even when the clip is a letter's too (a hidden reference). On a multi-stimulus page
+    every letter is the page's one length (selectors.page_shape), and that is the duration its bytes stand for."""
+    from .selectors import page_clips, page_shape, served_name
+
     deferred_rows.flush()  # this process's queued audio notes (common/deferred.py)
     labels = assignment.labels
-    side_of = {clip_id: label for label, clip_id in labels.items()}
-    durations = dict(Clip.objects.filter(pk__in=side_of).values_list("pk", "duration"))
+    clips = page_clips(assignment)
+    shape = page_shape(assignment, clips)
+    durations = {label: (shape.duration if shape is not None else clips[label].duration) if label in clips else 0.0 for label in labels}
+    label_of = {served_name(assignment_id=assignment.pk, label=label): label for label in labels}
     events = [
         listening.Event(seq=seq, side=side, kind=kind, at=at)
         for seq, side, kind, at in assignment.listening_events.values_list("seq", "side", "kind", "server_time")
     ]
     fetches = [
-        listening.Fetch(side=side_of[clip_id], first_byte=first, last_byte=last, total_bytes=total, at=at)
-        for clip_id, first, last, total, at in AudioFetch.objects.filter(user_id=assignment.annotator_id, clip_id__in=side_of).values_list(
-            "clip_id", "first_byte", "last_byte", "total_bytes", "served_at"
+        listening.Fetch(side=label_of[name], first_byte=first, last_byte=last, total_bytes=total, at=at)
+        for name, first, last, total, at in AudioFetch.objects.filter(user_id=assignment.annotator_id, served_as__in=label_of).values_list(
+            "served_as", "first_byte", "last_byte", "total_bytes", "served_at"
         )
     ]
-    return listening.evidence(events=events, fetches=fetches, durations={label: durations[cid] for label, cid in labels.items()})
+    return listening.evidence(events=events, fetches=fetches, durations=durations)
+
+
+def page_audio_render(*, audio) -> tuple:
+    """The file a multi-stimulus page's letter (or open reference) is served from: the clip rendered in the page's
+    shape with its gain in the samples (common.audio_render, cached under MEDIA_ROOT/blind-pages/); (path, content key).
+    A source that cannot be read raises audio_render.RenderError."""
+    return audio_render.render(source=audio.clip.file.path, content_hash=audio.clip.sha256, shape=audio.shape, gain_db=audio.gain_db)
 
 
 def _require_consent(annotator) -> None:

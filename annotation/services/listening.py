@@ -22,13 +22,16 @@ SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
 
 
-def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None, now=None) -> None:
-    """Note the bytes of `clip` the audio endpoint is sending to `user` (nothing for a 304 or HEAD)."""
+def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None, now=None, served_as: str = "") -> None:
+    """Note the bytes of `clip` the audio endpoint is sending to `user` (nothing for a 304 or HEAD), and the name they
+    went out under where credit is per URL (AudioFetch.served_as)."""
     if served is None or not getattr(user, "is_authenticated", False):
         return
     first, last, total = served
     # Queued under the ASGI server and written in batches; readers flush first (common/deferred.py).
-    deferred_rows.add(AudioFetch(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
+    deferred_rows.add(
+        AudioFetch(user=user, clip=clip, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now(), served_as=served_as)
+    )
 
 
 def assignment_lock_query(*, assignment_id, annotator_id, queryset=None, **annotations):

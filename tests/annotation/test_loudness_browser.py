@@ -1,5 +1,6 @@
 """Loudness-matched playback in Chromium: two clips 8 LU apart play within 0.5 LU of each other on the pairwise page and
-on a multi-stimulus rating page, read from the GainNodes the transport built; the study page warns of unmeasured clips.
+on a multi-stimulus rating page, read from the GainNodes the transport built (and, on the multi-stimulus page, from the
+served bytes, which carry the gain); the study page warns of unmeasured clips.
 
 The clips are synthesised here, written with soundfile and ingested through the normal service; their loudness is
 measured again with pyloudnorm from the written files, independently of what ingest stored.
@@ -7,6 +8,7 @@ measured again with pyloudnorm from the written files, independently of what ing
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -14,11 +16,15 @@ import numpy as np
 import pyloudnorm
 import pytest
 import soundfile as sf
+from django.test import Client
+from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, Pair
 from annotation.ratings import services as rating_services
 from annotation.ratings.models import RatingAssignment
+from annotation.ratings.selectors import AUDIO_SALT
+from common.blind import letter_token
 from tests.annotation.browser_helpers import login
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 
@@ -135,9 +141,19 @@ def test_multi_stimulus_page_plays_two_clips_8_lu_apart_within_half_a_lu(live_se
     page.screenshot(path=str(SHOTS / "multi-levelled.png"), full_page=True)
     page.click("#btn-play")
 
-    labels = RatingAssignment.objects.get(annotator=user).labels
-    measured_by_clip = {clip.pk: lufs for clip, lufs in made.values()}
-    measured = {label: measured_by_clip[clip_id] for label, clip_id in labels.items()}
+    # A multi-stimulus page is told 0 dB for every letter: the gain is in the bytes each letter is served as
+    # (common/audio_render.py), so the level is measured on those bytes, over the clip's own length.
+    assignment = RatingAssignment.objects.get(annotator=user)
+    clips_by_pk = {clip.pk: clip for clip, _ in made.values()}
+    reader = Client()
+    reader.force_login(user)
+    measured = {}
+    for label, clip_id in assignment.labels.items():
+        token = letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)
+        body = b"".join(reader.get(reverse("ratings:audio", kwargs={"token": token})).streaming_content)
+        served, rate = sf.read(io.BytesIO(body), dtype="float64")
+        measured[label] = pyloudnorm.Meter(rate).integrated_loudness(served[: int(round(clips_by_pk[clip_id].duration * rate))])
+    assert all(state["levels"][label]["db"] == 0.0 for label in measured), state["levels"]
     effective = _effective(state["levels"], measured)
     assert abs(effective["A"] - effective["B"]) <= 0.5, (measured, state["levels"], effective)
     assert all(abs(value - TARGET) <= 0.5 for value in effective.values()), effective

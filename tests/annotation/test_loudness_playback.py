@@ -136,17 +136,36 @@ def test_a_silent_clip_counts_as_measured_not_as_missing():
 # --- Rating pages ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("task", ["acr", "multi"])
-def test_rating_next_carries_the_rules_gain_per_letter(client, task):
+def test_acr_next_carries_the_rules_gain(client):
     study = StudyFactory(overlap_target=1, min_listen_seconds=1.0, loudness_target_lufs=-26.0)
-    rating_services.rating_task_set(study=study, task=task, dimensions=["musicality"])
+    rating_services.rating_task_set(study=study, task="acr", dimensions=["musicality"])
+    audio = tone(0.3)
+    clip = ingest(audio)
+    reference = ingest(tone(0.2, freq=220.0), kind="reference")
+    rating_services.rating_item_add(study=study, condition=ConditionFactory(reference=reference), clips=[clip])
+    client.force_login(StudyAnnotatorFactory(study=study).annotator)
+    body = client.post(reverse("ratings:api-next", kwargs={"name": study.name}), content_type="application/json").json()["assignment"]
+    (entry,) = body["clips"]
+    assert entry["gain_db"] == page_gain_db(clip.loudness_lufs, clip.true_peak_dbtp, target_lufs=-26.0)
+    assert pyloudnorm_lufs(audio) + entry["gain_db"] == pytest.approx(-26.0, abs=0.1)
+    assert body["condition"]["reference"]["gain_db"] == page_gain_db(reference.loudness_lufs, reference.true_peak_dbtp, target_lufs=-26.0)
+    # The gain is a rounded figure, nothing finer than the audio itself says.
+    assert round(entry["gain_db"], 1) == entry["gain_db"]
+
+
+def test_multi_stimulus_letters_carry_the_rules_gain_in_their_samples(client):
+    """A multi-stimulus page is told 0 dB for every clip (a gain per letter would single out a hidden reference);
+    the rule's gain is in the bytes each letter is served as (common/audio_render.py)."""
+    import io
+
+    import soundfile as sf
+
+    study = StudyFactory(overlap_target=1, min_listen_seconds=1.0, loudness_target_lufs=-26.0)
+    rating_services.rating_task_set(study=study, task="multi", dimensions=["musicality"])
     audio = [tone(0.3), tone(0.05, freq=440.0), tone(0.15, freq=660.0)]
     clips = [ingest(a) for a in audio]
     reference = ingest(tone(0.2, freq=220.0), kind="reference")
-    if task == "acr":
-        rating_services.rating_item_add(study=study, condition=ConditionFactory(reference=reference), clips=clips[:1])
-    else:
-        rating_services.rating_item_add(study=study, condition=ConditionFactory(reference=reference), clips=clips)
+    rating_services.rating_item_add(study=study, condition=ConditionFactory(reference=reference), clips=clips)
     user = StudyAnnotatorFactory(study=study).annotator
     client.force_login(user)
     body = client.post(reverse("ratings:api-next", kwargs={"name": study.name}), content_type="application/json").json()["assignment"]
@@ -154,14 +173,17 @@ def test_rating_next_carries_the_rules_gain_per_letter(client, task):
 
     labels = RatingAssignment.objects.get(annotator=user).labels
     by_pk = {clip.pk: (clip, a) for clip, a in zip(clips, audio)}
-    assert len(body["clips"]) == (1 if task == "acr" else 3)
+    assert len(body["clips"]) == 3
+    assert {e["gain_db"] for e in (*body["clips"], body["condition"]["reference"])} == {0.0}
+    meter = pyloudnorm.Meter(SR)
     for entry in body["clips"]:
         clip, samples = by_pk[labels[entry["label"]]]
-        assert entry["gain_db"] == page_gain_db(clip.loudness_lufs, clip.true_peak_dbtp, target_lufs=-26.0)
-        assert pyloudnorm_lufs(samples) + entry["gain_db"] == pytest.approx(-26.0, abs=0.1)
-    assert body["condition"]["reference"]["gain_db"] == page_gain_db(reference.loudness_lufs, reference.true_peak_dbtp, target_lufs=-26.0)
-    # The gain is a rounded figure, nothing finer than the audio itself says.
-    assert all(round(e["gain_db"], 1) == e["gain_db"] for e in body["clips"])
+        gain = page_gain_db(clip.loudness_lufs, clip.true_peak_dbtp, target_lufs=-26.0)
+        served, rate = sf.read(io.BytesIO(b"".join(client.get(entry["url"]).streaming_content)), dtype="float64")
+        assert rate == SR
+        # The stored clip's loudness plus the rule's gain, within 16-bit rounding: the gain went into the samples.
+        assert meter.integrated_loudness(served) == pytest.approx(pyloudnorm_lufs(samples) + gain, abs=0.05)
+        assert meter.integrated_loudness(served) == pytest.approx(-26.0, abs=0.1)
 
 
 def test_rating_study_with_matching_off_gets_zero_gains(client):
