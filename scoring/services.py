@@ -24,7 +24,7 @@ from annotation.models import Clip, Condition, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
 from common.errors import ServiceError
 
-from . import broadcast, compare, queueing
+from . import broadcast, compare, pseudo, queueing
 from . import study_rule as study_rule_check
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate
 from .exclusion import annotator_exclude, annotator_include  # noqa: F401
@@ -405,6 +405,8 @@ def run_compare(*, run: ScoringRun) -> dict:
         "seeded_left_out": seeded_votes_on(run=run),
         "preference": evaluate(rows, view=VOTE),
         "verdicts": run_verdict_stats(run=run),
+        # Both orders of each verdict: the judge's first / second / tie shares and its consistency rate (scoring/pseudo.py).
+        "position_bias": pseudo.run_bias(run)["table"],
     }
     if run.group and run.summary.get("template_spread"):
         summary["template_spread"] = run.summary["template_spread"]
