@@ -170,6 +170,7 @@ def test_cmi_rewardbench_loader_reads_the_export(tmp_path, db):
     out = tmp_path / "export"
     pseudo.pseudo_export(run=run, out=out)
     code = tmp_path / "cmi"
+    code.mkdir()
     for name in ("inference_benchmark.py", "evaluate_results.py", "core", "config"):
         src = Path(source) / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, code / name)
