@@ -371,6 +371,7 @@ def capacity_grid(config: TrainConfig) -> list[tuple[float, int]]:
 def train(
     table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu",
     init: RewardModel | None = None, smoothing: float = 0.0, mos: MOSTargets | None = None, mos_weight: float = 1.0,
+    fine_tune_lr: float = 1.0, skip_unlabelled: bool = False,
 ) -> RewardModel:  # fmt: skip
     """Fit the network; with select_capacity, once per capacity_grid pair, keeping per dimension the
     pair whose best epoch has the lowest validation loss (ties to the earlier, more regularised pair).
@@ -384,10 +385,13 @@ def train(
     and no capacity is chosen again. `mos` adds a scaled-tanh regression of the same clip score on
     mean opinion scores (tanh(a s + b) against the MOS on [-1, 1], a and b learned per dimension),
     weighted by `mos_weight`, to the Bradley–Terry loss. Early stopping reads the validation votes' Bradley–Terry loss only.
+    `fine_tune_lr` scales the learning rate of the dimensions `init` trained; `skip_unlabelled` leaves a
+    dimension without training labels untrained (its output says 0.5; best_epoch 0) instead of refusing:
+    a judge that covers one dimension pre-trains that one only.
     """
     if not 0.0 <= smoothing < 1.0:
         raise TrainingError(f"label smoothing must be at least 0 and below 1; got {smoothing}")
-    extra = {"init": init, "smoothing": smoothing, "mos": mos, "mos_weight": mos_weight}
+    extra = {"init": init, "smoothing": smoothing, "mos": mos, "mos_weight": mos_weight, "fine_tune_lr": fine_tune_lr, "skip_unlabelled": skip_unlabelled}
     if not config.select_capacity or init is not None:
         return _train_fixed(table, train_votes, val_votes, config=config, seed=seed, progress=progress, device=device, **extra)
     grid = capacity_grid(config)
@@ -402,7 +406,8 @@ def train(
         fitted.append(_train_fixed(table, train_votes, val_votes, config=candidate, seed=seed, progress=step, device=device, **extra))
     weights, history, best_epoch, capacity = {}, [], {}, {}
     for dim in DIMENSIONS:
-        losses = [min(h["val_loss"] for h in m.history if h["dimension"] == dim) for m in fitted]
+        # A dimension left untrained (skip_unlabelled) has no history: every candidate ties, the first is kept.
+        losses = [min((h["val_loss"] for h in m.history if h["dimension"] == dim), default=math.inf) for m in fitted]
         k = int(np.argmin(losses))
         chosen = fitted[k]
         weights.update({key: v for key, v in chosen.weights.items() if key.startswith(f"{dim}.")})
@@ -421,6 +426,7 @@ def train(
 def _train_fixed(
     table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu",
     init: RewardModel | None = None, smoothing: float = 0.0, mos: MOSTargets | None = None, mos_weight: float = 1.0,
+    fine_tune_lr: float = 1.0, skip_unlabelled: bool = False,
 ) -> RewardModel:  # fmt: skip
     """Fit one network per dimension on train_votes; keep, per dimension, the epoch with the lowest validation loss.
 
@@ -454,7 +460,8 @@ def _train_fixed(
         for d, dim in enumerate(DIMENSIONS):
             target = torch.as_tensor(train_votes.target[:, d], dtype=torch.float32, device=device)
             val_target = torch.as_tensor(val_votes.target[:, d], dtype=torch.float32, device=device)
-            if not bool((~torch.isnan(target)).any()) or not bool((~torch.isnan(val_target)).any()):
+            unlabelled = not bool((~torch.isnan(target)).any())
+            if (unlabelled and not skip_unlabelled) or not bool((~torch.isnan(val_target)).any()):
                 raise TrainingError(f"no {dim} labels on the training or the validation side")
             torch.manual_seed(seed * 10 + d)
             hidden, decay = config.hidden, config.weight_decay
@@ -469,7 +476,12 @@ def _train_fixed(
             scale = torch.nn.Parameter(torch.ones((), device=device))
             shift = torch.nn.Parameter(torch.zeros((), device=device))
             parameters = list(net.parameters()) + ([scale, shift] if mos is not None and len(mos) else [])
-            optimiser = torch.optim.Adam(parameters, lr=config.lr, weight_decay=decay)
+            lr = config.lr * (fine_tune_lr if init is not None and init.best_epoch.get(dim, 1) else 1.0)
+            optimiser = torch.optim.Adam(parameters, lr=lr, weight_decay=decay)
+            if unlabelled:
+                weights.update({f"{dim}.{k}": v.detach().cpu().numpy().astype(np.float32) for k, v in net.state_dict().items()})
+                best_epochs[dim] = 0
+                continue
             target = target * (1.0 - smoothing) + smoothing / 2.0 if smoothing else target
             mos_target = None
             if mos is not None and len(mos):

@@ -62,8 +62,12 @@ def train_stages(
     stage2_only = train(table, train_votes, val_votes, config=config, seed=seed, device=device, progress=part(0), mos=mos, mos_weight=stages.mos_weight)
     if stages.pseudo is None or not len(stages.pseudo):
         return StageModels(two_stage=stage2_only, stage1_only=None, stage2_only=stage2_only)
-    stage1 = train(table, stages.pseudo, val_votes, config=config, seed=seed, device=device, progress=part(1), smoothing=float(stages.smoothing))
-    # Fine-tuning keeps stage 1's width and decay per dimension; the grid is not searched again.
-    fine = dataclasses.replace(config, select_capacity=False, lr=config.lr * stages.fine_tune_lr)
-    two = train(table, train_votes, val_votes, config=fine, seed=seed, device=device, progress=part(2), init=stage1, mos=mos, mos_weight=stages.mos_weight)
+    stage1 = train(table, stages.pseudo, val_votes, config=config, seed=seed, device=device, progress=part(1), smoothing=float(stages.smoothing), skip_unlabelled=True)
+    # Fine-tuning keeps stage 1's width and decay per dimension; the grid is not searched again. A
+    # dimension the pseudo-labels do not cover was not pre-trained and learns at the full rate.
+    fine = dataclasses.replace(config, select_capacity=False)
+    two = train(
+        table, train_votes, val_votes, config=fine, seed=seed, device=device, progress=part(2), init=stage1, mos=mos, mos_weight=stages.mos_weight,
+        fine_tune_lr=stages.fine_tune_lr,
+    )  # fmt: skip
     return StageModels(two_stage=two, stage1_only=stage1, stage2_only=stage2_only)
