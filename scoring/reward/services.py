@@ -42,13 +42,12 @@ from ..judges.base import AudioDecodeError, JudgeUnavailable, jsonable, models_r
 from ..judges.reward import CARD_FILE
 from ..models import Judge, ScoringRun, TrainingRun, Verdict
 from ..selectors import training_progress
-from .data import SPLIT_MODES, split_rows, votes_from_rows, with_reliability_weights
+from .data import SPLIT_MODES, TARGET, split_rows, votes_from_rows, with_reliability_weights
 from .features import FEATURE_KINDS, PROMPT_ATTRIBUTES, TEXT_MODES, FeatureUnavailable, Featurizer
 from .measure import measure_split, summarise
-from .data import TARGET
 from .model import CODE_VERSION, FeatureTable, MOSTargets, RewardModel, TrainConfig, TrainingError, Votes, mos_normalise
-from .stages import DEFAULT_SMOOTHING, StageData
 from .selection import disagreement, uncertainty
+from .stages import DEFAULT_SMOOTHING, StageData
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from scoring.evaluation import DIMENSIONS
 from scoring.models import Judge, TrainingRun
 from scoring.reward.baselines import BASELINES
 from scoring.reward.data import SPLIT_MODES
-from scoring.reward.stages import STAGE_MODELS
 from scoring.reward.services import training_create, training_execute
+from scoring.reward.stages import STAGE_MODELS
 
 
 def _f(value, digits=3) -> str:
