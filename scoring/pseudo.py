@@ -26,16 +26,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from django.db.models import Exists, OuterRef
 
 from annotation.dataset.exporter import _audio_names, prompt_id_for
 from annotation.dataset.keys import EXPORT_KEYS, DatasetError
-from annotation.models import Judgment, Pair, Study
 from common.errors import ServiceError
 
 from .evaluation import ALIGNMENT, BOTH, DIMENSIONS, MODEL_A, MODEL_B, MUSICALITY, NEITHER, prefer
 from .judges import adapter_for
-from .models import Judge, ScoringRun, Verdict
+from .models import ScoringRun, Verdict
 
 # CMI-RewardBench's loader counts a row as CMI-Pref only when `source` is exactly "cmi-arena-annotation";
 # pseudo-labels are training data, never benchmark data, so they carry their own label.
@@ -45,35 +43,6 @@ PSEUDO_FILE = "pseudo.jsonl"
 PSEUDO_CONFIDENCE = "3.0"
 FIRST, SECOND, TIE = "first", "second", "tie"
 POSITION = {MODEL_A: FIRST, MODEL_B: SECOND, BOTH: TIE, NEITHER: TIE}
-
-
-# --- The pool --------------------------------------------------------------------------------
-
-
-def unvoted_pair_ids(*, study: Study) -> list[int]:
-    """The study's regular pairs that have no vote at all (seeded, imported or cast here)."""
-    voted = Judgment.objects.filter(pair=OuterRef("pk"))
-    return list(Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR).exclude(Exists(voted)).order_by("pk").values_list("pk", flat=True))
-
-
-def pseudo_run_create(*, judge: Judge, study: Study | None = None, pair_ids: list[int] | None = None, user=None, label: str = "") -> ScoringRun:
-    """A pseudo-label run over a study's unvoted pairs or the given pairs (which must have no votes)."""
-    from . import services
-
-    if (study is None) == (pair_ids is None):
-        raise ServiceError("Choose the pool: a study (its pairs without votes) or a list of pair ids (exactly one).", code="bad_scope")
-    if study is not None:
-        pair_ids = unvoted_pair_ids(study=study)
-        if not pair_ids:
-            raise ServiceError(f"Study {study.name} has no regular pairs without votes to pseudo-label.", code="empty_scope")
-    elif isinstance(pair_ids, (list, tuple)):
-        voted = sorted(set(Judgment.objects.filter(pair_id__in=[p for p in pair_ids if isinstance(p, int)]).values_list("pair_id", flat=True)))
-        if voted:
-            raise ServiceError(f"Pseudo-labels are for pairs without votes; these have votes: {', '.join(map(str, voted[:20]))}.", code="voted_pairs")
-    run = services.run_create(judge=judge, pair_ids=pair_ids, user=user, label=label or "pseudo-labels")
-    ScoringRun.objects.filter(pk=run.pk).update(purpose=ScoringRun.Purpose.PSEUDO)
-    run.purpose = ScoringRun.Purpose.PSEUDO
-    return run
 
 
 # --- Both orders -----------------------------------------------------------------------------

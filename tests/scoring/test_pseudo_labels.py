@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotation.dataset import pairs_import
 from annotation.models import Judgment
 from common.errors import ServiceError
-from scoring import pseudo
+from scoring import pseudo, services
 from scoring.models import Judge, ScoringRun, Verdict
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory, UserFactory
 
@@ -66,9 +66,9 @@ class PseudoRunTests(TestCase):
         cls.llm = Judge.objects.create(key="omni", kind=Judge.Kind.LLM_PAIRWISE, weights="/nowhere")
 
     def test_signal_run_over_the_unvoted_pairs_stores_its_bias_and_refuses_a_one_dimension_export(self):
-        self.assertEqual(pseudo.unvoted_pair_ids(study=self.study), [p.pk for p in self.pairs[:4]])
+        self.assertEqual(services.unvoted_pair_ids(study=self.study), [p.pk for p in self.pairs[:4]])
         with self.captureOnCommitCallbacks(execute=True):
-            run = pseudo.pseudo_run_create(judge=self.signal, study=self.study)
+            run = services.pseudo_run_create(judge=self.signal, study=self.study)
         run.refresh_from_db()
         self.assertEqual((run.purpose, run.state, run.total), ("pseudo", "done", 4))
         bias = run.summary["position_bias"]
@@ -80,7 +80,7 @@ class PseudoRunTests(TestCase):
         with self.assertRaisesRegex(ServiceError, "no alignment preference"):
             pseudo.pseudo_export(run=run, out=Path(self._tmp()) / "x")
         with self.assertRaisesRegex(ServiceError, "these have votes: " + str(self.pairs[4].pk)):
-            pseudo.pseudo_run_create(judge=self.signal, pair_ids=[self.pairs[0].pk, self.pairs[4].pk])
+            services.pseudo_run_create(judge=self.signal, pair_ids=[self.pairs[0].pk, self.pairs[4].pk])
 
     def _tmp(self) -> str:
         import tempfile

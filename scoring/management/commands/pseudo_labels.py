@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from common.errors import ServiceError
-from scoring import pseudo
+from scoring import pseudo, services
 from scoring.models import Judge, ScoringRun
 
 
@@ -82,6 +82,6 @@ class Command(BaseCommand):
                 pair_ids = [int(p) for p in o["pairs"].split(",") if p.strip()]
             except ValueError:
                 raise CommandError("--pairs must be comma-separated pair ids.") from None
-        run = pseudo.pseudo_run_create(judge=judge, study=study, pair_ids=pair_ids)
+        run = services.pseudo_run_create(judge=judge, study=study, pair_ids=pair_ids)
         run.refresh_from_db()
         return run
