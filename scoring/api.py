@@ -17,7 +17,7 @@ from common.api_fields import id_list_field
 from common.errors import ServiceError
 from common.roles import IsResearcher
 
-from . import selectors, services
+from . import pseudo, selectors, services
 from .agreement import THRESHOLD_HELP, Thresholds
 from .models import ExternalResultSet, Judge, ScoringRun
 from .report import report_build, report_options_parse
@@ -48,6 +48,7 @@ class RunSerializer(serializers.Serializer):
     label = serializers.CharField()
     template = serializers.CharField()
     group = serializers.CharField()
+    purpose = serializers.CharField()
     state = serializers.CharField()
     total = serializers.IntegerField()
     done = serializers.IntegerField()
@@ -124,6 +125,37 @@ class RunDetailApi(APIView):
     def get(self, request, run_id: int):
         run = get_object_or_404(ScoringRun.objects.select_related("judge", "study"), pk=run_id)
         return Response(RunSerializer(run).data)
+
+
+class RunBiasApi(APIView):
+    """The judge's position bias on the run's pairs: per dimension the A / B / tie shares of its answers in both orders and its consistency rate."""
+
+    permission_classes = [permissions.IsAuthenticated, StudyAccess]
+    study_allowed = staticmethod(selectors.run_allowed)
+
+    @extend_schema(responses=inline_serializer("RunBias", {"judge": serializers.CharField(), "dimensions": serializers.ListField(), "table": serializers.JSONField()}))
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ScoringRun.objects.select_related("judge"), pk=run_id)
+        return Response({"run": run.pk, "purpose": run.purpose, **pseudo.run_bias(run)})
+
+
+class RunPseudoExportApi(APIView):
+    """The run's position-consistent labels as CMI-Pref-Pseudo JSONL with the audio, in a zip."""
+
+    permission_classes = [permissions.IsAuthenticated, IsResearcher, StudyAccess]
+    study_allowed = staticmethod(selectors.run_allowed)
+
+    @extend_schema(responses={(200, "application/zip"): bytes})
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ScoringRun.objects.select_related("judge"), pk=run_id)
+        try:
+            archive = pseudo.pseudo_export_archive(run=run)
+        except ServiceError as exc:
+            return Response({"detail": exc.message, "code": exc.code}, status=exc.status)
+        response = HttpResponse(archive.read(), content_type="application/zip")
+        archive.close()
+        response["Content-Disposition"] = f'attachment; filename="pseudo-run-{run.pk}.zip"'
+        return response
 
 
 class VerdictSerializer(serializers.Serializer):

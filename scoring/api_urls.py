@@ -11,6 +11,8 @@ urlpatterns = [
     path("runs/", api.RunListApi.as_view(), name="api-scoring-runs"),
     path("runs/<id:run_id>/", api.RunDetailApi.as_view(), name="api-scoring-run"),
     path("runs/<id:run_id>/verdicts/", api.RunVerdictsApi.as_view(), name="api-scoring-run-verdicts"),
+    path("runs/<id:run_id>/bias/", api.RunBiasApi.as_view(), name="api-scoring-run-bias"),
+    path("runs/<id:run_id>/pseudo-labels.zip", api.RunPseudoExportApi.as_view(), name="api-scoring-run-pseudo"),
     path("external/", api.ExternalSetListApi.as_view(), name="api-scoring-external"),
 ]
 

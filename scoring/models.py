@@ -52,8 +52,14 @@ class ScoringRun(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
+    class Purpose(models.TextChoices):
+        COMPARE = "compare", "Compared with human votes"
+        PSEUDO = "pseudo", "Pseudo-labels for pairs without votes"
+
     judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="runs")
     study = models.ForeignKey("annotation.Study", null=True, blank=True, on_delete=models.CASCADE, related_name="scoring_runs")
+    # A pseudo-label run (scoring/pseudo.py) labels a pool of pairs without votes; its kept labels export as CMI-Pref-Pseudo.
+    purpose = models.CharField(max_length=10, choices=Purpose.choices, default=Purpose.COMPARE)
     label = models.CharField(max_length=200, blank=True)
     template = models.CharField(max_length=60, blank=True, help_text="Prompt template variant, for template-robustness runs.")
     # Runs of one judge under paraphrased templates share a group, so their spread can be measured.

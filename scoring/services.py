@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from annotation.dataset.keys import export_hash_stem, export_path_names
-from annotation.models import Clip, Condition, Pair, Study
+from annotation.models import Clip, Condition, Judgment, Pair, Study
 from annotation.services import clip_ingest_array, pair_get_or_create
 from common.errors import ServiceError
 
-from . import broadcast, compare, queueing
+from . import broadcast, compare, pseudo, queueing
 from . import study_rule as study_rule_check
 from .evaluation import ALIGNMENT, MODEL_A, MODEL_B, MUSICALITY, VOTE, evaluate
 from .exclusion import annotator_exclude, annotator_include  # noqa: F401
@@ -328,6 +328,31 @@ def run_create_templates(*, judge: Judge, templates: list[str], user=None, label
         return [run_create(judge=judge, template=t, group=group, label=label or f"template {t}", user=user, **scope) for t in templates]
 
 
+def unvoted_pair_ids(*, study: Study) -> list[int]:
+    """The study's regular pairs that have no vote at all (seeded, imported or cast here)."""
+    voted = Judgment.objects.filter(pair=OuterRef("pk"))
+    return list(Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR).exclude(Exists(voted)).order_by("pk").values_list("pk", flat=True))
+
+
+def pseudo_run_create(*, judge: Judge, study: Study | None = None, pair_ids: list[int] | None = None, user=None, label: str = "") -> ScoringRun:
+    """A pseudo-label run over a study's unvoted pairs or the given pairs (which must have no votes)."""
+    if (study is None) == (pair_ids is None):
+        raise ServiceError("Choose the pool: a study (its pairs without votes) or a list of pair ids (exactly one).", code="bad_scope")
+    if study is not None:
+        pair_ids = unvoted_pair_ids(study=study)
+        if not pair_ids:
+            raise ServiceError(f"Study {study.name} has no regular pairs without votes to pseudo-label.", code="empty_scope")
+    elif isinstance(pair_ids, (list, tuple)):
+        voted = sorted(set(Judgment.objects.filter(pair_id__in=[p for p in pair_ids if isinstance(p, int)]).values_list("pair_id", flat=True)))
+        if voted:
+            raise ServiceError(f"Pseudo-labels are for pairs without votes; these have votes: {', '.join(map(str, voted[:20]))}.", code="voted_pairs")
+    run = run_create(judge=judge, pair_ids=pair_ids, user=user, label=label or "pseudo-labels")
+    ScoringRun.objects.filter(pk=run.pk).update(purpose=ScoringRun.Purpose.PSEUDO)
+    run.purpose = ScoringRun.Purpose.PSEUDO
+    return run
+
+
+
 def run_dispatch(*, run_id: int) -> dict:
     """Queue a run's jobs: clip-cache batches first (per-clip judges on a GPU), then one job per chunk of pairs."""
     run = ScoringRun.objects.select_related("judge").get(pk=run_id)
@@ -405,6 +430,8 @@ def run_compare(*, run: ScoringRun) -> dict:
         "seeded_left_out": seeded_votes_on(run=run),
         "preference": evaluate(rows, view=VOTE),
         "verdicts": run_verdict_stats(run=run),
+        # Both orders of each verdict: the judge's first / second / tie shares and its consistency rate (scoring/pseudo.py).
+        "position_bias": pseudo.run_bias(run)["table"],
     }
     usage = run_endpoint_usage(run=run)
     if usage is not None:

@@ -200,9 +200,19 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "comparison": comparison_table(summary.get("preference", {})),
             "stats": summary.get("verdicts", {}),
             "spread": summary.get("template_spread"),
+            "bias": _bias_rows(summary.get("position_bias")),
             "ws_path": f"/ws/scoring/runs/{run.pk}/",
         },
     )
+
+
+def _bias_rows(table) -> list[dict]:
+    """The stored position-bias table (scoring.pseudo.bias_table) as template rows."""
+    rows = []
+    for dim, block in (table or {}).items():
+        cells = [block.get(k) for k in ("a_share", "b_share", "tie_share", "consistency")]
+        rows.append({"dimension": dim, "pairs": block.get("pairs"), "cells": cells, "kept": block.get("kept")})
+    return rows
 
 
 def _cell(block) -> dict:

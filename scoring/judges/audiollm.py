@@ -256,7 +256,9 @@ def combine_orders(forward: dict, swapped: dict) -> PairOutcome:
         scores[dim] = ((fa + sa) / 2.0, (fb + sb) / 2.0)
     status = "ok" if labels else "discarded"
     reasons = [r for r in (forward.get("reason"), swapped.get("reason")) if r]
-    return PairOutcome(status=status, labels=labels, scores=scores, rationale="\n".join(reasons), details={"consistent": consistency})
+    # Each order's answers in screen positions, for the judge's position-bias table (scoring/pseudo.py).
+    orders = {"ab": {dim: forward[dim] for dim in (ALIGNMENT, MUSICALITY)}, "ba": {dim: swapped[dim] for dim in (ALIGNMENT, MUSICALITY)}}
+    return PairOutcome(status=status, labels=labels, scores=scores, rationale="\n".join(reasons), details={"consistent": consistency, "orders": orders})
 
 
 class LLMPairwiseJudge(AudioLLMJudge):

@@ -19,6 +19,7 @@ from ..evaluation import DIMENSIONS, MAJORITY, VOTE, clustered_accuracy, paired_
 from . import baselines as base
 from .data import Split
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, train
+from .stages import STAGE_MODELS, StageData, train_stages
 
 CANDIDATES = ("logistic", "logistic_interactions", "network")  # tie order: the simpler first
 PREDICTORS = ("network", "registered", *base.BASELINES)
@@ -54,14 +55,22 @@ def measure_split(
     rounds: int,
     device: str = "cpu",
     progress=None,
+    stages: StageData | None = None,
 ) -> Measured:
     """Train and measure on one split.
 
     `judge_scores` is (score of clip A, score of clip B), each (n_votes, 2) over all rows: the feature
     judge's own scores per dimension under each vote's condition (NaN where it gives none), or None.
+    With `stages` (pseudo-labels and/or MOS) the network is the two-stage model (stages.py) and
+    stage 1 alone and stage 2 alone are measured beside the other baselines.
     """
     train_v, val_v, test_v = votes.subset(split.train), votes.subset(split.val), votes.subset(split.test)
-    network = train(table, train_v, val_v, config=config, seed=seed, device=device, progress=progress)
+    staged = None
+    if stages is not None:
+        staged = train_stages(table, train_v, val_v, stages, config=config, seed=seed, device=device, progress=progress)
+        network = staged.two_stage
+    else:
+        network = train(table, train_v, val_v, config=config, seed=seed, device=device, progress=progress)
     mean, std = network.mean, network.std
     models = {"network": network}
     linear_about = {}
@@ -90,6 +99,17 @@ def measure_split(
         margins["judge_score"] = (judge_scores[0] - judge_scores[1])[np.asarray(split.test, dtype=int)]
     else:
         margins["judge_score"] = np.full((len(test_v), len(DIMENSIONS)), np.nan)
+    predictors = PREDICTORS
+    if staged is not None:
+        predictors = PREDICTORS + STAGE_MODELS
+        for name in STAGE_MODELS:
+            model = getattr(staged, name)
+            margins[name] = _margin(model, table, test_v) if model is not None else np.full((len(test_v), len(DIMENSIONS)), np.nan)
+            if name == "stage1_only" and model is not None:
+                # A dimension the pseudo-labels did not cover was never trained: no prediction, not "B".
+                for j, dim in enumerate(DIMENSIONS):
+                    if model.best_epoch.get(dim) == 0:
+                        margins[name][:, j] = np.nan
     test_rows = []
     for i, index in enumerate(split.test):
         row = dict(rows[index])
@@ -98,15 +118,15 @@ def measure_split(
             for j, dim in enumerate(DIMENSIONS):
                 row[f"{key}_{dim}"] = _label(m[i, j])
         test_rows.append(row)
-    keys = {name: "pred" if name == "registered" else name for name in PREDICTORS}
+    keys = {name: "pred" if name == "registered" else name for name in predictors}
     test, differences = {}, {}
     for view in VIEWS_MEASURED:
         test[view] = {}
         for dim in DIMENSIONS:
             units = unit_scores(test_rows, dim, view=view, predictors=tuple(keys.values()))
-            test[view][dim] = {name: clustered_accuracy(units, keys[name], rounds=rounds, seed=seed) for name in PREDICTORS}
+            test[view][dim] = {name: clustered_accuracy(units, keys[name], rounds=rounds, seed=seed) for name in predictors}
             if view == VOTE:
-                differences[dim] = {name: paired_difference(units, "network", keys[name], rounds=rounds, seed=seed) for name in PREDICTORS if name != "network"}
+                differences[dim] = {name: paired_difference(units, "network", keys[name], rounds=rounds, seed=seed) for name in predictors if name != "network"}
     figures = {
         "split_seed": split.info["seed"],
         "split": split.info,
@@ -118,6 +138,14 @@ def measure_split(
         "test": test,
         "differences": differences,
     }
+    if staged is not None:
+        figures["stages"] = {
+            "network": "two-stage" if stages.pseudo is not None and len(stages.pseudo) else "stage 2 (expert votes and MOS)",
+            "stage1_votes": len(stages.pseudo) if stages.pseudo is not None else 0,
+            "stage2_votes": len(train_v),
+            "mos_clips": len(stages.mos) if stages.mos is not None else 0,
+            "smoothing": stages.smoothing,
+        }
     return Measured(registered=registered, network=network, picks=picks, figures=figures)
 
 
@@ -136,6 +164,7 @@ def _spread(values: list) -> dict:
 def summarise(per_seed: list[dict]) -> dict:
     """Mean and spread over split seeds, per dimension: the network, the registered pick, each baseline, each difference."""
     out = {"seeds": [s["split_seed"] for s in per_seed], "single_seed": len(per_seed) == 1, "dimensions": {}}
+    extra = tuple(name for name in STAGE_MODELS if name in per_seed[0]["test"][VOTE][DIMENSIONS[0]])
     for dim in DIMENSIONS:
         vote = [s["test"][VOTE][dim] for s in per_seed]
         block = {
@@ -143,13 +172,13 @@ def summarise(per_seed: list[dict]) -> dict:
             "registered": _spread([v["registered"]["accuracy"] for v in vote]),
             "picks": [s["picks"][dim] for s in per_seed],
             "majority_view": {name: _spread([s["test"][MAJORITY][dim][name]["accuracy"] for s in per_seed]) for name in ("network", "registered")},
-            "baselines": {name: _spread([v[name]["accuracy"] for v in vote]) for name in base.BASELINES},
+            "baselines": {name: _spread([v[name]["accuracy"] for v in vote]) for name in base.BASELINES + extra},
             "differences": {},
-            "coverage": {name: [v[name]["coverage"] for v in vote] for name in PREDICTORS},
+            "coverage": {name: [v[name]["coverage"] for v in vote] for name in PREDICTORS + extra},
             "n": [v["network"]["n"] for v in vote],
             "ci": [v["network"]["ci"] for v in vote],
         }
-        for name in base.BASELINES + ("registered",):
+        for name in base.BASELINES + extra + ("registered",):
             diffs = [s["differences"][dim][name] for s in per_seed]
             block["differences"][name] = {**_spread([d["difference"] for d in diffs]), "ci": [d["ci"] for d in diffs], "n": [d["n"] for d in diffs]}
         out["dimensions"][dim] = block

@@ -138,6 +138,28 @@ class Votes:
         return Votes(self.clip_a[index], self.clip_b[index], self.condition[index], self.target[index], self.confidence[index])
 
 
+@dataclass
+class MOSTargets:
+    """Mean opinion scores of clips under conditions (rating studies), on [-1, 1]: the scale's bottom to its top."""
+
+    clip: np.ndarray  # (n,) rows of FeatureTable.clips
+    condition: np.ndarray  # (n,) rows of FeatureTable.conditions
+    value: np.ndarray  # (n, 2) normalised MOS per dimension; NaN where that dimension was not rated
+
+    def __post_init__(self):
+        self.clip = np.asarray(self.clip, dtype=np.int64)
+        self.condition = np.asarray(self.condition, dtype=np.int64)
+        self.value = np.asarray(self.value, dtype=np.float64).reshape(-1, 2)
+
+    def __len__(self) -> int:
+        return len(self.clip)
+
+
+def mos_normalise(value, low: float, high: float) -> float:
+    """A mean rating on the scale [low, high] as a regression target on [-1, 1]."""
+    return float(np.clip(2.0 * (float(value) - low) / (high - low) - 1.0, -1.0, 1.0))
+
+
 def _quiet_nan(fn, *args, **kwargs):
     """A numpy nan-reduction without its all-NaN warning (the caller handles NaN results)."""
     with warnings.catch_warnings():
@@ -325,6 +347,12 @@ def _bt_loss(torch, margin, target, weight):
     return (losses * w).sum() / w.sum().clamp(min=1e-12)
 
 
+def _mos_loss(torch, score, target, scale, shift):
+    """Mean squared error of tanh(scale * score + shift) against MOS on [-1, 1], over the rated clips."""
+    mask = ~torch.isnan(target)
+    return ((torch.tanh(scale * score[mask] + shift) - target[mask]) ** 2).mean()
+
+
 def vote_weights(votes: Votes, config: TrainConfig) -> np.ndarray:
     """(n, 1) per-vote weight: 1, or with confidence_weight the vote's mean confidence over the mean (missing = mean)."""
     if not config.confidence_weight:
@@ -340,15 +368,32 @@ def capacity_grid(config: TrainConfig) -> list[tuple[float, int]]:
     return list(dict.fromkeys([*CAPACITY_GRID, (float(config.weight_decay), int(config.hidden))]))
 
 
-def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu") -> RewardModel:
+def train(
+    table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu",
+    init: RewardModel | None = None, smoothing: float = 0.0, mos: MOSTargets | None = None, mos_weight: float = 1.0,
+    fine_tune_lr: float = 1.0, skip_unlabelled: bool = False,
+) -> RewardModel:  # fmt: skip
     """Fit the network; with select_capacity, once per capacity_grid pair, keeping per dimension the
     pair whose best epoch has the lowest validation loss (ties to the earlier, more regularised pair).
 
     Every candidate trains with the same seed, so the choice is as reproducible as one training.
     `progress(step, steps, train_loss, val_loss)` after each epoch.
+
+    Two-stage training (CMI-RM's recipe): stage 1 is a call on pseudo-labels with `smoothing` (a
+    target y is trained as y (1 - s) + s / 2, so a wrong pseudo-label costs less); stage 2 passes
+    the stage-1 model as `init`: its weights, standardiser and per-dimension capacity are the start,
+    and no capacity is chosen again. `mos` adds a scaled-tanh regression of the same clip score on
+    mean opinion scores (tanh(a s + b) against the MOS on [-1, 1], a and b learned per dimension),
+    weighted by `mos_weight`, to the Bradley–Terry loss. Early stopping reads the validation votes' Bradley–Terry loss only.
+    `fine_tune_lr` scales the learning rate of the dimensions `init` trained; `skip_unlabelled` leaves a
+    dimension without training labels untrained (its output says 0.5; best_epoch 0) instead of refusing:
+    a judge that covers one dimension pre-trains that one only.
     """
-    if not config.select_capacity:
-        return _train_fixed(table, train_votes, val_votes, config=config, seed=seed, progress=progress, device=device)
+    if not 0.0 <= smoothing < 1.0:
+        raise TrainingError(f"label smoothing must be at least 0 and below 1; got {smoothing}")
+    extra = {"init": init, "smoothing": smoothing, "mos": mos, "mos_weight": mos_weight, "fine_tune_lr": fine_tune_lr, "skip_unlabelled": skip_unlabelled}
+    if not config.select_capacity or init is not None:
+        return _train_fixed(table, train_votes, val_votes, config=config, seed=seed, progress=progress, device=device, **extra)
     grid = capacity_grid(config)
     fitted = []
     for k, (decay, width) in enumerate(grid):
@@ -358,10 +403,11 @@ def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: 
                 progress(k * steps + done, len(grid) * steps, *losses)
 
         candidate = dataclasses.replace(config, weight_decay=decay, hidden=width, select_capacity=False)
-        fitted.append(_train_fixed(table, train_votes, val_votes, config=candidate, seed=seed, progress=step, device=device))
+        fitted.append(_train_fixed(table, train_votes, val_votes, config=candidate, seed=seed, progress=step, device=device, **extra))
     weights, history, best_epoch, capacity = {}, [], {}, {}
     for dim in DIMENSIONS:
-        losses = [min(h["val_loss"] for h in m.history if h["dimension"] == dim) for m in fitted]
+        # A dimension left untrained (skip_unlabelled) has no history: every candidate ties, the first is kept.
+        losses = [min((h["val_loss"] for h in m.history if h["dimension"] == dim), default=math.inf) for m in fitted]
         k = int(np.argmin(losses))
         chosen = fitted[k]
         weights.update({key: v for key, v in chosen.weights.items() if key.startswith(f"{dim}.")})
@@ -377,17 +423,28 @@ def train(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: 
     return RewardModel(weights=weights, mean=first.mean, std=first.std, config=config, seed=seed, history=history, best_epoch=best_epoch, capacity=capacity)
 
 
-def _train_fixed(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu") -> RewardModel:
+def _train_fixed(
+    table: FeatureTable, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int, progress=None, device: str = "cpu",
+    init: RewardModel | None = None, smoothing: float = 0.0, mos: MOSTargets | None = None, mos_weight: float = 1.0,
+    fine_tune_lr: float = 1.0, skip_unlabelled: bool = False,
+) -> RewardModel:  # fmt: skip
     """Fit one network per dimension on train_votes; keep, per dimension, the epoch with the lowest validation loss.
 
     `progress(step, steps, train_loss, val_loss)` after each epoch (steps: epochs x dimensions).
+    `init`, `smoothing`, `mos`: see `train`.
     """
     if len(train_votes) < 2:
         raise TrainingError(f"{len(train_votes)} training vote(s): at least 2 are needed")
     if len(val_votes) < 1:
         raise TrainingError("no validation votes: early stopping needs some (more conditions, or a smaller validation share)")
-    train_rows = np.concatenate([train_votes.clip_a, train_votes.clip_b, table.reference[train_votes.condition]])
-    mean, std = _standardiser(table.clips, train_rows[train_rows >= 0])
+    if init is not None:
+        # The stage-1 network reads inputs standardised its way; fine-tuning keeps that.
+        mean, std = init.mean, init.std
+    else:
+        train_rows = np.concatenate([train_votes.clip_a, train_votes.clip_b, table.reference[train_votes.condition]])
+        if mos is not None and len(mos):
+            train_rows = np.concatenate([train_rows, mos.clip])
+        mean, std = _standardiser(table.clips, train_rows[train_rows >= 0])
     weights, history, best_epochs = {}, [], {}
     with deterministic_torch(seed, device) as torch:
 
@@ -396,16 +453,41 @@ def _train_fixed(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, c
             return [torch.as_tensor(x, dtype=torch.float32, device=device) for side in parts for x in side]
 
         train_x, val_x = tensors(train_votes), tensors(val_votes)
+        if mos is not None and len(mos):
+            mos_x = [torch.as_tensor(x, dtype=torch.float32, device=device) for x in model_inputs(table, mean, std, mos.clip, mos.condition, crossed=config.crossed, similarity=config.similarity)]
         train_w = torch.as_tensor(vote_weights(train_votes, config)[:, 0], dtype=torch.float32, device=device)
         val_w = torch.as_tensor(vote_weights(val_votes, config)[:, 0], dtype=torch.float32, device=device)
         for d, dim in enumerate(DIMENSIONS):
             target = torch.as_tensor(train_votes.target[:, d], dtype=torch.float32, device=device)
             val_target = torch.as_tensor(val_votes.target[:, d], dtype=torch.float32, device=device)
-            if not bool((~torch.isnan(target)).any()) or not bool((~torch.isnan(val_target)).any()):
+            unlabelled = not bool((~torch.isnan(target)).any())
+            if (unlabelled and not skip_unlabelled) or not bool((~torch.isnan(val_target)).any()):
                 raise TrainingError(f"no {dim} labels on the training or the validation side")
             torch.manual_seed(seed * 10 + d)
-            net = _network(torch, train_x[0].shape[1], train_x[1].shape[1], config.hidden, config.rank).to(device)
-            optimiser = torch.optim.Adam(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+            hidden, decay = config.hidden, config.weight_decay
+            if init is not None:
+                hidden = int(init.weights[f"{dim}.hidden.weight"].shape[0])
+                decay = float((init.capacity.get(dim) or {}).get("weight_decay", init.config.weight_decay))
+            net = _network(torch, train_x[0].shape[1], train_x[1].shape[1], hidden, config.rank).to(device)
+            if init is not None:
+                state = {k: torch.as_tensor(init.weights[f"{dim}.{k}"], dtype=torch.float32) for k in net.state_dict()}
+                net.load_state_dict(state)
+            # The scaled tanh's slope and offset: the score's units are the pairs' logits, not the rating scale.
+            scale = torch.nn.Parameter(torch.ones((), device=device))
+            shift = torch.nn.Parameter(torch.zeros((), device=device))
+            parameters = list(net.parameters()) + ([scale, shift] if mos is not None and len(mos) else [])
+            lr = config.lr * (fine_tune_lr if init is not None and init.best_epoch.get(dim, 1) else 1.0)
+            optimiser = torch.optim.Adam(parameters, lr=lr, weight_decay=decay)
+            if unlabelled:
+                weights.update({f"{dim}.{k}": v.detach().cpu().numpy().astype(np.float32) for k, v in net.state_dict().items()})
+                best_epochs[dim] = 0
+                continue
+            target = target * (1.0 - smoothing) + smoothing / 2.0 if smoothing else target
+            mos_target = None
+            if mos is not None and len(mos):
+                mos_target = torch.as_tensor(mos.value[:, d], dtype=torch.float32, device=device)
+                if not bool((~torch.isnan(mos_target)).any()):
+                    mos_target = None
             order = torch.Generator().manual_seed(seed * 10 + d)
             best_loss, best_state, waited = math.inf, None, 0
             best_epochs[dim] = 0
@@ -414,12 +496,21 @@ def _train_fixed(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, c
                 ca, xa, cb, xb = x if index is None else [t[index] for t in x]
                 return net(ca, xa) - net(cb, xb)
 
+            if init is not None:
+                # The stage-1 model is epoch 0: fine-tuning is kept only where it improves the validation loss.
+                net.eval()
+                with torch.no_grad():
+                    best_loss = float(_bt_loss(torch, margin(val_x), val_target, val_w))
+                best_state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+
             for epoch in range(1, config.epochs + 1):
                 net.train()
                 total, count = 0.0, 0
                 for batch in torch.randperm(len(train_votes), generator=order).split(config.batch_size):
                     batch = batch.to(device)
                     loss = _bt_loss(torch, margin(train_x, batch), target[batch], train_w[batch])
+                    if mos_target is not None:
+                        loss = loss + mos_weight * _mos_loss(torch, net(*mos_x), mos_target, scale, shift)
                     optimiser.zero_grad(set_to_none=True)
                     loss.backward()
                     optimiser.step()
@@ -438,5 +529,8 @@ def _train_fixed(table: FeatureTable, train_votes: Votes, val_votes: Votes, *, c
                     progress(d * config.epochs + epoch, len(DIMENSIONS) * config.epochs, total / count, val_loss)
                 if waited >= config.patience:
                     break
+            if best_state is None:  # fine-tuning that never beat its start keeps the start
+                best_state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
             weights.update({f"{dim}.{k}": v.numpy().astype(np.float32) for k, v in best_state.items()})
-    return RewardModel(weights=weights, mean=mean, std=std, config=config, seed=seed, history=history, best_epoch=best_epochs)
+    capacity = dict(init.capacity) if init is not None else {}
+    return RewardModel(weights=weights, mean=mean, std=std, config=config, seed=seed, history=history, best_epoch=best_epochs, capacity=capacity)

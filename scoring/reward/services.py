@@ -47,6 +47,7 @@ from .features import FEATURE_KINDS, PROMPT_ATTRIBUTES, TEXT_MODES, FeatureUnava
 from .measure import measure_split, summarise
 from .model import CODE_VERSION, FeatureTable, RewardModel, TrainConfig, TrainingError
 from .selection import disagreement, uncertainty
+from .stage_inputs import mos_rows, pseudo_vote_rows, stage_data, stages_card, stages_options_clean
 
 logger = logging.getLogger(__name__)
 
@@ -107,11 +108,15 @@ def training_options_clean(options: dict | None) -> dict:
             raise ServiceError("Weight votes either by stated confidence or by annotator reliability, not both.", code="bad_option")
         # The reliability weights travel in the per-vote weight column, which the network reads only with confidence_weight on.
         options["confidence_weight"] = True
+    stages = stages_options_clean(options.pop("stages", None))
     try:
         config = TrainConfig.parse(options)
     except TrainingError as exc:
         raise ServiceError(f"{exc}.", code="bad_option") from None
-    return {"split": split, "split_seeds": split_seeds, "text": text, **shares, "rounds": rounds, "device": device, "weight_by": weight_by, "train": config.as_dict()}
+    cleaned = {"split": split, "split_seeds": split_seeds, "text": text, **shares, "rounds": rounds, "device": device, "weight_by": weight_by, "train": config.as_dict()}
+    if stages:
+        cleaned["stages"] = stages
+    return cleaned
 
 
 # --- Votes ------------------------------------------------------------------------------------------
@@ -291,7 +296,12 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     featurizer = Featurizer(scoring.judge_adapter(run.feature_judge), text=options["text"])
     # How the prompt enters follows from the features (attributes crossed, or text-audio similarity).
     config = dataclasses.replace(TrainConfig(**options["train"]), **featurizer.prompt_inputs())
-    table, clip_index, condition_index = feature_table(featurizer=featurizer, rows=rows, progress=lambda done, total: progress(stage="features", step=done, steps=total))
+    stages = options.get("stages")
+    extra_pseudo = pseudo_vote_rows(run_ids=stages["pseudo_runs"]) if stages else []
+    extra_mos = mos_rows(study_names=stages["mos_studies"]) if stages else []
+    table, clip_index, condition_index = feature_table(
+        featurizer=featurizer, rows=rows + extra_pseudo + extra_mos, progress=lambda done, total: progress(stage="features", step=done, steps=total)
+    )
     votes = votes_from_rows(rows, clip_index=clip_index, condition_index=condition_index, weight_by=options.get("weight_by", "confidence"))
     judge_scores, judge_note = feature_judge_scores(featurizer=featurizer, table=table, votes=votes, rows=rows)
     device = pick_device(options.get("device") or None)
@@ -303,9 +313,14 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
 
         # Reliability that weights training is fitted on the training votes of this split only.
         split_votes = with_reliability_weights(votes, rows, split.train) if options.get("weight_by") == "reliability" else votes
+        staged = None
+        if stages:
+            staged = stage_data(
+                stages=stages, pseudo_rows=extra_pseudo, mos=extra_mos, clip_index=clip_index, condition_index=condition_index, test_rows=[rows[i] for i in split.test]
+            )
         measured = measure_split(
             table, split_votes, rows, split, config=config, seed=run.seed, judge_scores=judge_scores, feature_kind=featurizer.adapter.kind,
-            rounds=options["rounds"], device=device, progress=step,
+            rounds=options["rounds"], device=device, progress=step, stages=staged,
         )  # fmt: skip
         per_seed.append(measured.figures)
         first = first or (measured, split)
@@ -343,6 +358,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
         "judge_score": judge_note,
         "best_epoch": measured.network.best_epoch,
         "epochs_run": _epochs_run(measured.network),
+        "stages": card.get("stages"),
     }
     if run.study.selection == "uncertainty":
         # The study serves pairs where its latest model is least sure: this model now.
@@ -465,6 +481,7 @@ def model_card(
                 **metrics,
             },
             "baselines": {"judge_score": judge_note, "per_seed": per_seed or [], "summary": seeds or {}},
+            "stages": stages_card(options, per_seed or [], rows),
             "code_version": {"reward": CODE_VERSION, "source_sha256": _code_hash(), "torch": _torch_version()},
             "weights_sha256": trained.digest(),
             "trained_at": timezone.now().isoformat(),

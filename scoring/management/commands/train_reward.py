@@ -25,6 +25,7 @@ from scoring.models import Judge, TrainingRun
 from scoring.reward.baselines import BASELINES
 from scoring.reward.data import SPLIT_MODES
 from scoring.reward.services import training_create, training_execute
+from scoring.reward.stages import STAGE_MODELS
 
 
 def _f(value, digits=3) -> str:
@@ -62,10 +63,11 @@ def brief(run: TrainingRun) -> dict:
             "model_n": block["n"],
             "model_ci": block["ci"],
             "baselines": {name: {"mean": b["mean"], "sd": b["sd"], "values": b["values"]} for name, b in block["baselines"].items()},
-            "difference_to": {name: {"mean": d["mean"], "sd": d["sd"], "ci": d["ci"], "n": d["n"]} for name, d in block["differences"].items() if name in BASELINES},
+            "difference_to": {name: {"mean": d["mean"], "sd": d["sd"], "ci": d["ci"], "n": d["n"]} for name, d in block["differences"].items() if name in BASELINES + STAGE_MODELS},
             "registered": {"model": run.metrics["registered"]["picks"][dim], "picks_per_seed": block["picks"], "accuracy": block["registered"]},
             "coverage": block["coverage"],
         }
+    out["stages"] = run.metrics.get("stages")
     return out
 
 
@@ -83,6 +85,10 @@ class Command(BaseCommand):
         parser.add_argument("--reliability-weight", action="store_true", help="weight each vote by its annotator's Dawid-Skene reliability (instead of confidence)")
         parser.add_argument("--epochs", type=int, help="at most this many epochs (early stopping may end sooner)")
         parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds for the 95%% intervals (default %(default)s)")
+        parser.add_argument("--pseudo-run", type=int, action="append", default=[], metavar="RUN_ID", help="stage 1: a pseudo-label run's kept labels (repeatable); the network is then two-stage")
+        parser.add_argument("--smoothing", type=float, default=0.2, help="stage 1 label smoothing; default %(default)s")
+        parser.add_argument("--mos-study", action="append", default=[], metavar="NAME", help="stage 2: a rating study whose MOS join the expert votes (repeatable)")
+        parser.add_argument("--mos-weight", type=float, default=1.0, help="weight of the MOS regression loss in stage 2; default %(default)s")
         parser.add_argument("--json", action="store_true", help="print the result as JSON (--full: every figure of every seed)")
         parser.add_argument("--full", action="store_true", help="with --json: the whole run summary, every split seed's figures included")
 
@@ -97,6 +103,8 @@ class Command(BaseCommand):
                    "weight_by": "reliability" if opts["reliability_weight"] else "confidence"}  # fmt: skip
         if opts["epochs"] is not None:
             options["epochs"] = opts["epochs"]
+        if opts["pseudo_run"] or opts["mos_study"]:
+            options["stages"] = {"pseudo_runs": opts["pseudo_run"], "mos_studies": opts["mos_study"], "smoothing": opts["smoothing"], "mos_weight": opts["mos_weight"]}
         try:
             run = training_create(study=study, feature_judge=judge, seed=opts["seed"], options=options, queue=False)
         except ServiceError as exc:
