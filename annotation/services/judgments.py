@@ -128,6 +128,7 @@ def judgment_submit(
         raise ServiceError("time_on_page_ms must be a non-negative integer.", code="bad_time")
     batch = _batch_clean(listening_batch)
 
+    stored_seq = None
     try:
         deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
         with transaction.atomic():
@@ -146,6 +147,7 @@ def judgment_submit(
                 raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
             pair = assignment.pair
             if batch is not None:
+                stored_seq = assignment.listening_seq
                 listening_batch_store(assignment=assignment, annotator=annotator, now=now, **batch)
             if len(rationale) < assignment.rationale_min_length:
                 raise ServiceError(
@@ -180,6 +182,12 @@ def judgment_submit(
                 selection=assignment.selection,
             )
             SUBMITTED.execute(connection, [Assignment.State.SUBMITTED, assignment.pk])
+    except ServiceError as exc:
+        if stored_seq is not None and exc.code == "listening_too_short":
+            # Where the server's numbers end: a page whose events were numbered below it (another tab posted
+            # first) sends them again under numbers after it.
+            exc.extra["next_seq"] = stored_seq + 1
+        raise
     except IntegrityError:
         # The key was used before, or this annotator already judged this pair (in another assignment).
         return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False

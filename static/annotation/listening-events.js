@@ -44,16 +44,25 @@
     }
 
     // The judgment's answer decides what the page keeps: stored (or already stored) drops the batch; a refused
-    // receipt will not come right by sending it again, so it goes, and the events stay for the next try.
+    // receipt will not come right by sending it again, so it goes, and the events stay for the next try. True when
+    // the events were numbered below what the server already had (another tab on this pair): renumbered after it,
+    // they are worth sending again at once.
     function settle(mine, res) {
       const code = (res.data && res.data.code) || "";
       if (res.status === 200 || res.status === 201 || code === "already_submitted") {
         mine.events = [];
         mine.receipts = [];
-        return;
+        return false;
       }
       if (res.status === 400 && code.indexOf("receipt") !== -1) mine.receipts = [];
       if (res.data && res.data.heard) mine.server = res.data.heard;
+      const next = Number((res.data && res.data.next_seq) || 0);
+      if (code !== "listening_too_short" || !mine.events.length || mine.events[0].seq >= next) return false;
+      mine.events.forEach((event, index) => {
+        event.seq = next + index;
+      });
+      mine.saved.seq = mine.events[mine.events.length - 1].seq;
+      return true;
     }
 
     function listeningUrl(mine) {

@@ -392,7 +392,7 @@
     announce(`${question === "alignment" ? "Instruction following" : "Musicality"} confidence ${v}.`);
   }
 
-  async function submit() {
+  async function submit(renumbered) {
     if (!task || submitting) return;
     const todo = missing();
     if (todo.length) {
@@ -444,8 +444,12 @@
       return;
     }
     submitting = false;
-    settle(mine, res);
+    const again = settle(mine, res);
     if (task !== mine) return;
+    if (again && !renumbered) {
+      submit(true);
+      return;
+    }
     const code = res.data && res.data.code;
     if (res.status === 201 || res.status === 200 || code === "already_submitted") {
       followingNext = (res.data && res.data.next) || null;
@@ -563,7 +567,7 @@
   el.btnSwitch.addEventListener("click", () => task && task.transport && task.transport.switchSide());
   el.btnLoop.addEventListener("click", () => task && task.transport && announce(task.transport.loopKey()));
   el.btnTime.addEventListener("click", insertTime);
-  el.btnSubmit.addEventListener("click", submit);
+  el.btnSubmit.addEventListener("click", () => submit());
   el.btnNext.addEventListener("click", loadNext);
   el.btnSkip.addEventListener("click", () => skip.open(""));
   el.rationale.addEventListener("input", () => {
@@ -590,7 +594,7 @@
     current: () => task,
     activeQuestion: () => activeQuestion,
     confirmRead,
-    submit,
+    submit: () => submit(),
     loadNext,
     setChoice,
     setConfidence,
