@@ -20,6 +20,8 @@ from ..models import Assignment, AudioFetch, AudioReceipt, Clip, ListeningEvent
 
 SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
+# Up to this many events go in one prepared INSERT each (a post while playing has one or two); more in one bulk INSERT.
+BULK_EVENTS = 4
 
 
 def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None, now=None) -> None:
@@ -222,8 +224,12 @@ def listening_batch_store(*, assignment: Assignment, annotator, events, receipts
     stored = assignment.listening.get("events", 0)
     if stored + len(fresh) > MAX_EVENTS_PER_ASSIGNMENT:
         raise ServiceError("This pair has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
-    for event, at in zip(fresh, times):
-        EVENT_INSERT.create(assignment_id=assignment.pk, server_time=at, **event)
+    if len(fresh) > BULK_EVENTS:
+        # A judgment's batch is a whole pair's listening (a tick a second): one statement, not one per event.
+        ListeningEvent.objects.bulk_create([ListeningEvent(assignment_id=assignment.pk, server_time=at, **event) for event, at in zip(fresh, times)])
+    else:
+        for event, at in zip(fresh, times):
+            EVENT_INSERT.create(assignment_id=assignment.pk, server_time=at, **event)
     assignment.listening = _record_for(assignment)
     assignment.listening_seq = fresh[-1]["seq"] if fresh else assignment.listening_seq
     field = Assignment._meta.get_field("listening")
