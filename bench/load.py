@@ -53,7 +53,6 @@ import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
-from datetime import timedelta
 
 from _setup import ROOT, django_setup, percentile
 
@@ -549,7 +548,6 @@ def main() -> None:
     # Fixtures (visitor cookies) are hashed here and checked by the server: one salt for both.
     os.environ.setdefault("AUDITORIUM_HASH_SALT", secrets.token_urlsafe(32))
     django_setup(DB_NAME)
-    from django.conf import settings
     from django.core.cache import cache
 
     cache.clear()
