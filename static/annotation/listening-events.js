@@ -55,6 +55,8 @@
         return false;
       }
       if (res.status === 400 && code.indexOf("receipt") !== -1) mine.receipts = [];
+      // Events the server cannot place (a clock that jumped back) would refuse every try: listening again is the way on.
+      if (res.status === 400 && code === "bad_events") mine.events = [];
       if (res.data && res.data.heard) mine.server = res.data.heard;
       const next = Number((res.data && res.data.next_seq) || 0);
       if (code !== "listening_too_short" || !mine.events.length || mine.events[0].seq >= next) return false;
