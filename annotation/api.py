@@ -1,4 +1,9 @@
-"""DRF API for annotators: next pair, listening events, submit a judgment (idempotent), skip."""
+"""DRF API for annotators: next pair, listening events, submit a judgment (idempotent), skip.
+
+The page's own cycle is four requests: next (for the first pair only), the two clips, and the judgment with its
+listening riding in the body, answered with the next pair (JudgmentCycleApi). The separate listening and
+judgment endpoints stay for API clients.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api_input import validated
+from common.errors import ServiceError
 
 from . import cached, selectors, services
 from .models import Assignment, Clip
@@ -99,21 +105,26 @@ class AssignmentNextApi(APIView):
         study, consented = cached.study_and_consent(name, request.user.pk)
         if study is None:
             raise NotFound("No such study.")
-        services.crowd_gate_check(study=study, annotator=request.user)
-        assignment = services.assignment_next(study=study, annotator=request.user, consented=consented)
-        if assignment is None:
-            progress = selectors.annotator_progress(study=study, annotator=request.user)
-            if progress["state"] == "closed":
-                detail = "This study is closed: the researcher has stopped taking judgments. Your judgments so far are kept."
-            elif progress["state"] == "open":
-                # Counted as open a moment ago but taken by someone else since: a race, not the end.
-                detail = "No pair is free for you right now: other annotators hold the remaining pairs. Try again in a few minutes."
-            else:
-                detail = f"You judged {progress['done']} of {progress['target']} pairs: every pair this study has for you. Thank you."
-            return Response({"assignment": None, "state": progress["state"], "detail": detail, "progress": progress})
-        # The engine returns the pair with its content loaded; the study is the one in hand.
-        assignment.pair.study = study
-        return Response({"assignment": assignment_payload(assignment, annotator=request.user)})
+        return Response(next_answer(study=study, annotator=request.user, consented=consented))
+
+
+def next_answer(*, study, annotator, consented: bool) -> dict:
+    """The next-pair answer: {"assignment": ...}, or {"assignment": None, "state", "detail", "progress"} when none comes."""
+    services.crowd_gate_check(study=study, annotator=annotator)
+    assignment = services.assignment_next(study=study, annotator=annotator, consented=consented)
+    if assignment is None:
+        progress = selectors.annotator_progress(study=study, annotator=annotator)
+        if progress["state"] == "closed":
+            detail = "This study is closed: the researcher has stopped taking judgments. Your judgments so far are kept."
+        elif progress["state"] == "open":
+            # Counted as open a moment ago but taken by someone else since: a race, not the end.
+            detail = "No pair is free for you right now: other annotators hold the remaining pairs. Try again in a few minutes."
+        else:
+            detail = f"You judged {progress['done']} of {progress['target']} pairs: every pair this study has for you. Thank you."
+        return {"assignment": None, "state": progress["state"], "detail": detail, "progress": progress}
+    # The engine returns the pair with its content loaded; the study is the one in hand.
+    assignment.pair.study = study
+    return {"assignment": assignment_payload(assignment, annotator=annotator)}
 
 
 class _SideLog(serializers.Serializer):
@@ -133,7 +144,13 @@ class ListeningEventsApi(APIView):
     """The page's play / pause / seek / switch / tick / ended events, stamped with the server's clock on arrival."""
 
     class ListeningEventsInput(serializers.Serializer):
-        events = serializers.ListField(child=serializers.DictField(), max_length=50, required=False, default=list)
+        events = serializers.ListField(
+            child=serializers.DictField(),
+            max_length=1000,
+            required=False,
+            default=list,
+            help_text="At most 50 events stamped on arrival; with client_now, up to 1000 placed by their client_time (a page's last post before it goes away).",
+        )
         receipts = serializers.ListField(
             child=serializers.DictField(),
             max_length=8,
@@ -141,6 +158,7 @@ class ListeningEventsApi(APIView):
             default=list,
             help_text="Proof of receiving a clip: {side, token: the audio response's Audio-Proof header, bytes: base64 of the file's bytes at the token's ranges, in order}.",
         )
+        client_now = serializers.FloatField(required=False, allow_null=True, default=None, help_text="The page's clock (ms) as it sent this post.")
 
         def validate(self, attrs):
             if not attrs["events"] and not attrs["receipts"]:
@@ -157,7 +175,9 @@ class ListeningEventsApi(APIView):
     @extend_schema(request=ListeningEventsInput, responses=ListeningEventsOutput)
     def post(self, request, assignment_id: int):
         data = validated(self.ListeningEventsInput, request.data)
-        result = services.listening_events_record(assignment_id=assignment_id, annotator=request.user, events=data["events"], receipts=data["receipts"])
+        result = services.listening_events_record(
+            assignment_id=assignment_id, annotator=request.user, events=data["events"], receipts=data["receipts"], client_now=data["client_now"]
+        )
         return Response(self.ListeningEventsOutput(result).data)
 
 
@@ -199,3 +219,52 @@ class AssignmentSkipApi(APIView):
         services.assignment_skip(assignment=assignment, annotator=request.user, reason=serializer.validated_data["reason"])
         return Response({"state": "skipped"})
 
+
+
+class _ListeningBatch(serializers.Serializer):
+    events = serializers.ListField(
+        child=serializers.DictField(),
+        max_length=1000,
+        required=False,
+        default=list,
+        help_text="Every event since the page's last listening post, each with its client_time (the page's clock, ms).",
+    )
+    receipts = serializers.ListField(
+        child=serializers.DictField(), max_length=8, required=False, default=list, help_text="As in the listening post: {side, token, bytes} per audio response."
+    )
+    client_now = serializers.FloatField(required=False, allow_null=True, default=None, help_text="The page's clock (ms) as it sent this request; required with events.")
+
+
+class JudgmentCycleApi(APIView):
+    """The page's judgment: its listening since the last post rides in the body, and the answer carries the next pair.
+
+    The events, receipts and judgment are checked and stored in one transaction, with the same rules as the
+    listening post and the judgment endpoint: a refused judgment stores none of it. The events' server times come
+    from the arrival of this request and the page's clock (common/listening.py, `events_anchored`).
+    """
+
+    class CycleInput(JudgmentSubmitApi.JudgmentInput):
+        listening = _ListeningBatch(required=False, allow_null=True, default=None)
+
+    class CycleOutput(JudgmentSubmitApi.JudgmentOutput):
+        next = serializers.DictField(help_text="What POST /api/studies/<name>/next/ answers now, or {error: {status, code, detail}} when it refuses.")
+
+    @extend_schema(request=CycleInput, responses={201: CycleOutput, 200: CycleOutput})
+    def post(self, request, name: str, assignment_id: int):
+        study, consented = cached.study_and_consent(name, request.user.pk)
+        if study is None:
+            raise NotFound("No such study.")
+        try:
+            data = validated(self.CycleInput, request.data)
+        except serializers.ValidationError:
+            # Whoever holds no such assignment in this study learns nothing from how the body is wrong.
+            if not Assignment.objects.filter(pk=assignment_id, annotator=request.user, pair__study=study).exists():
+                raise NotFound("No such task for you.") from None
+            raise
+        answer, created = services.judgment_submit(assignment_id=assignment_id, annotator=request.user, study_id=study.pk, listening_batch=data.pop("listening"), **data)
+        try:
+            following = next_answer(study=study, annotator=request.user, consented=consented)
+        except ServiceError as exc:
+            # The judgment is stored either way; the page shows why no pair follows (consent, the gate, membership).
+            following = {"error": {"status": exc.status, "code": exc.code, "detail": exc.message}}
+        return Response({**answer, "next": following}, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

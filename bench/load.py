@@ -3,10 +3,15 @@
     .venv/bin/python bench/load.py [--clients 50] [--submits 3000] [--votes 3000] [--seconds 60] [--workers 2]
                                    [--server serve|asgi|wsgi] [--sqlite] [--min-listen 0.5] [--pool-trace]
                                    [--rounds 3] [--open-share 0.5] [--open-seconds 20] [--profile DIR]
+                                   [--cycle new|old] [--no-arena]
 
-A cycle is what the page really sends: next, both clips through their clip URLs (ranged GETs),
-three listening posts paced to honour the minimum listening time, the judgment (arena: battle,
-both clips, the posts, the vote). Starts the deployed launch (python -m auditorium.serve) or
+A cycle is what the page really sends. --cycle new (the default, as the listening page does now):
+both clips through their clip URLs (ranged GETs), then the judgment with its listening events and
+the clips' receipts in its body, paced to honour the minimum listening time; its answer carries the
+next pair, so a client asks for next only for its first pair (4 requests for the first, 3 after).
+--cycle old: next, both clips, three listening posts (receipts with the first), the judgment: the
+7-request cycle API clients of the separate endpoints still make. Arena: battle, both clips, the
+posts, the vote (--no-arena leaves the arena phases out). Starts the deployed launch (python -m auditorium.serve) or
 gunicorn (uvicorn or gthread workers) against a scratch PostgreSQL database and
 Redis (or the embedded defaults, --sqlite), then drives it with aiohttp clients on 127.0.0.1 only. Bounded in
 requests (--submits, --votes) and time (--seconds per phase). Each client
@@ -48,7 +53,6 @@ import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
-from datetime import timedelta
 
 from _setup import ROOT, django_setup, percentile
 
@@ -129,6 +133,8 @@ def build_fixtures(args):
     return users, visitors
 
 
+# The requests of a judgment cycle, counted per phase for the requests-per-cycle figure.
+CYCLE_KINDS = ("next", "audio", "listening", "judgment")
 PROFILE: dict = {"dir": None, "workers": [], "flags": ["--gil"]}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -260,6 +266,7 @@ async def drive(args, base_url, users, visitors):
         del login
 
     submitted: list[tuple[str, int]] = []
+    following: dict[int, dict] = {}  # per client: the next-pair answer the last judgment carried (--cycle new)
     statuses: Counter = Counter()  # (request kind, status) over the whole run: the 5xx count comes from here
     last_proof: dict[str, str] = {}  # the latest Audio-Proof header per audio URL
     pace = args.min_listen + args.pace_margin
@@ -314,39 +321,56 @@ async def drive(args, base_url, users, visitors):
         return {"side": side, "token": token, "bytes": answer_for(body, token)}
 
     async def cycle(i, failures) -> bool | None:
-        """One judgment cycle as the listening page makes it: next, both clips, the listening posts, the judgment."""
-        session = sessions[i]
-        status, body = await request(session, "next", "POST", f"{base_url}/api/studies/load/next/", failures)
-        if status is None:
-            return False
-        import json
-
-        answer = json.loads(body or b"{}")
+        """One judgment cycle. new, as the listening page makes it: both clips, then the judgment carrying the listening
+        (events timed on the client's clock, the receipts), answered with the next pair; next only for the first.
+        old, as an API client of the separate endpoints: next, both clips, the three listening posts, the judgment."""
+        session, new = sessions[i], args.cycle == "new"
+        answer = following.pop(i, None)
+        if answer is None:
+            status, body = await request(session, "next", "POST", f"{base_url}/api/studies/load/next/", failures)
+            if status is None:
+                return False
+            answer = json.loads(body or b"{}")
         assignment = answer.get("assignment")
         if not assignment:
-            failures[f"no_pair: {answer.get('detail', '')[:60]}"] += 1
+            failures[f"no_pair: {answer.get('detail', answer.get('error', ''))!s:.60}"] += 1
             return None
-        clips = answer["clips"] if "clips" in answer else assignment.get("clips") or {}
         receipts = []
         for side in ("A", "B"):
-            got = await fetch_audio(session, f"{base_url}{clips[side]['url']}", failures, "audio", side=side)
+            got = await fetch_audio(session, f"{base_url}{assignment['clips'][side]['url']}", failures, "audio", side=side)
             if not got:
                 return False
             if isinstance(got, dict):
                 receipts.append(got)
-        if not await listen(session, f"{base_url}/api/assignments/{assignment['id']}/listening/", ("A", "B"), failures, "listening", receipts):
-            return False
         payload = {
             "idempotency_key": secrets.token_hex(12), "alignment": "A", "alignment_confidence": 3, "musicality": "B", "musicality_confidence": 3.5,
             "rationale": "load", "listening_log": {"A": {"plays": 1, "seconds": pace}, "B": {"plays": 1, "seconds": pace}, "switches": 1},
         }
-        # A client retry re-sends the same idempotency key.
-        status, body = await request(session, "judgment", "POST", f"{base_url}/api/assignments/{assignment['id']}/judgment/", failures, json=payload)
+        if new:
+            # The transport plays A, switches to B, pauses: the events wait on the client, timed by its clock (ms).
+            events, seq = [], assignment["listening"]["next_seq"]
+            for k, (side, kind) in enumerate((("A", "play"), ("B", "switch"), ("B", "pause"))):
+                if k:
+                    await asyncio.sleep(pace)
+                events.append({"seq": seq + k, "side": side, "kind": kind, "position": 0.0, "client_time": round(time.perf_counter() * 1000, 1)})
+            payload["listening"] = {"events": events, "receipts": receipts, "client_now": round(time.perf_counter() * 1000 + 0.5, 1)}
+            url = f"{base_url}/api/studies/load/assignments/{assignment['id']}/judgment/"
+        else:
+            if not await listen(session, f"{base_url}/api/assignments/{assignment['id']}/listening/", ("A", "B"), failures, "listening", receipts):
+                return False
+            url = f"{base_url}/api/assignments/{assignment['id']}/judgment/"
+        # A client retry re-sends the same idempotency key (and the same batch: events already stored are ignored).
+        status, body = await request(session, "judgment", "POST", url, failures, json=payload)
         if status in (200, 201):
             submitted.append((users[i], assignment["id"]))
+            if new:
+                following[i] = json.loads(body)["next"]
             return True
         failures[f"judgment {status}: {body[:80]!r}"] += 1
         return False
+
+    judgment_cycle = cycle
+    per_cycle = "3 requests, 4 with next" if args.cycle == "new" else "7 requests"
 
     voted: list[str] = []
     vote_sessions = []
@@ -450,25 +474,33 @@ async def drive(args, base_url, users, visitors):
     for n in range(1, args.rounds + 1):
         baseline = await run_phase(f"[{n}] baseline GET /healthz/", args.clients, closed_loop(health, args.baseline_requests), args.seconds)
         report(baseline, baseline)
-        submits = await run_phase(f"[{n}] judgment cycle (7 requests)", args.clients, closed_loop(cycle, args.submits), args.seconds)
+        before = sum(n for (kind, _), n in statuses.items() if kind in CYCLE_KINDS)
+        submits = await run_phase(f"[{n}] judgment cycle ({args.cycle}: {per_cycle})", args.clients, closed_loop(judgment_cycle, args.submits), args.seconds)
+        submits["requests"] = sum(n for (kind, _), n in statuses.items() if kind in CYCLE_KINDS) - before
         report(submits, baseline)
-        votes = await run_phase(f"[{n}] arena cycle (6 requests)", args.clients, closed_loop(vote_once, args.votes), args.seconds)
-        report(votes, baseline)
+        if args.no_arena:
+            votes = None
+        else:
+            votes = await run_phase(f"[{n}] arena cycle (6 requests)", args.clients, closed_loop(vote_once, args.votes), args.seconds)
+            report(votes, baseline)
         rounds.append((baseline, submits, votes))
     half = args.open_share
     baseline = rounds[-1][0]
     open_submits = await open_loop(
-        "open-loop judgment cycle", cycle, max(1.0, half * statistics.median(rate_of(r[1]) for r in rounds)), args.open_seconds, args.submits
+        "open-loop judgment cycle", judgment_cycle, max(1.0, half * statistics.median(rate_of(r[1]) for r in rounds)), args.open_seconds, args.submits
     )
     report(open_submits, baseline)
-    open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * statistics.median(rate_of(r[2]) for r in rounds)), args.open_seconds, args.votes)
-    report(open_votes, baseline)
+    open_results = [open_submits]
+    if not args.no_arena:
+        open_votes = await open_loop("open-loop arena vote", vote_once, max(1.0, half * statistics.median(rate_of(r[2]) for r in rounds)), args.open_seconds, args.votes)
+        report(open_votes, baseline)
+        open_results.append(open_votes)
     for session in sessions:
         await session.close()
     for session, _ in vote_sessions:
         await session.close()
     await connector.close()
-    return rounds, [open_submits, open_votes], submitted, voted, statuses
+    return rounds, open_results, submitted, voted, statuses
 
 
 def main() -> None:
@@ -493,6 +525,8 @@ def main() -> None:
     parser.add_argument("--open-share", type=float, default=0.5, help="open-loop phases offer this share of the closed-loop rate measured just before")
     parser.add_argument("--open-seconds", type=float, default=20.0, help="length of each open-loop phase")
     parser.add_argument("--profile", metavar="DIR", help="record one worker with py-spy during each phase (raw stacks in DIR)")
+    parser.add_argument("--cycle", choices=("new", "old"), default="new", help="new: the page's cycle (judgment carries the listening and the next pair); old: the separate endpoints, 7 requests")
+    parser.add_argument("--no-arena", action="store_true", help="leave the arena phases out")
     args = parser.parse_args()
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
@@ -514,7 +548,6 @@ def main() -> None:
     # Fixtures (visitor cookies) are hashed here and checked by the server: one salt for both.
     os.environ.setdefault("AUDITORIUM_HASH_SALT", secrets.token_urlsafe(32))
     django_setup(DB_NAME)
-    from django.conf import settings
     from django.core.cache import cache
 
     cache.clear()
@@ -578,10 +611,13 @@ def main() -> None:
     print("summary:")
     for phases in rounds:
         for result in phases:
-            report(result, phases[0])
+            if result is not None:
+                report(result, phases[0])
     for result in open_results:
         report(result, rounds[-1][0])
-    for position, name in ((1, "judgment cycle"), (2, "arena cycle")):
+    for position, name in ((1, f"judgment cycle ({args.cycle})"), (2, "arena cycle")):
+        if rounds[0][position] is None:
+            continue
         ratios = sorted(rate_of(phases[position]) / rate_of(phases[0]) for phases in rounds)
         cpu = sorted(phases[position]["cpu"]["server"] * 1000 / max(1, phases[position]["count"]) for phases in rounds)
         bare = sorted(phases[0]["cpu"]["server"] * 1000 / max(1, phases[0]["count"]) for phases in rounds)
@@ -591,6 +627,10 @@ def main() -> None:
             f"{statistics.median(cpu):.1f} ms (= {statistics.median(cpu) / statistics.median(bare):.1f} bare requests of {statistics.median(bare):.2f} ms), "
             f"PostgreSQL CPU per cycle {statistics.median(pg):.1f} ms"
         )
+        if position == 1:
+            rates = sorted(rate_of(phases[1]) for phases in rounds)
+            per = sorted(phases[1]["requests"] / max(1, phases[1]["count"]) for phases in rounds)
+            print(f"{name}: {statistics.median(rates):.1f} cycles/s, {statistics.median(per):.2f} requests per cycle (median of {len(rounds)} rounds)")
     errors = {f"{kind} {status}": n for (kind, status), n in sorted(statuses.items()) if status >= 500}
     print(f"responses >= 500: {sum(errors.values())} {errors or ''}; all statuses: {dict(sorted((f'{k} {s}', n) for (k, s), n in statuses.items()))}")
     waits = [json.loads(line.split(" ", 1)[1]) for line in open(log_path) if line.startswith("auditorium-pool ")]

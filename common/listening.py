@@ -43,6 +43,10 @@ MAX_EVENT_GAP_SECONDS = 5.0
 # begin up to this long before its arrival (never before the previous event arrived).
 START_ALLOWANCE_SECONDS = 0.5
 MAX_EVENTS_PER_POST = 50
+# Events that ride with a judgment (or a page's last post before it goes away) are the whole of a pair's
+# listening, not two seconds of it: a tick a second for both clips for several minutes.
+MAX_EVENTS_PER_BATCH = 1000
+MAX_BATCH_AGE_MS = 86_400_000
 MAX_SEQ = 2**53  # what a page's JavaScript number counts exactly
 
 
@@ -72,15 +76,15 @@ def _number(value, *, name: str, index: int, minimum: float | None = None) -> fl
     return float(value)
 
 
-def events_clean(raw, *, sides: tuple[str, ...], last_seq: int) -> tuple[list[dict], int]:
+def events_clean(raw, *, sides: tuple[str, ...], last_seq: int, limit: int = MAX_EVENTS_PER_POST) -> tuple[list[dict], int]:
     """A posted batch, checked: (the events not received before, in order; how many were already received).
 
     Every event needs `seq` (an integer that grows within the batch and across batches),
     `side` (one of `sides`) and `kind` (one of KINDS); `position` (media seconds) and
     `client_time` (the page's clock) are kept for the record only.
     """
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_EVENTS_PER_POST:
-        raise ServiceError(f"Send between 1 and {MAX_EVENTS_PER_POST} events at a time.", code="bad_events")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= limit:
+        raise ServiceError(f"Send between 1 and {limit} events at a time.", code="bad_events")
     fresh, ignored, previous = [], 0, None
     for index, item in enumerate(raw):
         if not isinstance(item, dict):
@@ -100,6 +104,34 @@ def events_clean(raw, *, sides: tuple[str, ...], last_seq: int) -> tuple[list[di
             continue
         fresh.append({"seq": seq, "side": side, "kind": kind, "position": position, "client_time": client_time})
     return fresh, ignored
+
+
+def events_anchored(fresh: list[dict], *, client_now, arrival: datetime) -> list[datetime]:
+    """Server times for a batch the page kept and sent late, from its own clock: `arrival` minus how long before
+    `client_now` (the page's clock as it sent the batch) each event's `client_time` was, both in milliseconds.
+
+    The page's clock says only how the events were spaced; where they lie comes from the server's clock, and no
+    event can lie after the batch arrived. So whatever a client writes, what it claims to have heard fits between
+    the first byte the server sent it and the moment the batch arrived, as with events stamped one post at a time.
+    Refused unless every event has a `client_time` no later than `client_now` and the times never go back.
+    """
+    if isinstance(client_now, bool) or not isinstance(client_now, (int, float)) or not math.isfinite(client_now):
+        raise ServiceError("client_now is required with a batch of events: the page's clock (ms) as it sends them.", code="bad_events")
+    now = float(client_now)
+    times, previous = [], None
+    for index, event in enumerate(fresh):
+        at = event.get("client_time")
+        if at is None:
+            raise ServiceError(f"Event {index}: client_time is required when events ride in a batch (the page's clock, ms).", code="bad_events")
+        if at > now:
+            raise ServiceError(f"Event {index}: client_time {at:g} is after client_now {now:g}; both come from one clock.", code="bad_events")
+        if now - at > MAX_BATCH_AGE_MS:
+            raise ServiceError(f"Event {index}: client_time is more than a day before client_now; send events the day they happen.", code="bad_events")
+        if previous is not None and at < previous:
+            raise ServiceError(f"Event {index}: client_time {at:g} goes back from {previous:g}; events are sent in the order they happened.", code="bad_events")
+        previous = at
+        times.append(arrival - timedelta(milliseconds=now - at))
+    return times
 
 
 def events_append(holder, fresh: list[dict], *, event_model, owner_field: str, seq_field: str, record: Callable, limit: int, full: Callable[[], ServiceError], now: datetime | None = None) -> None:

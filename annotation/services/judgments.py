@@ -20,7 +20,7 @@ from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, Judgment, Pair
-from .listening import LISTENING_CLIPS, assignment_lock_query, listening_require_recounted
+from .listening import LISTENING_CLIPS, assignment_lock_query, listening_batch_store, listening_require_recounted
 
 
 def _confidence(value, field: str) -> Decimal:
@@ -97,11 +97,16 @@ def judgment_submit(
     listening_log=None,
     time_on_page_ms: int | None = None,
     idempotency_key: str,
+    listening_batch: dict | None = None,
+    study_id: int | None = None,
     now=None,
 ) -> tuple[dict, bool]:
     """Store the annotator's judgment on their assignment. Returns (answer, created).
 
     The same idempotency key twice returns the first answer and stores nothing new.
+    `listening_batch` ({events, receipts, client_now}) is the page's listening since its last post, checked and
+    stored in the same transaction before the listening rule is applied: a refused judgment keeps none of it, and
+    the page sends it again with its next try. `study_id`: refuse an assignment of another study as not found.
     """
     now = now or timezone.now()
     idempotency_key = (idempotency_key or "").strip()
@@ -121,14 +126,16 @@ def judgment_submit(
     client_log = listening_log_clean(listening_log)
     if time_on_page_ms is not None and (not isinstance(time_on_page_ms, int) or isinstance(time_on_page_ms, bool) or time_on_page_ms < 0):
         raise ServiceError("time_on_page_ms must be a non-negative integer.", code="bad_time")
+    batch = _batch_clean(listening_batch)
 
+    stored_seq = None
     try:
         deferred_rows.flush()  # the recount before a refusal reads the audio notes this process queued
         with transaction.atomic():
             # The assignment's row lock orders concurrent submits (and listening posts) of one
             # assignment; a second submit waits here and then finds it submitted.
             assignment = SUBMIT_LOCK.first(assignment_id=assignment_id, annotator_id=annotator.pk)
-            if assignment is None:
+            if assignment is None or (study_id is not None and assignment.pair.study_id != study_id):
                 raise ServiceError("No such task for you.", code="not_found", status=404)
             if assignment.consented_at is None or assignment.withdrawn_at is not None:
                 raise ServiceError(
@@ -139,6 +146,9 @@ def judgment_submit(
             if assignment.state == Assignment.State.SKIPPED:
                 raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
             pair = assignment.pair
+            if batch is not None:
+                stored_seq = assignment.listening_seq
+                listening_batch_store(assignment=assignment, annotator=annotator, now=now, **batch)
             if len(rationale) < assignment.rationale_min_length:
                 raise ServiceError(
                     f"Write a rationale of at least {assignment.rationale_min_length} characters (you wrote {len(rationale)}).", code="rationale_too_short"
@@ -172,11 +182,32 @@ def judgment_submit(
                 selection=assignment.selection,
             )
             SUBMITTED.execute(connection, [Assignment.State.SUBMITTED, assignment.pk])
+    except ServiceError as exc:
+        if stored_seq is not None and exc.code == "listening_too_short":
+            # Where the server's numbers end: a page whose events were numbered below it (another tab posted
+            # first) sends them again under numbers after it.
+            exc.extra["next_seq"] = stored_seq + 1
+        raise
     except IntegrityError:
         # The key was used before, or this annotator already judged this pair (in another assignment).
         return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False
     _after_judgment(judgment)
     return _judgment_answer(judgment), True
+
+
+def _batch_clean(raw) -> dict | None:
+    """The listening that rides with a judgment: {events, receipts, client_now}, each part optional but not all."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"events", "receipts", "client_now"}:
+        raise ServiceError("listening must be an object with events, receipts and client_now.", code="bad_events")
+    events, receipts = raw.get("events") or [], raw.get("receipts") or []
+    if not isinstance(events, list) or not isinstance(receipts, list):
+        raise ServiceError("listening.events and listening.receipts must be lists.", code="bad_events")
+    if events and raw.get("client_now") is None:
+        # Stamped on arrival, a whole pair's events would land at one instant and count nothing.
+        raise ServiceError("listening.client_now is required with events: the page's clock (ms) as it sends them.", code="bad_events")
+    return {"events": events, "receipts": receipts, "client_now": raw.get("client_now") if events else None}
 
 
 def _replay(*, idempotency_key: str, annotator, assignment_id: int) -> Judgment:

@@ -20,6 +20,8 @@ from ..models import Assignment, AudioFetch, AudioReceipt, Clip, ListeningEvent
 
 SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
+# Up to this many events go in one prepared INSERT each (a post while playing has one or two); more in one bulk INSERT.
+BULK_EVENTS = 4
 
 
 def audio_fetch_record(*, user, clip: Clip, served: tuple[int, int, int] | None, now=None, served_as: str = "") -> None:
@@ -173,11 +175,13 @@ def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], now=None) -
     return new
 
 
-def listening_events_record(*, assignment_id: int, annotator, events, receipts=None, now=None) -> dict:
+def listening_events_record(*, assignment_id: int, annotator, events, receipts=None, client_now=None, now=None) -> dict:
     """Store a batch of the page's listening events, stamped now; return the updated record.
 
     Events numbered at or below the highest number already received are ignored, so a
-    retried or replayed batch changes nothing.
+    retried or replayed batch changes nothing. With `client_now` (the page's clock as it sent
+    the batch) the events are placed by their own `client_time` before now instead
+    (`listening.events_anchored`): a page's last post before it goes away carries what it kept.
     """
     # The audio notes this process queued before now (a batch being written included) are in the database first.
     deferred_rows.flush()
@@ -186,7 +190,6 @@ def listening_events_record(*, assignment_id: int, annotator, events, receipts=N
         assignment = LISTENING_LOCK.first(assignment_id=assignment_id, annotator_id=annotator.pk)
         if assignment is None:
             raise ServiceError("No such task for you.", code="not_found", status=404)
-        assignment.annotator_id = annotator.pk
         if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
             raise ServiceError(f"This pair is already {assignment.state}; listening to it is no longer recorded.", code="not_listening", status=409)
         if assignment.consented_at is None or assignment.withdrawn_at is not None:
@@ -194,28 +197,48 @@ def listening_events_record(*, assignment_id: int, annotator, events, receipts=N
             raise ServiceError(
                 "Your consent is withdrawn (or was never given), so no listening is recorded for you.", code="consent_withdrawn", status=403
             )
-        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq) if events else ([], 0)
-        proven = audio_receipts_record(user=annotator, receipts=receipts, clips=_side_clips(assignment), now=now) if receipts else 0
-        if fresh or proven:
-            stored = assignment.listening.get("events", 0)
-            if stored + len(fresh) > MAX_EVENTS_PER_ASSIGNMENT:
-                raise ServiceError("This pair has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
-            now = now or timezone.now()
-            for event in fresh:
-                EVENT_INSERT.create(assignment_id=assignment.pk, server_time=now, **event)
-            assignment.listening = _record_for(assignment)
-            assignment.listening_seq = fresh[-1]["seq"] if fresh else assignment.listening_seq
-            field = Assignment._meta.get_field("listening")
-            connection = connections[Assignment.objects.db]
-            _SAVE_RECORD.execute(connection, [field.get_db_prep_save(assignment.listening, connection), assignment.listening_seq, assignment.pk])
+        fresh, ignored = listening_batch_store(assignment=assignment, annotator=annotator, events=events, receipts=receipts, client_now=client_now, now=now)
     record = assignment.listening or listening.evidence(events=[], fetches=[], durations={"A": 0.0, "B": 0.0})
     return {
-        "accepted": len(fresh),
+        "accepted": fresh,
         "ignored": ignored,
         "last_seq": assignment.listening_seq,
         "heard": listening.heard(record, SIDES),
         "min_listen_seconds": assignment.min_listen_seconds,
     }
+
+
+def listening_batch_store(*, assignment: Assignment, annotator, events, receipts, client_now=None, now=None) -> tuple[int, int]:
+    """Check and store events and receipts for an assignment the caller holds locked (LISTENING_LOCK's or the
+    submit's query, with LISTENING_CLIPS), then count its record again: (events stored, events already received).
+
+    Without `client_now` each event is stamped `now`, its arrival; with it, events are placed by their page clock
+    before now (`listening.events_anchored`). Raises ServiceError, leaving the caller's transaction to undo all of it.
+    """
+    assignment.annotator_id = annotator.pk
+    batched = client_now is not None
+    limit = listening.MAX_EVENTS_PER_BATCH if batched else listening.MAX_EVENTS_PER_POST
+    fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq, limit=limit) if events else ([], 0)
+    now = now or timezone.now()
+    times = listening.events_anchored(fresh, client_now=client_now, arrival=now) if batched else [now] * len(fresh)
+    proven = audio_receipts_record(user=annotator, receipts=receipts, clips=_side_clips(assignment), now=now) if receipts else 0
+    if not (fresh or proven):
+        return 0, ignored
+    stored = assignment.listening.get("events", 0)
+    if stored + len(fresh) > MAX_EVENTS_PER_ASSIGNMENT:
+        raise ServiceError("This pair has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60)
+    if len(fresh) > BULK_EVENTS:
+        # A judgment's batch is a whole pair's listening (a tick a second): one statement, not one per event.
+        ListeningEvent.objects.bulk_create([ListeningEvent(assignment_id=assignment.pk, server_time=at, **event) for event, at in zip(fresh, times)])
+    else:
+        for event, at in zip(fresh, times):
+            EVENT_INSERT.create(assignment_id=assignment.pk, server_time=at, **event)
+    assignment.listening = _record_for(assignment)
+    assignment.listening_seq = fresh[-1]["seq"] if fresh else assignment.listening_seq
+    field = Assignment._meta.get_field("listening")
+    connection = connections[Assignment.objects.db]
+    _SAVE_RECORD.execute(connection, [field.get_db_prep_save(assignment.listening, connection), assignment.listening_seq, assignment.pk])
+    return len(fresh), ignored
 
 
 def _side_clips(assignment: Assignment) -> dict[str, Clip]:

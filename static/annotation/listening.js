@@ -5,9 +5,11 @@
  * listening-events.js (the listening report), listening-view.js (drawing the page from
  * its state), listening-skip.js (the skip dialog) and listening-keys.js (the keyboard).
  *
- * The page reports what the transport does (play, pause, seek, switch, a tick a second
- * while playing, ended) to the listening API, numbered; the server stamps each post on
- * arrival and decides from its own record whether the clips were heard long enough.
+ * The page records what the transport does (play, pause, seek, switch, a tick a second
+ * while playing, ended), numbered and timed on its own clock, and sends it with the judgment;
+ * the server places the events by its clock, decides from its own record whether the clips
+ * were heard long enough, and answers with the next pair. A cycle is four requests: next
+ * (the first pair only), clip A, clip B, the judgment (docs/listening.md).
  */
 (() => {
   "use strict";
@@ -18,7 +20,6 @@
     window.AuditoriumAB;
   const TICK_MS = 100;
   const EVENT_TICK_MS = 1000; // a "still playing" event this often
-  const EVENT_FLUSH_MS = 2000; // queued events are posted at least this often (state changes at once)
   const { instructionsMarkSeen, instructionsNodes, instructionsSeen, store, uuid4 } = window.AuditoriumListen;
   const { postJSON, request } = window.AuditoriumHTTP;
 
@@ -73,6 +74,7 @@
   let activeQuestion = "alignment";
   let lastTickWall = performance.now();
   let lastPersist = 0;
+  let followingNext = null; // the next-pair answer that came with the last judgment, for the Next button
 
   function audioContext() {
     if (!ctx) ctx = newAudioContext();
@@ -156,6 +158,14 @@
     showError("");
     teardown();
     setStage("loading");
+    const following = followingNext;
+    followingNext = null;
+    // The judgment's answer carried the next pair: no request of its own. An answer that refused (consent, the
+    // gate) asks again, so the page shows what the next-pair endpoint says.
+    if (following && "assignment" in following) {
+      showNext({ status: 200, ok: true, data: following });
+      return;
+    }
     let res;
     try {
       res = await postJSON(cfg.nextUrl);
@@ -163,6 +173,10 @@
       showError("The server could not be reached. Check your connection and reload the page.");
       return;
     }
+    showNext(res);
+  }
+
+  function showNext(res) {
     if (res.status === 403 && res.data && res.data.code === "consent_required") {
       window.location.href = cfg.consentUrl;
       return;
@@ -314,7 +328,7 @@
 
   // ---- listening events (static/annotation/listening-events.js) ---------------------
 
-  const { record, prove, flushEvents, flushOnLeave } = window.AuditoriumListen.listeningEvents({
+  const { record, prove, batch, settle, flushOnLeave } = window.AuditoriumListen.listeningEvents({
     url: cfg.listeningUrl,
     postJSON,
     request,
@@ -378,7 +392,7 @@
     announce(`${question === "alignment" ? "Instruction following" : "Musicality"} confidence ${v}.`);
   }
 
-  async function submit() {
+  async function submit(renumbered) {
     if (!task || submitting) return;
     const todo = missing();
     if (todo.length) {
@@ -392,9 +406,9 @@
     tickTime();
     persist(true);
     render();
-    // The server judges from its own record: everything the page has reported must be in it first.
+    // A post the queue forced may be under way: the judgment's batch starts where it ends.
     const reporting = task;
-    await flushEvents(reporting);
+    if (reporting.flushing) await reporting.flushing;
     if (task !== reporting) {
       submitting = false;
       return;
@@ -415,12 +429,14 @@
         switches: log.switches,
       },
       time_on_page_ms: Math.round(task.saved.timeMs),
+      // The listening since the last post, and the clips' receipts: checked with the judgment, kept only with it.
+      listening: batch(task),
     };
     render();
     const mine = task;
     let res;
     try {
-      res = await postJSON(cfg.judgmentUrl.replace("{id}", String(task.assignment.id)), body);
+      res = await postJSON(cfg.cycleUrl.replace("{id}", String(task.assignment.id)), body);
     } catch (_) {
       submitting = false;
       showError("Your answers could not be sent (network problem). They are kept on this device; press Submit again.");
@@ -428,9 +444,15 @@
       return;
     }
     submitting = false;
+    const again = settle(mine, res);
     if (task !== mine) return;
+    if (again && !renumbered) {
+      submit(true);
+      return;
+    }
     const code = res.data && res.data.code;
     if (res.status === 201 || res.status === 200 || code === "already_submitted") {
+      followingNext = (res.data && res.data.next) || null;
       transport.pause();
       store.clear(mine.assignment.id);
       const progress = mine.assignment.progress;
@@ -502,7 +524,6 @@
     transport.account();
     const now = performance.now();
     if (transport.playing && now - task.lastTick >= EVENT_TICK_MS) record(task, "tick", transport.active, transport.position());
-    if (task.events.length && now - task.lastFlush >= EVENT_FLUSH_MS) flushEvents(task);
     persist(false);
     if (!transport.playing) render();
   }
@@ -546,7 +567,7 @@
   el.btnSwitch.addEventListener("click", () => task && task.transport && task.transport.switchSide());
   el.btnLoop.addEventListener("click", () => task && task.transport && announce(task.transport.loopKey()));
   el.btnTime.addEventListener("click", insertTime);
-  el.btnSubmit.addEventListener("click", submit);
+  el.btnSubmit.addEventListener("click", () => submit());
   el.btnNext.addEventListener("click", loadNext);
   el.btnSkip.addEventListener("click", () => skip.open(""));
   el.rationale.addEventListener("input", () => {
@@ -573,7 +594,7 @@
     current: () => task,
     activeQuestion: () => activeQuestion,
     confirmRead,
-    submit,
+    submit: () => submit(),
     loadNext,
     setChoice,
     setConfidence,
@@ -594,6 +615,10 @@
 
   // Read-only view of the transport for diagnostics and the browser tests.
   window.auditoriumListening = {
+    // What the judgment would carry now (the browser tests send it themselves to test the server's rules).
+    batch() {
+      return task ? batch(task) : null;
+    },
     snapshot() {
       const transport = task && task.transport;
       return {
@@ -603,6 +628,7 @@
         log: task ? JSON.parse(JSON.stringify(task.saved.log)) : null,
         server: task ? { ...task.server } : null,
         pending: task ? task.events.length + (task.flushing ? 1 : 0) : 0,
+        receipts: task && task.receipts ? task.receipts.length : 0,
         seq: task ? task.saved.seq : 0,
         referenceLevel: elementLevel(el.ref),
       };

@@ -80,6 +80,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.on("pageerror", lambda exc: console_errors.append(str(exc)))
     failed: list[str] = []
     page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    calls = cycle_requests(page)
     login(page, live_server, "listener")
 
     # No consent yet: the study shows, but the way in is the consent page.
@@ -178,6 +179,13 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     shots(page, "empty")
     assert not failed, failed
     assert not console_errors, console_errors
+    # The whole cycle was four requests: the next pair, both clips, and the judgment that carried the listening.
+    assignment_url = f"/api/studies/{study.name}/assignments/{assignment.pk}/judgment/"
+    clips = [f"/audio/{clip.public_id}/" for clip in (pair.clip_b, pair.clip_a)]  # clip_b is on screen as A
+    sent = calls(exclude=[f"/audio/{pair.condition.reference.public_id}/"])
+    assert len(sent) == 4, sent
+    assert sent[0] == ("POST", f"/api/studies/{study.name}/next/") and sent[3] == ("POST", assignment_url), sent
+    assert sorted(sent[1:3]) == sorted(("GET", clip) for clip in clips), sent  # the two clips load side by side
 
     # The researcher's view of the same study.
     page.context.clear_cookies()
@@ -251,17 +259,28 @@ def test_forged_or_too_fast_listening_is_refused_and_double_submit_stores_one(li
     hear(page, "B", 1.3)
     if snapshot(page)["playing"]:
         page.keyboard.press("Space")
-    wait_until(page, "s.pending === 0 && s.server.A >= 1 && s.server.B >= 1")
+    # The page posted none of it: its events and both receipts wait for the judgment, which carries them.
+    wait_until(page, "s.pending > 0 && s.receipts === 2")
+    batch = page.evaluate("window.auditoriumListening.batch()")
+    # Numbered from 1, under the script's 100-111: the server has those numbers, so it ignores these and says where its numbers end.
+    cycle_url = f"/api/studies/{study.name}/assignments/{assignment.pk}/judgment/"
+    stale = page.evaluate(post, [cycle_url, {**answer, "idempotency_key": "stale-1", "listening": batch}])
+    assert stale["status"] == 400 and stale["data"]["code"] == "listening_too_short" and stale["data"]["next_seq"] == 112, stale
+    # Numbered after them, as the page renumbers its events when told.
+    for k, event in enumerate(batch["events"]):
+        event["seq"] = 112 + k
 
     # The same idempotency key sent twice at once (a double click): exactly one judgment is stored.
-    good = {**answer, "idempotency_key": "double-1", "listening_log": {"A": {"plays": 1, "seconds": 1.3}, "B": {"plays": 1, "seconds": 1.3}, "switches": 1}}
+    good = {**answer, "idempotency_key": "double-1", "listening_log": {"A": {"plays": 1, "seconds": 1.3}, "B": {"plays": 1, "seconds": 1.3}, "switches": 1}, "listening": batch}
+    url = cycle_url
     first, second = page.evaluate(both, [url, good])
     assert [first["status"], second["status"]].count(201) == 1, (first, second)
     stored = first if first["status"] == 201 else second
     other = second if stored is first else first
     # The loser of the race either replays the stored answer or is told the pair is already judged;
-    # the page treats both as "saved".
+    # the page treats both as "saved". The study has no more pairs: the answer says so.
     assert other["status"] == 200 and other["data"] == stored["data"] or other["data"]["code"] == "already_submitted", (first, second)
+    assert stored["data"]["next"]["assignment"] is None and stored["data"]["next"]["state"] == "finished", stored
     assert Judgment.objects.filter(annotator=user).count() == 1
     # A retry with the same key (a lost response) gets the same answer back.
     retry = page.evaluate(post, [url, good])
@@ -270,6 +289,22 @@ def test_forged_or_too_fast_listening_is_refused_and_double_submit_stores_one(li
     again = page.evaluate(post, [url, {**good, "idempotency_key": "double-2"}])
     assert again["status"] == 409 and again["data"]["code"] == "already_submitted"
     assert Judgment.objects.filter(annotator=user).count() == 1
+
+
+def cycle_requests(page):
+    """Record the page's API and audio requests; calling the result gives [(method, path)] in the order sent,
+    leaving out the paths in `exclude` (the condition's reference, which its own audio element loads)."""
+    from urllib.parse import urlsplit
+
+    seen: list[tuple[str, str]] = []
+
+    def note(request):
+        path = urlsplit(request.url).path
+        if path.startswith(("/api/", "/audio/")):
+            seen.append((request.method, path))
+
+    page.on("request", note)
+    return lambda exclude=(): [call for call in seen if call[1] not in exclude]
 
 
 def open_unlocked(page, live_server, study, username: str) -> None:
@@ -447,3 +482,55 @@ def test_a_refused_next_pair_shows_the_servers_message(live_server, page, listen
     assert page.inner_text("#error-box") == shown
     # The request went out with the CSRF header from the shared helper (static/js/http.js).
     assert posted and posted[0].get("x-csrftoken")
+
+
+@pytest.mark.engine
+@pytest.mark.timeout(120)
+def test_on_a_phone_each_pair_after_the_first_needs_no_next_request(live_server, browser, listening_study):
+    """390 px, two pairs judged back to back: next, both clips and the judgment for the first; the judgment's answer
+    brings the second, so it costs its two clips and its judgment only."""
+    study, pair = listening_study
+    # A second pair of the same two clips under another condition: real audio, no second decode to wait for.
+    second = PairFactory(study=study, clip_a=pair.clip_b, clip_b=pair.clip_a)
+    user = AnnotatorFactory(username="phone-cycle")
+    services.study_annotator_add(study=study, user=user)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, bypass_csp=True)
+    page = context.new_page()
+    try:
+        calls = cycle_requests(page)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        open_unlocked(page, live_server, study, "phone-cycle")
+        for turn in range(2):
+            if turn:
+                page.wait_for_selector("#btn-read", state="visible")
+                page.keyboard.press("Enter")
+                page.wait_for_selector("#btn-play:not([disabled])", timeout=15_000)
+                page.locator("body").focus()
+            page.keyboard.press("Space")
+            hear(page, "A")
+            page.keyboard.press("s")
+            hear(page, "B")
+            if snapshot(page)["playing"]:
+                page.keyboard.press("Space")
+            for key in ("q", "Digit3", "r", "Digit4"):
+                page.keyboard.press(key)
+            page.locator("#rationale").fill(f"Pair {turn + 1}: A is steadier.")
+            page.locator("#rationale").press("Escape")
+            page.wait_for_selector("#btn-submit:not([disabled])")
+            page.locator("body").focus()
+            page.keyboard.press("Enter")
+            page.wait_for_function(f"document.getElementById('progress-text').textContent.startsWith('{turn + 1} of')")
+        page.wait_for_selector("#stage-empty", state="visible")
+        assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+        sent = calls(exclude=[f"/audio/{pair.condition.reference.public_id}/"])
+        # Seven requests for two pairs: 4 for the first, 3 for the second (its pair came in the first judgment's answer).
+        kinds = [path.rsplit("/", 2)[-2] if method == "POST" else "clip" for method, path in sent]
+        assert kinds == ["next", "clip", "clip", "judgment", "clip", "clip", "judgment"], sent
+        assert not errors, errors
+    finally:
+        context.close()
+    judged = list(Judgment.objects.filter(annotator=user).values_list("pair_id", flat=True))
+    assert sorted(judged) == sorted([pair.pk, second.pk])
+    for assignment in Assignment.objects.filter(annotator=user):
+        assert assignment.state == Assignment.State.SUBMITTED

@@ -23,7 +23,7 @@ PUBLIC = {
 }
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
 ANNOTATOR = {
-    "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
+    "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-judgment-cycle", "api-assignment-skip",
     "clip-audio",
     # Headphone check, practice round and the recruited participant's end page: membership checked per request.
     "screening", "screening-submit", "screening-trial", "practice", "practice-audio", "recruitment-done",
@@ -57,7 +57,7 @@ RESEARCHER_FILES = {"release-download"}
 OWNER = {"study-export", "study-export-status", "study-export-download"}
 POST_ONLY = {
     "study-export",
-    "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-assignment-skip",
+    "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-judgment-cycle", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
     "api-next", "api-listening", "api-submit", "api-skip",
     "team-members-add", "team-endpoint-register", "study-collaborators",
