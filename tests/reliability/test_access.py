@@ -34,7 +34,7 @@ ANNOTATOR = {
 }
 RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-study-compare", "study-compare", "api-study-plan", "study-plan", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
-    "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-external", "judge-list", "run-list", "run-detail",
+    "api-scoring-run", "api-scoring-run-verdicts", "api-scoring-run-bias", "api-scoring-external", "judge-list", "run-list", "run-detail",
     "study-report", "study-report-exclusion", "study-manage-list", "study-create", "study-manage", "study-edit",
     "study-annotators-add", "api-study-export", "reward-train", "training-detail", "pairs-import", "pairs-import-done", "report-list",
     # Best-of-N: the list and its form for researchers; an experiment's page by the study rule of its study.
@@ -50,9 +50,9 @@ RESEARCHER = {
     # Practice pairs and recruitment links on the study page: changes, so writers only (tests/annotation/test_crowd_manage.py).
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
 }
-# Researcher routes that serve a finished file (404 without one): checked for refusals only here,
+# Researcher routes that serve a finished file (404 or 409 without one): checked for refusals only here,
 # downloads in their own tests.
-RESEARCHER_FILES = {"release-download"}
+RESEARCHER_FILES = {"release-download", "api-scoring-run-pseudo"}  # the pseudo-label export: 409 for a run that is not a pseudo-label run
 # The study's owner and admins only (other researchers get 403 or 404): tests/annotation/test_study_export.py.
 OWNER = {"study-export", "study-export-status", "study-export-download"}
 POST_ONLY = {
