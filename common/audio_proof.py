@@ -21,7 +21,7 @@ The digest is an HMAC under the secret, so a client cannot test guesses against 
 PROOF_MAX_AGE seconds.
 
 `receipts_verify` is the one rule every route that credits listening applies to its receipts; the
-route says which URL each of its sides is served at and which bytes it sent each side since.
+route says which URLs serve each of its sides and which bytes it sent each side since.
 """
 
 from __future__ import annotations
@@ -120,12 +120,12 @@ def overlaps(ranges: list[tuple[int, int]], first: int, last: int) -> bool:
     return any(o <= last and first <= o + n - 1 for o, n in ranges)
 
 
-def receipts_verify(*, receipts, paths: dict[str, str], sent_after, label: str = "clip") -> list[tuple[str, dict]]:
+def receipts_verify(*, receipts, sides, serves, sent_after, label: str = "clip") -> list[tuple[str, dict]]:
     """The receipts of one listening post, checked: [(side, challenge)] for each, in order; a ServiceError with the
     reason for the first that fails, so the caller stores nothing of the post.
 
-    `receipts`: [{side, token, bytes}], at most MAX_RECEIPTS. `paths`: the URL each side is served at, which its token
-    must name. `sent_after(side, issued)`: the (first, last) byte ranges of that side sent to the same listener after
+    `receipts`: [{side, token, bytes}], at most MAX_RECEIPTS, each side one of `sides`. `serves(side, path)`: whether
+    `path` (the URL the token names) is a URL that side is served at for this listener. `sent_after(side, issued)`: the (first, last) byte ranges of that side sent to the same listener after
     `issued`; a challenged byte among them refuses the receipt (a Range fetch of just the challenged bytes after
     reading the headers proves nothing)."""
     if receipts in (None, []):
@@ -134,11 +134,11 @@ def receipts_verify(*, receipts, paths: dict[str, str], sent_after, label: str =
         raise ServiceError(f"receipts must be a list of at most {MAX_RECEIPTS} {{side, token, bytes}} objects.", code="bad_receipt")
     checked = []
     for index, receipt in enumerate(receipts):
-        if not isinstance(receipt, dict) or receipt.get("side") not in paths:
-            raise ServiceError(f"Receipt {index}: side must be one of {', '.join(paths)}.", code="bad_receipt")
+        if not isinstance(receipt, dict) or receipt.get("side") not in sides:
+            raise ServiceError(f"Receipt {index}: side must be one of {', '.join(sides)}.", code="bad_receipt")
         side = receipt["side"]
         challenge = challenge_open(receipt.get("token"))
-        if challenge["path"] != paths[side]:
+        if not serves(side, challenge["path"]):
             raise ServiceError(f"Receipt {index}: its token is for another {label} than {side}.", code="bad_receipt")
         if not constant_time_compare(_digest(answer_bytes(receipt.get("bytes"))), challenge["digest"]):
             raise ServiceError(f"Receipt {index}: the bytes are not those of {label} {side} at the challenged ranges; answer from the bytes received.", code="receipt_wrong")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.db.models import Q
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 
 from annotation.models import Clip, Study
 from common.blind import letter_of, letter_token
@@ -45,8 +45,23 @@ def _audio(assignment: RatingAssignment, label: str, clip: Clip | None, *, study
     audio; and the gain it plays at (annotation.models.Study.clip_gain_db), which follows from that audio alone."""
     if clip is None:
         return None
-    token = letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)
-    return {"url": reverse("ratings:audio", kwargs={"token": token}), "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
+    return {"url": audio_url(assignment, label), "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
+
+
+def audio_url(assignment: RatingAssignment, label: str) -> str:
+    """The URL the page plays a letter (or the open reference) of this assignment from; a receipt for it names it."""
+    return reverse("ratings:audio", kwargs={"token": letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)})
+
+
+def audio_letter(path: str) -> tuple[int, str] | None:
+    """(assignment id, label) of a rating audio URL (audio_url's), or None for any other path."""
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    if match.view_name != "ratings:audio":
+        return None
+    return letter_of(salt=AUDIO_SALT, token=match.kwargs["token"])
 
 
 def clip_of_token(token: str) -> Clip | None:

@@ -132,23 +132,25 @@ def _record_for(assignment: Assignment) -> dict:
     return listening.evidence(events=events, fetches=fetches, durations=durations)
 
 
-def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], paths: dict[str, str] | None = None, now=None) -> int:
+def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], serves=None, now=None) -> int:
     """Check each receipt (side, token, bytes) by the proof's rule (common.audio_proof.receipts_verify) and store it:
-    the fetch it names then counts. `paths`: the URL each side's clip is served at (default: its /audio/ URL).
-    Returns how many receipts were new."""
+    the fetch it names then counts. `serves(side, path)`: whether the side's clip is served at that URL (default: its
+    /audio/ URL). Returns how many receipts were new."""
     from django.urls import reverse
 
     if not receipts:
-        audio_proof.receipts_verify(receipts=receipts, paths={}, sent_after=None)  # a non-list is refused with the reason
+        audio_proof.receipts_verify(receipts=receipts, sides=(), serves=None, sent_after=None)  # a non-list is refused with the reason
         return 0
-    paths = paths or {side: reverse("clip-audio", kwargs={"public_id": clip.public_id}) for side, clip in clips.items()}
+    if serves is None:
+        urls = {side: reverse("clip-audio", kwargs={"public_id": clip.public_id}) for side, clip in clips.items()}
+        serves = lambda side, path: path == urls[side]  # noqa: E731
 
     def sent_after(side, issued):
         return AudioFetch.objects.filter(user=user, clip=clips[side], served_at__gt=issued).values_list("first_byte", "last_byte")
 
     now = now or timezone.now()
     new = 0
-    for side, challenge in audio_proof.receipts_verify(receipts=receipts, paths=paths, sent_after=sent_after):
+    for side, challenge in audio_proof.receipts_verify(receipts=receipts, sides=tuple(clips), serves=serves, sent_after=sent_after):
         _, created = AudioReceipt.objects.get_or_create(user=user, clip=clips[side], first_byte=challenge["first"], last_byte=challenge["last"], defaults={"received_at": now})
         new += created
     return new
