@@ -13,9 +13,15 @@ Fetching the challenged bytes again by a small Range request after the challenge
 an answer is refused when the same listener was sent any of the challenged bytes after the
 challenge was issued (the overlap rule, checked against the fetch records).
 
-The token names the request path, the response's range and its start time, signed with the
-project's secret (django.core.signing); it names no clip, so a blind page's URLs stay as opaque as
-before. It is valid for PROOF_MAX_AGE seconds.
+The token names the request path, the response's range, its start time and a keyed digest of the
+bytes at the ranges as they were served, signed with the project's secret (django.core.signing); it
+names no clip, so a blind page's URLs stay as opaque as before, and the answer is checked against
+what that response sent, whatever file the route served (a rendered copy, an arena battle's WAV).
+The digest is an HMAC under the secret, so a client cannot test guesses against it. It is valid for
+PROOF_MAX_AGE seconds.
+
+`receipts_verify` is the one rule every route that credits listening applies to its receipts; the
+route says which URLs serve each of its sides and which bytes it sent each side since.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import secrets
 from datetime import datetime
 
 from django.core import signing
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from .errors import ServiceError
 
@@ -36,6 +43,7 @@ RANGES = 8  # random ranges, besides the last bytes
 RANGE_BYTES = 32
 PROOF_MAX_AGE = 6 * 3600
 MAX_ANSWER_CHARS = 4 * (RANGE_BYTES * (RANGES + 1) // 3 + 3)
+MAX_RECEIPTS = 8
 
 
 def challenge_ranges(first: int, last: int, *, rng=None) -> list[tuple[int, int]]:
@@ -49,9 +57,15 @@ def challenge_ranges(first: int, last: int, *, rng=None) -> list[tuple[int, int]
     return [(start, length) for start in sorted(starts)]
 
 
-def challenge_token(*, path: str, first: int, last: int, issued: datetime, ranges: list[tuple[int, int]]) -> str:
+def _digest(data: bytes) -> str:
+    return salted_hmac(SALT + ".bytes", data, algorithm="sha256").hexdigest()
+
+
+def challenge_token(*, path: str, first: int, last: int, issued: datetime, ranges: list[tuple[int, int]], source: str) -> str:
+    """The Audio-Proof header of a response of file `source` that sends bytes [first, last] at `path`."""
     # Not compressed: the page reads the ranges from the token itself (base64 JSON before the first colon).
-    return signing.dumps({"p": path, "f": first, "l": last, "t": issued.isoformat(), "r": [list(r) for r in ranges]}, salt=SALT)
+    digest = _digest(expected_bytes(source, ranges))
+    return signing.dumps({"p": path, "f": first, "l": last, "t": issued.isoformat(), "r": [list(r) for r in ranges], "d": digest}, salt=SALT)
 
 
 def challenge_open(token) -> dict:
@@ -64,7 +78,12 @@ def challenge_open(token) -> dict:
         raise ServiceError("That audio response is too old to prove: fetch the clip again and answer its new Audio-Proof header.", code="receipt_expired") from None
     except signing.BadSignature:
         raise ServiceError("A receipt's token is not an Audio-Proof header this server issued.", code="bad_receipt") from None
-    return {"path": data["p"], "first": int(data["f"]), "last": int(data["l"]), "issued": datetime.fromisoformat(data["t"]), "ranges": [(int(o), int(n)) for o, n in data["r"]]}
+    if "d" not in data:  # issued before responses carried their digest
+        raise ServiceError("That audio response is too old to prove: fetch the clip again and answer its new Audio-Proof header.", code="receipt_expired")
+    return {
+        "path": data["p"], "first": int(data["f"]), "last": int(data["l"]), "issued": datetime.fromisoformat(data["t"]),
+        "ranges": [(int(o), int(n)) for o, n in data["r"]], "digest": data["d"],
+    }
 
 
 def answer_bytes(answer) -> bytes:
@@ -99,3 +118,42 @@ def answer_for(data: bytes, token: str, *, offset: int = 0) -> str:
 
 def overlaps(ranges: list[tuple[int, int]], first: int, last: int) -> bool:
     return any(o <= last and first <= o + n - 1 for o, n in ranges)
+
+
+def receipts_verify(*, receipts, sides, serves, sent_after, label: str = "clip") -> list[tuple[str, dict]]:
+    """The receipts of one listening post, checked: [(side, challenge)] for each, in order; a ServiceError with the
+    reason for the first that fails, so the caller stores nothing of the post.
+
+    `receipts`: [{side, token, bytes}], at most MAX_RECEIPTS, each side one of `sides`. `serves(side, path)`: whether
+    `path` (the URL the token names) is a URL that side is served at for this listener. `sent_after(side, issued)`: the (first, last) byte ranges of that side sent to the same listener after
+    `issued`; a challenged byte among them refuses the receipt (a Range fetch of just the challenged bytes after
+    reading the headers proves nothing)."""
+    if receipts in (None, []):
+        return []
+    if not isinstance(receipts, list) or len(receipts) > MAX_RECEIPTS:
+        raise ServiceError(f"receipts must be a list of at most {MAX_RECEIPTS} {{side, token, bytes}} objects.", code="bad_receipt")
+    checked = []
+    for index, receipt in enumerate(receipts):
+        if not isinstance(receipt, dict) or receipt.get("side") not in sides:
+            raise ServiceError(f"Receipt {index}: side must be one of {', '.join(sides)}.", code="bad_receipt")
+        side = receipt["side"]
+        challenge = challenge_open(receipt.get("token"))
+        if not serves(side, challenge["path"]):
+            raise ServiceError(f"Receipt {index}: its token is for another {label} than {side}.", code="bad_receipt")
+        if not constant_time_compare(_digest(answer_bytes(receipt.get("bytes"))), challenge["digest"]):
+            raise ServiceError(f"Receipt {index}: the bytes are not those of {label} {side} at the challenged ranges; answer from the bytes received.", code="receipt_wrong")
+        if any(overlaps(challenge["ranges"], first, last) for first, last in sent_after(side, challenge["issued"])):
+            raise ServiceError(f"Receipt {index}: {label} {side}'s challenged bytes were sent again after the challenge; answer the newest response's Audio-Proof.", code="receipt_refetched")
+        checked.append((side, challenge))
+    return checked
+
+
+def unproven_sentence(unproven: list[str], *, label: str = "clip") -> str:
+    """What a refusal for too little listening adds when audio was sent but never shown received."""
+    if not unproven:
+        return ""
+    verb = "was" if len(unproven) == 1 else "were"
+    return (
+        f" {label.capitalize()} {' and '.join(unproven)} {verb} sent but never shown received: answer each audio response's"
+        " Audio-Proof header with the bytes it names (docs/listening.md)."
+    )

@@ -65,6 +65,8 @@ class Fetch:
     last_byte: int
     total_bytes: int
     at: datetime
+    # Whether the listener answered this response's Audio-Proof (common/audio_proof.py): only proven fetches count.
+    proven: bool = True
 
 
 def _number(value, *, name: str, index: int, minimum: float | None = None) -> float | None:
@@ -181,8 +183,9 @@ def evidence(
     first_fetch: dict[str, datetime] = {}
     ranges: dict[str, list[tuple[int, int]]] = {side: [] for side in sides}
     totals: dict[str, int] = {}
+    sent = {fetch.side for fetch in fetches}
     for fetch in fetches:
-        if fetch.side not in ranges:
+        if fetch.side not in ranges or not fetch.proven:
             continue
         first_fetch[fetch.side] = min(first_fetch.get(fetch.side, fetch.at), fetch.at)
         ranges[fetch.side].append((fetch.first_byte, fetch.last_byte))
@@ -254,6 +257,10 @@ def evidence(
         }
     record["switches"] = switches
     record["events"] = len(events)
+    # Sides sent but never shown received: the refusal says so, rather than only "heard 0 s".
+    unproven = sorted((sent & set(sides)) - set(first_fetch))
+    if unproven:
+        record["unproven"] = unproven
     return record
 
 

@@ -174,7 +174,7 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = quoted
     if proof_at is not None and request.method == "GET":
-        response[audio_proof.HEADER] = audio_proof.challenge_token(path=request.path, first=start, last=end, issued=proof_at, ranges=audio_proof.challenge_ranges(start, end))
+        response[audio_proof.HEADER] = audio_proof.challenge_token(path=request.path, first=start, last=end, issued=proof_at, ranges=audio_proof.challenge_ranges(start, end), source=path)
     # Private: audio is access-checked per user, so shared caches must not keep it.
     response["Cache-Control"] = "private, max-age=3600"
     # Content-addressed files have no meaningful name; never leak the original one.

@@ -36,7 +36,7 @@ def prove(assignment: Assignment, side: str, *, first: int = 0, last: int | None
     clip = (assignment.pair.clip_a if side_of(assignment, assignment.pair.clip_a_id) == side else assignment.pair.clip_b)
     last = clip.file.size - 1 if last is None else last
     path = reverse("clip-audio", kwargs={"public_id": clip.public_id})
-    token = audio_proof.challenge_token(path=path, first=first, last=last, issued=at, ranges=audio_proof.challenge_ranges(first, last))
+    token = audio_proof.challenge_token(path=path, first=first, last=last, issued=at, ranges=audio_proof.challenge_ranges(first, last), source=clip.file.path)
     with open(clip.file.path, "rb") as handle:
         data = handle.read()
     assignment = Assignment.objects.annotate(clip_a_id=F("pair__clip_a_id"), clip_b_id=F("pair__clip_b_id")).get(pk=assignment.pk)

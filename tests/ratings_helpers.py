@@ -47,6 +47,7 @@ def listen_all(assignment: RatingAssignment, *, seconds: float = 1.0, start=None
         size = clip.file.size
         served_as = served_name(assignment_id=assignment.pk, label=label)
         audio_fetch_record(user=assignment.annotator, clip=clip, served=(0, size - 1, size), now=start, served_as=served_as)
+        services.rating_listening_record(assignment_id=assignment.pk, annotator=assignment.annotator, events=[], receipts=[receipt(assignment, label, at=start)], now=start)
     events, t = [], 1.0
     for n, label in enumerate(labels):
         events.append((t, "play" if n == 0 else "switch", label))
@@ -63,6 +64,20 @@ def listen_all(assignment: RatingAssignment, *, seconds: float = 1.0, start=None
             assignment_id=assignment.pk, annotator=assignment.annotator, events=[{"seq": seq, "side": side, "kind": kind}], now=start + timedelta(seconds=offset)
         )
     return result
+
+
+def receipt(assignment: RatingAssignment, label: str, *, at, first: int = 0, last: int | None = None) -> dict:
+    """What a client holding the bytes of one response of `label`'s audio answers to its Audio-Proof header."""
+    from annotation.models import Clip
+    from annotation.ratings.selectors import audio_url
+    from common import audio_proof
+
+    clip = Clip.objects.get(pk=assignment.labels[label])
+    last = clip.file.size - 1 if last is None else last
+    token = audio_proof.challenge_token(path=audio_url(assignment, label), first=first, last=last, issued=at, ranges=audio_proof.challenge_ranges(first, last), source=clip.file.path)
+    with open(clip.file.path, "rb") as handle:
+        data = handle.read()
+    return {"side": label, "token": token, "bytes": audio_proof.answer_for(data, token)}
 
 
 def answer_for(assignment: RatingAssignment, value=3) -> dict:

@@ -38,12 +38,19 @@ class RatingNextApi(APIView):
 class RatingListeningApi(APIView):
     @extend_schema_serializer(component_name="RatingListeningInput")
     class Input(serializers.Serializer):
-        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+        events = serializers.ListField(child=serializers.DictField(), max_length=50, required=False, default=list)
+        # Answers to the clips' Audio-Proof headers (docs/listening.md): only proven fetches count as heard.
+        receipts = serializers.ListField(child=serializers.DictField(), max_length=8, required=False, default=list)
+
+        def validate(self, attrs):
+            if not attrs["events"] and not attrs["receipts"]:
+                raise serializers.ValidationError("Send events, receipts, or both.")
+            return attrs
 
     @extend_schema(request=Input, responses=inline_serializer("RatingListening", {"accepted": serializers.IntegerField(), "heard": serializers.DictField()}))
     def post(self, request, assignment_id: int):
         data = validated(self.Input, request.data)
-        return Response(services.rating_listening_record(assignment_id=assignment_id, annotator=request.user, events=data["events"]))
+        return Response(services.rating_listening_record(assignment_id=assignment_id, annotator=request.user, events=data["events"], receipts=data["receipts"]))
 
 
 class RatingSubmitApi(APIView):

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.db.models import Q
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 
 from annotation.models import Clip, Study
 from common.audio_render import Shape, shape_of
@@ -85,11 +85,26 @@ def _audio(assignment: RatingAssignment, label: str, clip: Clip | None, *, study
     samples (page_shape); elsewhere, its own duration and the gain it plays at (Study.clip_gain_db)."""
     if clip is None:
         return None
-    token = letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)
-    url = reverse("ratings:audio", kwargs={"token": token})
+    url = audio_url(assignment, label)
     if shape is not None:
         return {"url": url, "duration": round(shape.duration, 3), "gain_db": 0.0}
     return {"url": url, "duration": round(clip.duration, 3), "gain_db": study.clip_gain_db(clip)}
+
+
+def audio_url(assignment: RatingAssignment, label: str) -> str:
+    """The URL the page plays a letter (or the open reference) of this assignment from; a receipt for it names it."""
+    return reverse("ratings:audio", kwargs={"token": letter_token(salt=AUDIO_SALT, assignment_id=assignment.pk, label=label)})
+
+
+def audio_letter(path: str) -> tuple[int, str] | None:
+    """(assignment id, label) of a rating audio URL (audio_url's), or None for any other path."""
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    if match.view_name != "ratings:audio":
+        return None
+    return letter_of(salt=AUDIO_SALT, token=match.kwargs["token"])
 
 
 def audio_of_token(token: str) -> PageAudio | None:

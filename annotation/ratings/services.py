@@ -26,9 +26,9 @@ from django.db.models.functions import Mod
 from django.utils import timezone
 
 from annotation import cached
-from annotation.models import ORDER_PRIME, AnnotatorProfile, AudioFetch, ChosenBy, Clip, Condition, Dimension, Study, StudyAnnotator
+from annotation.models import ORDER_PRIME, AnnotatorProfile, AudioFetch, AudioReceipt, ChosenBy, Clip, Condition, Dimension, Study, StudyAnnotator
 from annotation.services import audio_fetch_record  # noqa: F401  (the audio view records through it)
-from common import audio_render, listening
+from common import audio_proof, audio_render, listening
 from common.deferred import deferred_rows
 from common.errors import ServiceError
 
@@ -411,11 +411,13 @@ def _record_for(assignment: RatingAssignment) -> dict:
         listening.Event(seq=seq, side=side, kind=kind, at=at)
         for seq, side, kind, at in assignment.listening_events.values_list("seq", "side", "kind", "server_time")
     ]
+    # Only fetches the listener proved receiving (an AudioReceipt for the same range) count (common/audio_proof.py).
+    receipt = AudioReceipt.objects.filter(user_id=OuterRef("user_id"), clip_id=OuterRef("clip_id"), first_byte=OuterRef("first_byte"), last_byte=OuterRef("last_byte"))
     fetches = [
-        listening.Fetch(side=label_of[name], first_byte=first, last_byte=last, total_bytes=total, at=at)
-        for name, first, last, total, at in AudioFetch.objects.filter(user_id=assignment.annotator_id, served_as__in=label_of).values_list(
-            "served_as", "first_byte", "last_byte", "total_bytes", "served_at"
-        )
+        listening.Fetch(side=label_of[name], first_byte=first, last_byte=last, total_bytes=total, at=at, proven=proven)
+        for name, first, last, total, at, proven in AudioFetch.objects.filter(user_id=assignment.annotator_id, served_as__in=label_of)
+        .annotate(proven=Exists(receipt))
+        .values_list("served_as", "first_byte", "last_byte", "total_bytes", "served_at", "proven")
     ]
     return listening.evidence(events=events, fetches=fetches, durations=durations)
 
@@ -433,8 +435,24 @@ def _require_consent(annotator) -> None:
         raise ServiceError("Your consent is withdrawn (or was never given), so nothing more is recorded for you.", code="consent_withdrawn", status=403)
 
 
-def rating_listening_record(*, assignment_id: int, annotator, events, now=None) -> dict:
-    """Store a batch of the page's events (stamped now); replayed numbers are ignored. Returns seconds heard per label."""
+def _receipts_record(assignment: RatingAssignment, *, annotator, receipts, now) -> int:
+    """The post's receipts for the task's clips, by the pairwise page's rule (annotation.services.listening): each
+    label's token must name the URL the page plays that label from."""
+    from annotation.services.listening import audio_receipts_record
+
+    from .selectors import audio_letter
+
+    labels = assignment.labels
+    clips = Clip.objects.only("id", "public_id", "file").in_bulk(labels.values())
+    return audio_receipts_record(
+        user=annotator, receipts=receipts, clips={label: clips[cid] for label, cid in labels.items()},
+        serves=lambda label, path: audio_letter(path) == (assignment.pk, label), now=now,
+    )
+
+
+def rating_listening_record(*, assignment_id: int, annotator, events, receipts=None, now=None) -> dict:
+    """Store a batch of the page's events (stamped now) and its receipts (proof of the audio received); replayed
+    numbers are ignored. Returns seconds heard per label."""
     # The audio notes this process queued before now (a batch being written included) are in the database first.
     deferred_rows.flush()
     with transaction.atomic():
@@ -445,11 +463,15 @@ def rating_listening_record(*, assignment_id: int, annotator, events, now=None) 
             raise ServiceError(f"This task is already {assignment.state}; listening to it is no longer recorded.", code="not_listening", status=409)
         _require_consent(annotator)
         sides = tuple(assignment.labels)
-        fresh, ignored = listening.events_clean(events, sides=sides, last_seq=assignment.listening_seq)
+        fresh, ignored = listening.events_clean(events, sides=sides, last_seq=assignment.listening_seq) if events else ([], 0)
+        proven = _receipts_record(assignment, annotator=annotator, receipts=receipts, now=now) if receipts else 0
         listening.events_append(
             assignment, fresh, event_model=RatingListeningEvent, owner_field="assignment", seq_field="listening_seq", record=_record_for, limit=MAX_EVENTS_PER_ASSIGNMENT, now=now,
             full=lambda: ServiceError("This task has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60),
         )
+        if proven and not fresh:
+            assignment.listening = _record_for(assignment)
+            assignment.save(update_fields=["listening"])
     return {
         "accepted": len(fresh),
         "ignored": ignored,
@@ -523,8 +545,11 @@ def _submit(*, assignment_id, annotator, ratings, key, rationale, listening_log,
     labels = assignment.labels
     short = listening.shortfalls(assignment.listening, sides=tuple(labels), minimum=study.min_listen_seconds)
     if short:
+        # A clip sent but never proven received was fetched: the proof sentence says what is missing.
+        unproven = [label for label, _, _ in short if label in assignment.listening.get("unproven", [])]
+        short = [(label, seconds, fetched or label in unproven) for label, seconds, fetched in short]
         raise ServiceError(
-            listening.shortfall_message(short, minimum=study.min_listen_seconds, label="clip", action="rating"),
+            listening.shortfall_message(short, minimum=study.min_listen_seconds, label="clip", action="rating") + audio_proof.unproven_sentence(unproven),
             code="listening_too_short",
             extra={"heard": listening.heard(assignment.listening, tuple(labels)), "min_listen_seconds": study.min_listen_seconds},
         )

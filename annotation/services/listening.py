@@ -131,46 +131,32 @@ def _record_for(assignment: Assignment) -> dict:
     event_times, fetch_times = _times(connection, [row[3] for row in event_rows]), _times(connection, [row[4] for row in fetch_rows])
     events = [listening.Event(seq=seq, side=side, kind=kind, at=at) for (seq, side, kind, _), at in zip(event_rows, event_times)]
     fetches = [
-        listening.Fetch(side=side_of[clip_id], first_byte=first, last_byte=last, total_bytes=total, at=at)
+        listening.Fetch(side=side_of[clip_id], first_byte=first, last_byte=last, total_bytes=total, at=at, proven=bool(proven))
         for (clip_id, first, last, total, _, proven), at in zip(fetch_rows, fetch_times)
-        if proven
     ]
-    record = listening.evidence(events=events, fetches=fetches, durations=durations)
-    # Sides sent but never shown received: the refusal says so, rather than only "heard 0 s".
-    unproven = sorted({side_of[row[0]] for row in fetch_rows if not row[5]} - {f.side for f in fetches})
-    if unproven:
-        record["unproven"] = unproven
-    return record
+    return listening.evidence(events=events, fetches=fetches, durations=durations)
 
 
-def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], now=None) -> int:
-    """Check each receipt (side, token, bytes) against the side's clip file and store it: the fetch it names then counts.
-
-    A receipt is refused, with the reason, when its token is not ours, names another clip's URL or has expired, when
-    the bytes are not the file's at the challenged ranges, or when the listener was sent any challenged byte again
-    after the challenge (fetching just those bytes later proves nothing). Returns how many receipts were new.
-    """
+def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], serves=None, now=None) -> int:
+    """Check each receipt (side, token, bytes) by the proof's rule (common.audio_proof.receipts_verify) and store it:
+    the fetch it names then counts. `serves(side, path)`: whether the side's clip is served at that URL (default: its
+    /audio/ URL). Returns how many receipts were new."""
     from django.urls import reverse
 
-    if receipts in (None, []):
+    if not receipts:
+        audio_proof.receipts_verify(receipts=receipts, sides=(), serves=None, sent_after=None)  # a non-list is refused with the reason
         return 0
-    if not isinstance(receipts, list) or len(receipts) > 8:
-        raise ServiceError("receipts must be a list of at most 8 {side, token, bytes} objects.", code="bad_receipt")
+    if serves is None:
+        urls = {side: reverse("clip-audio", kwargs={"public_id": clip.public_id}) for side, clip in clips.items()}
+        serves = lambda side, path: path == urls[side]  # noqa: E731
+
+    def sent_after(side, issued):
+        return AudioFetch.objects.filter(user=user, clip=clips[side], served_at__gt=issued).values_list("first_byte", "last_byte")
+
     now = now or timezone.now()
     new = 0
-    for index, receipt in enumerate(receipts):
-        if not isinstance(receipt, dict) or receipt.get("side") not in clips:
-            raise ServiceError(f"Receipt {index}: side must be one of {', '.join(clips)}.", code="bad_receipt")
-        clip = clips[receipt["side"]]
-        challenge = audio_proof.challenge_open(receipt.get("token"))
-        if challenge["path"] != reverse("clip-audio", kwargs={"public_id": clip.public_id}):
-            raise ServiceError(f"Receipt {index}: its token is for another clip than {receipt['side']}.", code="bad_receipt")
-        if audio_proof.answer_bytes(receipt.get("bytes")) != audio_proof.expected_bytes(clip.file.path, challenge["ranges"]):
-            raise ServiceError(f"Receipt {index}: the bytes are not those of clip {receipt['side']} at the challenged ranges; answer from the bytes received.", code="receipt_wrong")
-        later = AudioFetch.objects.filter(user=user, clip=clip, served_at__gt=challenge["issued"]).values_list("first_byte", "last_byte")
-        if any(audio_proof.overlaps(challenge["ranges"], first, last) for first, last in later):
-            raise ServiceError(f"Receipt {index}: clip {receipt['side']}'s challenged bytes were sent again after the challenge; answer the newest response's Audio-Proof.", code="receipt_refetched")
-        _, created = AudioReceipt.objects.get_or_create(user=user, clip=clip, first_byte=challenge["first"], last_byte=challenge["last"], defaults={"received_at": now})
+    for side, challenge in audio_proof.receipts_verify(receipts=receipts, sides=tuple(clips), serves=serves, sent_after=sent_after):
+        _, created = AudioReceipt.objects.get_or_create(user=user, clip=clips[side], first_byte=challenge["first"], last_byte=challenge["last"], defaults={"received_at": now})
         new += created
     return new
 
@@ -255,12 +241,7 @@ def listening_require(*, record: dict, minimum: float) -> None:
         unproven = [side for side, _, _ in short if side in record.get("unproven", [])]
         # A side sent but not proven was fetched: the proof sentence below says what is missing instead.
         short = [(side, seconds, fetched or side in unproven) for side, seconds, fetched in short]
-        proof = (
-            f" Clip {' and '.join(unproven)} {'was' if len(unproven) == 1 else 'were'} sent but never shown received: answer each audio response's"
-            " Audio-Proof header with the bytes it names (docs/listening.md)."
-            if unproven
-            else ""
-        )
+        proof = audio_proof.unproven_sentence(unproven)
         raise ServiceError(
             listening.shortfall_message(short, minimum=minimum, label="clip", action="answering") + proof,
             code="listening_too_short",

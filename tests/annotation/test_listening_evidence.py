@@ -451,7 +451,10 @@ def test_the_challenge_names_no_clip_only_the_url_the_page_already_has():
     page = Page()
     response = page.client.get(page.assignment["clips"]["A"]["url"])
     payload = signing.loads(response[audio_proof.HEADER], salt=audio_proof.SALT)
-    assert set(payload) == {"p", "f", "l", "t", "r"} and payload["p"] == page.assignment["clips"]["A"]["url"]
+    assert set(payload) == {"p", "f", "l", "t", "r", "d"} and payload["p"] == page.assignment["clips"]["A"]["url"]
+    # The digest is keyed and covers ranges drawn per response: two responses of one clip share no digest.
+    again = signing.loads(page.client.get(page.assignment["clips"]["A"]["url"])[audio_proof.HEADER], salt=audio_proof.SALT)
+    assert again["d"] != payload["d"] and len(payload["d"]) == 64
     size = page.clip("A").file.size
     # One range is the response's last bytes: answering means reading the stream to its end.
     assert payload["r"][-1] == [size - audio_proof.RANGE_BYTES, audio_proof.RANGE_BYTES] and len(payload["r"]) <= audio_proof.RANGES + 1

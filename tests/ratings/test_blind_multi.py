@@ -197,7 +197,15 @@ def test_fetching_the_open_reference_credits_no_letter(client):
     # The clip's own public URL is no letter either.
     b"".join(client.get(reverse("ratings:audio", kwargs={"token": str(twin.public_id)})).streaming_content)
     other = next(label for label in assignment.labels if label != hidden)
-    b"".join(client.get(next(c["url"] for c in payload["clips"] if c["label"] == other)).streaming_content)
+    response = client.get(next(c["url"] for c in payload["clips"] if c["label"] == other))
+    body = b"".join(response.streaming_content)
+    # The page proves receiving the letter it fetched (common/audio_proof.py), as a browser does.
+    from common import audio_proof
+
+    token = response["Audio-Proof"]
+    services.rating_listening_record(
+        assignment_id=assignment.pk, annotator=user, events=[], receipts=[{"side": other, "token": token, "bytes": audio_proof.answer_for(body, token)}]
+    )
     # Listening posted for every letter, long enough, as a page would.
     start = timezone.now() + timedelta(seconds=1)
     seq, t = 0, 0.0
@@ -219,9 +227,13 @@ def test_fetching_the_open_reference_credits_no_letter(client):
     assert answer.status_code == 400 and answer.json()["code"] == "listening_too_short"
     assert hidden in answer.json()["detail"] and other not in answer.json()["detail"].split("heard")[0]
 
-    # Fetching the letters themselves credits them.
+    # Fetching (and proving) the letters themselves credits them.
     for entry in payload["clips"]:
-        b"".join(client.get(entry["url"]).streaming_content)
+        response = client.get(entry["url"])
+        body = b"".join(response.streaming_content)
+        token = response["Audio-Proof"]
+        receipt = {"side": entry["label"], "token": token, "bytes": audio_proof.answer_for(body, token)}
+        services.rating_listening_record(assignment_id=assignment.pk, annotator=user, events=[], receipts=[receipt])
     later = start + timedelta(seconds=t + 1)
     for label in assignment.labels:
         for kind in ("switch", "tick", "tick"):
