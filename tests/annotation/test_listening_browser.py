@@ -431,7 +431,10 @@ def test_reload_resumes_the_same_pair_with_answers_then_skip(live_server, page, 
     restored = snapshot(page)["log"]
     assert restored["A"]["seconds"] >= heard_before["A"]["seconds"] - 0.2
     assert restored["switches"] == heard_before["switches"]
-    page.wait_for_selector("#btn-submit:not([disabled])")
+    try:
+        page.wait_for_selector("#btn-submit:not([disabled])")
+    except Exception as exc:
+        raise AssertionError(f"submit stays disabled after the reload: {page.inner_text('#listen-app')[:1500]!r} {snapshot(page)}") from exc
     # With "next pair right after submitting" switched off, a saved screen comes in between.
     page.uncheck("#auto-next")
     page.locator("body").focus()
