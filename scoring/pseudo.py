@@ -50,6 +50,7 @@ POSITION = {MODEL_A: FIRST, MODEL_B: SECOND, BOTH: TIE, NEITHER: TIE}
 
 def _answers_from_raw(details: dict) -> dict | None:
     from .judges.audiollm import parse_cmi_answer, parse_strict_answer
+    from .judges.base import JudgeOutputError
 
     raw = details.get("raw") or {}
     if not isinstance(raw, dict) or not {"ab", "ba"} <= set(raw):
@@ -57,19 +58,20 @@ def _answers_from_raw(details: dict) -> dict | None:
     parse = parse_strict_answer if details.get("strict") else parse_cmi_answer
     try:
         return {order: {dim: parse(raw[order])[dim] for dim in DIMENSIONS} for order in ("ab", "ba")}
-    except ValueError:
+    except (ValueError, JudgeOutputError):
+        # A malformed answer is a failed verdict already: it has no orders to count.
         return None
 
 
 def verdict_orders(verdict: Verdict, dimensions) -> dict:
     """dimension -> (answer asked A-B, answer asked B-A), each in screen positions (first / second / tie); None where not given."""
     out = {}
+    if verdict.status == Verdict.Status.FAILED:
+        return dict.fromkeys(dimensions)
     details = verdict.details or {}
     answers = details.get("orders") or _answers_from_raw(details)
     for dim in dimensions:
-        if verdict.status == Verdict.Status.FAILED:
-            out[dim] = None
-        elif answers is not None:
+        if answers is not None:
             first, second = answers["ab"].get(dim), answers["ba"].get(dim)
             out[dim] = (POSITION.get(first), POSITION.get(second)) if first and second else None
         else:
