@@ -9,32 +9,22 @@ move it.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from django.conf import settings
 
-from .benchmarks.endpoint_address import address_refusal, resolve
+from common.errors import ServiceError
+
+from .benchmarks.endpoint_address import endpoint_address
 from .judges.base import JudgeUnavailable
 
 
 def judge_endpoint_address(url: str):
     """The checked address to connect to, or JudgeUnavailable saying why the endpoint is refused."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    allow_loopback = bool(settings.JUDGE_ENDPOINT_ALLOW_LOOPBACK)
     try:
-        addresses = resolve(host, port)
-    except (OSError, UnicodeError, ValueError):
-        raise JudgeUnavailable(f"the endpoint's host {host} could not be resolved") from None
-    if not addresses:
-        raise JudgeUnavailable(f"the endpoint's host {host} resolves to no address")
-    for address in addresses:
-        if address.is_loopback and settings.JUDGE_ENDPOINT_ALLOW_LOOPBACK:
-            continue
-        if why := address_refusal(address):
-            hint = " (set JUDGE_ENDPOINT_ALLOW_LOOPBACK for a server on this machine)" if address.is_loopback else ""
-            raise JudgeUnavailable(
-                f"this server does not send judge requests to {host}: {why}{hint}; "
-                "a private network must be named in BENCHMARK_ENDPOINT_PRIVATE_NETWORKS"
-            )
-    return addresses[0]
+        address = endpoint_address(url, allow_loopback=allow_loopback)
+    except ServiceError as exc:
+        hint = "" if allow_loopback or "loopback" not in exc.message else " Set JUDGE_ENDPOINT_ALLOW_LOOPBACK for a server on this machine."
+        raise JudgeUnavailable(exc.message + hint) from None
+    if address is None:
+        raise JudgeUnavailable(f"the endpoint's host {url} resolves to no address")
+    return address

@@ -151,10 +151,11 @@ def _refused(host: str, why: str) -> ServiceError:
     )
 
 
-def endpoint_address(url: str, *, unresolved_ok: bool = False) -> Address | None:
+def endpoint_address(url: str, *, unresolved_ok: bool = False, allow_loopback: bool = False) -> Address | None:
     """The address a request to this URL goes to, after checking every address its host resolves to.
 
-    With unresolved_ok (registration), a name that does not resolve yet passes (None); the run checks it again."""
+    With unresolved_ok (registration), a name that does not resolve yet passes (None); the run checks it again.
+    allow_loopback lets a server on this machine through (a judge served by a local vLLM)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -165,6 +166,8 @@ def endpoint_address(url: str, *, unresolved_ok: bool = False) -> Address | None
             return None
         raise ServiceError(f"The endpoint's host {host} could not be resolved.", code="unresolved") from None
     for address in addresses:
+        if address.is_loopback and allow_loopback:
+            continue
         if why := address_refusal(address):
             raise _refused(host, why)
     return addresses[0] if addresses else None
