@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.dataset.exporter import _audio_names, prompt_id_for
+from annotation.dataset.exporter import _audio_names, stored_pair_keys
 from annotation.dataset.keys import EXPORT_KEYS, DatasetError
 from common.errors import ServiceError
 
@@ -181,14 +181,7 @@ def pseudo_export(*, run: ScoringRun, out: Path | str) -> dict:
     for verdict, labels in complete:
         pair, condition = verdict.pair, verdict.pair.condition
         row = {
-            "audio-path": names[pair.clip_a_id],
-            "audio2": names[pair.clip_b_id],
-            "ref-audio-path": names[condition.reference_id] if condition.reference_id else "",
-            "prompt": condition.prompt,
-            "lyrics": condition.lyrics,
-            "model_a": pair.clip_a.system.name if pair.clip_a.system else "",
-            "model_b": pair.clip_b.system.name if pair.clip_b.system else "",
-            "prompt id": prompt_id_for(condition),
+            **stored_pair_keys(pair, names),
             "user id": f"judge-{run.judge.key}",
             "preference-musicality": labels[MUSICALITY],
             "preference-alignment": labels[ALIGNMENT],

@@ -291,9 +291,8 @@ def _row_source(label: str, *, seeded: bool = False) -> str:
     return label or EXPORT_SOURCE
 
 
-def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
-    """A pair with no exported vote: the vote's keys are empty, so an import makes the pair alone and the
-    CMI-RewardBench evaluator (which counts only model_a / model_b / both / neither) skips the row."""
+def stored_pair_keys(pair: Pair, names: dict[int, str]) -> dict:
+    """A row's audio, condition and system keys for a pair in its stored order (clip_a first)."""
     condition = pair.condition
     return {
         "audio-path": names[pair.clip_a_id],
@@ -304,6 +303,15 @@ def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
         "model_a": pair.clip_a.system.name if pair.clip_a.system else "",
         "model_b": pair.clip_b.system.name if pair.clip_b.system else "",
         "prompt id": prompt_id_for(condition),
+    }
+
+
+def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
+    """A pair with no exported vote: the vote's keys are empty, so an import makes the pair alone and the
+    CMI-RewardBench evaluator (which counts only model_a / model_b / both / neither) skips the row."""
+    condition = pair.condition
+    return {
+        **stored_pair_keys(pair, names),
         **dict.fromkeys(UNVOTED_EMPTY_KEYS, ""),
         "source": _row_source(pair.dataset_source),
         "split": pair.split,
