@@ -22,12 +22,14 @@ def opaque_etag(*, path: str, content_hash: str) -> str:
 def letter_token(*, salt: str, assignment_id: int, label: str) -> str:
     """A URL segment for one letter (or the open reference, label "ref") of one assignment: signed, so a client cannot
     make one up, and holding nothing but the assignment and the letter the page already shows."""
-    return signing.dumps({"a": assignment_id, "l": label}, salt=salt, compress=True)
+    # Signer, not signing.dumps: dumps adds a timestamp, so the same letter's URL would change every second and a
+    # page fetched twice would differ by its clock alone.
+    return signing.Signer(salt=salt).sign_object({"a": assignment_id, "l": label}, compress=True)
 
 
 def letter_of(*, salt: str, token: str) -> tuple[int, str] | None:
     try:
-        data = signing.loads(token, salt=salt)
+        data = signing.Signer(salt=salt).unsign_object(token)
     except signing.BadSignature:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("a"), int) or not isinstance(data.get("l"), str):
