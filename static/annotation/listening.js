@@ -205,8 +205,29 @@
     startTask(assignment);
   }
 
+  // After a reload, the listening the last page heard is on its way in that page's leaving post, which can arrive
+  // after this page's next-pair answer: ask again a few times (the same reserved pair) until the server has it.
+  async function catchUpHeard(mine, tries = 5) {
+    for (let n = 0; n < tries; n += 1) {
+      const behind = SIDES.some((side) => Number(mine.server[side] || 0) + 0.05 < mine.saved.log[side].seconds);
+      if (!behind || task !== mine) return;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      let res;
+      try {
+        res = await postJSON(cfg.nextUrl);
+      } catch (_) {
+        return;
+      }
+      const again = res.ok && res.data && res.data.assignment;
+      if (!again || again.id !== mine.assignment.id || task !== mine) return;
+      mine.server = (again.listening && again.listening.heard) || mine.server;
+      render();
+    }
+  }
+
   function startTask(assignment) {
-    const saved = store.load(assignment.id) || {
+    const restored = store.load(assignment.id);
+    const saved = restored || {
       key: uuid4(),
       answers: { alignment: null, alignment_confidence: null, musicality: null, musicality_confidence: null, rationale: "" },
       log: emptyLog(),
@@ -238,6 +259,7 @@
       lastFlush: performance.now(),
       server: listening.heard || { A: 0, B: 0 },
     };
+    if (restored) catchUpHeard(task);
     setProgress(assignment.progress);
     const until = new Date(assignment.lock_expires_at);
     el.lockText.textContent = Number.isNaN(until.getTime())
