@@ -133,9 +133,13 @@ class ExternalParticipant(models.Model):
     duplicate_claim = models.BooleanField(
         default=False, help_text="This participant id had already started the study and no resume code came with it: a separate account, never merged into the first."
     )
+    entry_hash = models.CharField(
+        max_length=64, blank=True, help_text="Keyed hash of the start form's one-time entry key: the same form sent twice finds this claim instead of making a second."
+    )
 
     class Meta:
         # One first claim per participant id and study; later claims without the resume code are accounts of their own.
         constraints = [
-            models.UniqueConstraint(fields=["study", "participant_hash"], condition=models.Q(duplicate_claim=False), name="one_first_claim_per_participant_per_study")
+            models.UniqueConstraint(fields=["study", "participant_hash"], condition=models.Q(duplicate_claim=False), name="one_first_claim_per_participant_per_study"),
+            models.UniqueConstraint(fields=["link", "entry_hash"], condition=~models.Q(entry_hash=""), name="one_claim_per_start_form"),
         ]

@@ -271,6 +271,9 @@ def _start_page(request, link, cleaned, known, *, message: str = "", status: int
         "asked_to_switch": asked_to_switch,
         "message": message,
         "participant_study": link.study,
+        # A form sent twice (a double click, a retry) is one visit: the key makes the second find the first's claim.
+        # A page shown again after a refusal made no claim, so it gets a fresh key.
+        "entry_key": services.recruitment_entry_key(link=link, participant_id=cleaned["participant"]),
     }
     return _page(request, "annotation/recruitment_start.html", context, status=status)
 
@@ -308,7 +311,7 @@ def recruitment_enter(request: HttpRequest, token: str) -> HttpResponse:
     try:
         participant, fresh_code = services.recruitment_enter(
             token=token, params=request.GET, typed_code=request.POST.get("resume_code", ""), cookie_code=_stored_code(request, link),
-            as_new=request.POST.get("as_new") == "1", address=client_address(request),
+            as_new=request.POST.get("as_new") == "1", address=client_address(request), entry_key=request.POST.get("entry_key", ""),
         )  # fmt: skip
     except ServiceError as exc:
         if exc.code in _REFUSED:

@@ -146,6 +146,20 @@ def _listening_seconds(judgment: Judgment) -> dict:
     return {key: (log.get(side) or {}).get("seconds") for key, side in zip(LISTENING_KEYS, ("A", "B"))}
 
 
+# --- Recruited accounts: a participant id that entered the study more than once without its resume code -----
+DUPLICATE_KEY = "duplicate_claim"
+DUPLICATE_HELP = (
+    f"`{DUPLICATE_KEY}`: true where the vote's account came from a recruitment participant id that had already started the "
+    "study and came back without its resume code (the same person twice, or someone else using the id): kept as an account "
+    "of its own, never merged; false for every other vote; null on rows without a vote."
+)
+
+
+def _duplicate_claim(judgment: Judgment) -> bool:
+    participant = getattr(judgment.annotator, "external_participant", None)
+    return bool(participant is not None and participant.duplicate_claim)
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -219,6 +233,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "`model_a` / `audio-path` is the clip the annotator heard as A.",
         "`total_listening_time_a` / `_b`: seconds the server counted each clip as heard (null where it kept no record).",
         AGGREGATE_HELP,
+        DUPLICATE_HELP,
         "",
         "## Files",
         "",
@@ -240,7 +255,8 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "|---|---|",
         *(f"| {name} | {n} |" for name, n in sorted(systems.items())),
         "",
-        f"Annotators: {len({r['user id'] for r in rows})} (pseudonymous ids in `user id`).",
+        f"Annotators: {len({r['user id'] for r in rows})} (pseudonymous ids in `user id`); "
+        f"votes from duplicate claims of a recruitment participant id (`{DUPLICATE_KEY}`): {sum(1 for r in rows if r[DUPLICATE_KEY])}.",
         f"Votes collected on this platform: {sources[Judgment.Source.PLATFORM]}; imported from earlier datasets: {sources[Judgment.Source.IMPORT]}.",
         *(
             [
@@ -317,6 +333,7 @@ def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
         "split": pair.split,
         "modality": condition.modality,
         **dict.fromkeys(LISTENING_KEYS),
+        DUPLICATE_KEY: None,
     }
 
 
@@ -355,7 +372,8 @@ def dataset_export(
             report.test_pairs = len(chosen)
         judgments = list(
             judgments.select_related(
-                "pair__condition__reference", "pair__clip_a__system", "pair__clip_b__system", "annotator__annotator_profile"
+                "pair__condition__reference", "pair__clip_a__system", "pair__clip_b__system", "annotator__annotator_profile",
+                "annotator__external_participant",
             )
         )
         unvoted = []
@@ -401,13 +419,14 @@ def dataset_export(
             "modality": condition.modality,
             **_listening_seconds(j),
             **aggregated.get(j.pk, {}),
+            DUPLICATE_KEY: _duplicate_claim(j),
         }
         rows.append(row)
     rows += [_unvoted_row(pair, names) for pair in unvoted]
     report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY]}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

@@ -11,6 +11,11 @@ a known id and no code is not refused (that would let whoever came first shut th
 out): it becomes a duplicate claim, an account of its own flagged for the researcher. A link with a
 signing secret goes further and admits only ids the recruiting side signed (SIGNATURE_PARAM).
 
+The start form carries a one-time entry key (signed, bound to the link and the participant id). The claim it
+makes stores a keyed hash of it, and its resume code is derived from it: the same form sent twice (a double
+click, a retry after a dropped answer) finds that claim and shows the same code, instead of making a
+duplicate claim whose code the person never sees.
+
 Wrong typed resume codes are throttled (common.failure_throttle): per participant id and address,
 per address, and per participant id from anywhere; the code from this site's signed cookie is
 not a guess and is not counted.
@@ -26,6 +31,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core import signing
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -60,6 +66,42 @@ def resume_code_clean(value) -> str:
     """A typed resume code in its stored form: NFKC, upper case, without spaces or dashes."""
     value = unicodedata.normalize("NFKC", str(value or ""))
     return "".join(c for c in value.upper() if c not in " -\t")
+
+
+# --- The start form's entry key ---------------------------------------------------------------------
+_ENTRY_SALT = "auditorium.recruitment-entry"
+# A start form older than this makes a claim of its own when sent (it is a new visit, not a second click).
+ENTRY_MAX_AGE = timedelta(hours=6)
+
+
+def recruitment_entry_key(*, link: RecruitmentLink, participant_id: str) -> str:
+    """A fresh one-time key for the start form of this link and (cleaned) participant id."""
+    payload = {"l": link.pk, "p": participant_hash(participant_id)[:32], "n": secrets.token_urlsafe(18)}
+    return signing.TimestampSigner(salt=_ENTRY_SALT).sign_object(payload, compress=False)
+
+
+def _entry_nonce(*, link: RecruitmentLink, participant_id: str, key: str) -> str:
+    """The nonce of a valid entry key for this link and participant id, else "" (a forged, stale or foreign key is no key)."""
+    if not key or len(key) > 400:
+        return ""
+    try:
+        payload = signing.TimestampSigner(salt=_ENTRY_SALT).unsign_object(key, max_age=ENTRY_MAX_AGE)
+    except (signing.BadSignature, ValueError, TypeError):
+        return ""
+    if not isinstance(payload, dict) or payload.get("l") != link.pk or payload.get("p") != participant_hash(participant_id)[:32]:
+        return ""
+    nonce = payload.get("n")
+    return nonce if isinstance(nonce, str) and nonce else ""
+
+
+def _entry_secrets(*, link: RecruitmentLink, participant_id: str, nonce: str) -> tuple[str, str]:
+    """(stored entry hash, resume code) for an entry nonce: both keyed, so neither is known without the site's secret."""
+    base = f"{link.pk}:{participant_hash(participant_id)}:{nonce}"
+    entry_hash = hmac.new(settings.SECRET_KEY.encode(), f"entry:{base}".encode(), hashlib.sha256).hexdigest()
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"entry-code:{base}".encode(), hashlib.sha512).digest()
+    # 64 bytes, 12 letters: the modulo's bias over 31 letters is under 1 in 8 per letter, far from guessable.
+    code = "".join(_RESUME_ALPHABET[b % len(_RESUME_ALPHABET)] for b in digest[:RESUME_CODE_LENGTH])
+    return entry_hash, code
 
 
 def resume_code_display(code: str) -> str:
@@ -181,7 +223,7 @@ def resume_pause_message(what: str, seconds: int) -> str:
 
 
 def recruitment_enter(
-    *, token: str, params, typed_code: str = "", cookie_code: str = "", as_new: bool = False, address: str = "", now=None
+    *, token: str, params, typed_code: str = "", cookie_code: str = "", as_new: bool = False, address: str = "", entry_key: str = "", now=None
 ) -> tuple[ExternalParticipant, str]:
     """Join or resume; returns the account and, for a new one only, the resume code to show once (else "").
 
@@ -189,18 +231,35 @@ def recruitment_enter(
     with the visit: the browser's signed cookie, or the code typed in (throttled per participant id and
     address, per address and per participant id). With no code (or `as_new`), the visit becomes a
     duplicate claim: a new account with the same participant hash, flagged, never merged into another.
+    A valid `entry_key` whose claim exists already (the same start form sent again) returns that claim
+    and its code again, whatever else the visit carries.
 
     Refused, with nothing stored: everything `recruitment_link_for` refuses, a typed code that opens no
     claim of the id, a typed code while the throttle is paused, and a new account on a link at its cap.
     """
+    try:
+        return _enter(token=token, params=params, typed_code=typed_code, cookie_code=cookie_code, as_new=as_new, address=address, entry_key=entry_key, now=now)
+    except ServiceError as exc:
+        if exc.code != "conflict" or not entry_key:
+            raise
+    # The same form, sent at once, lost the race to a request that made its claim (where the engine's locks let
+    # both through): once more, that claim is found by the key.
+    return _enter(token=token, params=params, typed_code=typed_code, cookie_code=cookie_code, as_new=as_new, address=address, entry_key=entry_key, now=now)
+
+
+def _enter(*, token: str, params, typed_code: str, cookie_code: str, as_new: bool, address: str, entry_key: str, now) -> tuple[ExternalParticipant, str]:
     link, cleaned = recruitment_link_for(token=token, params=params, now=now)
     recruitment_link_gold_check(link=link, now=now)
     pid = cleaned["participant"]
     key = participant_hash(pid)
     typed = "" if as_new else resume_code_clean(typed_code)
+    nonce = _entry_nonce(link=link, participant_id=pid, key=entry_key)
+    entry_hash, entry_code = _entry_secrets(link=link, participant_id=pid, nonce=nonce) if nonce else ("", "")
     with transaction.atomic():
-        # The link's row lock orders concurrent first visits, so the cap holds.
+        # The link's row lock orders concurrent first visits, so the cap holds and a form sent twice makes one claim.
         RecruitmentLink.objects.select_for_update().filter(pk=link.pk).first()
+        if entry_hash and (again := _claims(link=link, participant_id=pid).filter(link=link, entry_hash=entry_hash).select_related("user", "link").first()):
+            return again, entry_code
         known = _claims(link=link, participant_id=pid).exists()
         resumed = None
         if known and not as_new:
@@ -231,14 +290,15 @@ def recruitment_enter(
             raise ServiceError("This study is full: the link has admitted all the participants it may. Please return the study on the recruitment platform.", code="over_cap", status=410)
         user = get_user_model().objects.create_user(username=f"ext-{secrets.token_hex(6)}", password=None)
         study_annotator_add(study=link.study, user=user)
-        fresh = "".join(secrets.choice(_RESUME_ALPHABET) for _ in range(RESUME_CODE_LENGTH))
+        fresh = entry_code or "".join(secrets.choice(_RESUME_ALPHABET) for _ in range(RESUME_CODE_LENGTH))
         try:
             with transaction.atomic():
                 participant = ExternalParticipant.objects.create(
                     link=link, study=link.study, participant_hash=key, resume_hash=_resume_hash(key, fresh), user=user,
-                    platform_study_id=cleaned["study"], platform_session_id=cleaned["session"], duplicate_claim=known,
+                    platform_study_id=cleaned["study"], platform_session_id=cleaned["session"], duplicate_claim=known, entry_hash=entry_hash,
                 )
         except IntegrityError:
+            # Raised out of the outer block too, so the account made above is rolled back with it.
             raise ServiceError("This participant id was just registered by another request; open the link again.", code="conflict", status=409) from None
     return participant, fresh
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
+import json
+import re
 import uuid
 from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -195,3 +198,126 @@ def test_a_right_code_clears_the_address_count_for_that_participant(link, produc
     for _ in range(4):
         assert again.post(_url(link), {"resume_code": "WRNG-WRNG-WRNG"}).status_code == 403
     assert again.post(_url(link), {"resume_code": code}).status_code == 302
+
+
+# --- The start form sent twice ---------------------------------------------------------------------
+
+
+def _entry_key(page) -> str:
+    match = re.search(r'name="entry_key" value="([^"]+)"', page.content.decode())
+    assert match, "the start form carries an entry key"
+    return match.group(1)
+
+
+def _shown_code(response) -> str:
+    match = re.search(r"[A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}", response.content.decode())
+    assert match, response.content.decode()[:400]
+    return match.group(0)
+
+
+def test_the_start_form_sent_twice_makes_one_claim_and_shows_the_same_code(link):
+    key = _entry_key(Client().get(_url(link)))
+    # A double click: the browser drops the first answer (and its cookie) and shows the second.
+    first, second = Client(), Client()
+    one = first.post(_url(link), {"entry_key": key})
+    two = second.post(_url(link), {"entry_key": key})
+    assert one.status_code == two.status_code == 200
+    claim = ExternalParticipant.objects.get()
+    assert not claim.duplicate_claim and claim.entry_hash and key not in claim.entry_hash
+    assert _shown_code(one) == _shown_code(two)
+    assert _signed_in(first) == _signed_in(second) == claim.user_id
+    # The code shown twice is the claim's real resume code: a new device resumes with it.
+    other = Client()
+    assert other.post(_url(link), {"resume_code": _shown_code(two)}).status_code == 302
+    assert _signed_in(other) == claim.user_id and ExternalParticipant.objects.count() == 1
+    # The same form sent with "take part as new" is still that one visit.
+    assert Client().post(_url(link), {"entry_key": key, "as_new": "1"}).status_code == 200
+    assert ExternalParticipant.objects.count() == 1
+
+
+def test_an_entry_key_is_bound_to_its_link_and_participant_id_and_cannot_be_forged(link):
+    key = _entry_key(Client().get(_url(link, pid="alpha")))
+    Client().post(_url(link, pid="alpha"), {"entry_key": key})
+    alpha = ExternalParticipant.objects.get()
+    # Another participant id with alpha's key: its own first claim, not alpha's account.
+    beta = Client()
+    beta.post(_url(link, pid="beta"), {"entry_key": key})
+    assert ExternalParticipant.objects.count() == 2 and _signed_in(beta) != alpha.user_id
+    # A tampered key is no key: the known id without a code becomes a duplicate claim, as with no key at all.
+    for forged in (key[:-2] + ("AA" if not key.endswith("AA") else "BB"), "x" * 5000, ""):
+        visitor = Client()
+        assert visitor.post(_url(link, pid="alpha"), {"entry_key": forged}).status_code == 200
+        assert _signed_in(visitor) != alpha.user_id
+    assert ExternalParticipant.objects.filter(duplicate_claim=True).count() == 3
+    # The key of another link of the same study does not open alpha's claim there either.
+    other_link = services.recruitment_link_create(study=link.study, completion_code="OTHER1", cap=5)
+    visitor = Client()
+    visitor.post(_url(other_link, pid="alpha"), {"entry_key": key})
+    assert _signed_in(visitor) != alpha.user_id and ExternalParticipant.objects.filter(duplicate_claim=True).count() == 4
+
+
+def test_a_start_form_older_than_its_age_is_a_new_visit(link, monkeypatch):
+    import time
+
+    key = _entry_key(Client().get(_url(link)))
+    Client().post(_url(link), {"entry_key": key})
+    later = time.time() + services.recruitment.ENTRY_MAX_AGE.total_seconds() + 60
+    monkeypatch.setattr("django.core.signing.time.time", lambda: later)
+    Client().post(_url(link), {"entry_key": key})
+    assert ExternalParticipant.objects.filter(duplicate_claim=True).count() == 1
+
+
+def test_a_duplicate_claims_votes_are_flagged_in_the_export(link, tmp_path):
+    from annotation.dataset.exporter import dataset_export
+
+    Client().post(_url(link), {})
+    Client().post(_url(link), {})
+    first, second = ExternalParticipant.objects.order_by("pk")
+    pair = link.study.pairs.get()
+    for claim in (first, second):
+        services.consent_give(user=claim.user)
+        JudgmentFactory(pair=pair, annotator=claim.user)
+    dataset_export(out_dir=tmp_path / "out", studies=[link.study])
+    rows = [json.loads(line) for split in ("train", "test") for line in (tmp_path / "out" / f"{split}.jsonl").read_text().splitlines()]
+    assert sorted(r["duplicate_claim"] for r in rows) == [False, True]
+    flagged = next(r for r in rows if r["duplicate_claim"])
+    assert flagged["user id"] == second.user.annotator_profile.pseudonym
+    sheet = (tmp_path / "out" / "README.md").read_text()
+    assert "`duplicate_claim`" in sheet and "votes from duplicate claims of a recruitment participant id (`duplicate_claim`): 1." in sheet
+
+
+@pytest.mark.engine
+@pytest.mark.django_db(transaction=True)
+def test_the_same_start_form_sent_at_once_from_two_threads_makes_one_claim():
+    import threading
+
+    from django.db import connection
+
+    owner = UserFactory(username="owner-t", roles=["researcher"])
+    study = StudyFactory(name="claimed-threads", owner=owner)
+    PairFactory(study=study)
+    link = services.recruitment_link_create(study=study, completion_code="C0MPL3TE", cap=5)
+    link_for, cleaned = services.recruitment_link_for(token=link.token, params={"PROLIFIC_PID": "twice"})
+    key = services.recruitment_entry_key(link=link_for, participant_id=cleaned["participant"])
+    start = threading.Barrier(4, timeout=60)
+    results, errors = [], []
+
+    def enter():
+        try:
+            start.wait()
+            participant, code = services.recruitment_enter(token=link.token, params={"PROLIFIC_PID": "twice"}, entry_key=key)
+            results.append((participant.pk, code))
+        except ServiceError as exc:
+            errors.append(exc.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=enter) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    # Every request got the one claim and its one code, and no account was left behind by a request that lost.
+    assert errors == [] and len(results) == 4 and len(set(results)) == 1
+    assert ExternalParticipant.objects.filter(study=study).count() == 1
+    assert get_user_model().objects.filter(username__startswith="ext-").count() == 1
