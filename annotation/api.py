@@ -7,7 +7,6 @@ judgment endpoints stay for API clients.
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -21,12 +20,13 @@ from . import cached, selectors, services
 from .models import Assignment, Clip
 
 
-def _audio(clip: Clip | None, *, study) -> dict | None:
-    """A clip as the page gets it: where to fetch it, how long it is, and the gain the page plays it at (Study.clip_gain_db)."""
+def _audio(clip: Clip | None, *, study, assignment_id: int, label: str) -> dict | None:
+    """A clip as the page gets it: where to fetch it (the assignment's own URL for that side), how long it is, and the
+    gain the page plays it at (Study.clip_gain_db)."""
     if clip is None:
         return None
     return {
-        "url": reverse("clip-audio", kwargs={"public_id": clip.public_id}),
+        "url": selectors.pair_audio_path(assignment_id=assignment_id, label=label),
         "duration": round(clip.duration, 3),
         "gain_db": study.clip_gain_db(clip),
     }
@@ -57,9 +57,9 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
             "prompt": condition.prompt,
             "lyrics": condition.lyrics,
             "modality": condition.modality,
-            "reference": _audio(condition.reference, study=study),
+            "reference": _audio(condition.reference, study=study, assignment_id=assignment.pk, label=selectors.PAIR_REFERENCE),
         },
-        "clips": {"A": _audio(a_clip, study=study), "B": _audio(b_clip, study=study)},
+        "clips": {side: _audio(clip, study=study, assignment_id=assignment.pk, label=side) for side, clip in (("A", a_clip), ("B", b_clip))},
         "rules": {"min_listen_seconds": study.min_listen_seconds, "rationale_min_length": study.rationale_min_length},
         # Where the page's event numbers continue, and what the server has counted so far.
         "listening": {

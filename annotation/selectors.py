@@ -9,6 +9,7 @@ from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from common.blind import letter_of, letter_token
 from common.loudness import PEAK_CEILING_DBTP
 from common.precompiled import PreparedSQL
 from common.roles import is_admin, is_researcher
@@ -203,6 +204,33 @@ def assignment_with_content(*, assignment_id: int, study: Study) -> Assignment:
     # The study is in hand; one join fewer keeps the planner's search small on this hot path.
     assignment.pair.study = study
     return assignment
+
+
+# --- The pair page's audio URLs ------------------------------------------------------
+# One URL per assignment and side (and the condition's reference): the same clip in another pair, or at its
+# public /audio/ URL, has another URL and another ETag, so nothing the page is given links a side to a clip elsewhere.
+PAIR_AUDIO_SALT = "annotation.pair-audio"
+PAIR_REFERENCE = "ref"
+
+
+def pair_audio_path(*, assignment_id: int, label: str) -> str:
+    from django.urls import reverse
+
+    return reverse("pair-audio", kwargs={"token": letter_token(salt=PAIR_AUDIO_SALT, assignment_id=assignment_id, label=label)})
+
+
+def pair_audio_clip(*, token: str, user) -> Clip | None:
+    """The clip an assignment's side URL serves, for the assignment's own annotator only (anyone else: None)."""
+    found = letter_of(salt=PAIR_AUDIO_SALT, token=token)
+    if found is None or not getattr(user, "is_authenticated", False):
+        return None
+    assignment_id, label = found
+    assignment = Assignment.objects.select_related("pair__clip_a", "pair__clip_b", "pair__condition__reference").filter(pk=assignment_id, annotator_id=user.pk).first()
+    if assignment is None:
+        return None
+    pair = assignment.pair
+    a_clip = pair.clip_a if assignment.a_clip_id == pair.clip_a_id else pair.clip_b
+    return {"A": a_clip, "B": pair.clip_b if a_clip is pair.clip_a else pair.clip_a, PAIR_REFERENCE: pair.condition.reference}.get(label)
 
 
 # --- Researchers ---------------------------------------------------------------------

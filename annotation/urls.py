@@ -9,6 +9,7 @@ urlpatterns = [
     # HTML
     path("", views.home, name="home"),
     path("audio/<uuid:public_id>/", views.clip_audio, name="clip-audio"),
+    path("listen/<str:token>/", views.pair_audio, name="pair-audio"),
     path("consent/", views.consent, name="consent"),
     path("consent/withdraw/", views.consent_withdraw_view, name="consent-withdraw"),
     path("studies/<slug:name>/annotate/", views.annotate, name="annotate"),

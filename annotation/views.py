@@ -88,6 +88,13 @@ def clip_audio(request: HttpRequest, public_id) -> HttpResponse:
     return clip_audio_served(request, get_object_or_404(Clip, public_id=public_id))
 
 
+@login_required
+@require_safe
+def pair_audio(request: HttpRequest, token: str) -> HttpResponse:
+    """A pair page's clip under its assignment's own URL (selectors.pair_audio_path); the clip rule still decides."""
+    return clip_audio_served(request, selectors.pair_audio_clip(token=token, user=request.user))
+
+
 def clip_audio_served(request: HttpRequest, clip: Clip | None, *, rendered=None, served_as: str = "") -> HttpResponse:
     """The clip's audio (ranges, an opaque ETag) for a user the clip rule (access.clip_audible_by) lets hear it,
     pairwise and rating pages alike; what each response sent is recorded, and the submit checks listening against that record.

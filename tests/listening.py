@@ -44,6 +44,21 @@ def prove(assignment: Assignment, side: str, *, first: int = 0, last: int | None
     audio_receipts_record(user=assignment.annotator, receipts=[receipt], clips=_side_clips(assignment), now=at)
 
 
+def clip_at(url: str):
+    """The clip a page's audio URL serves: a pair page's side URL (its assignment's clip for that side) or /audio/<uuid>/."""
+    from django.urls import resolve
+
+    from annotation.models import Clip
+    from annotation.selectors import pair_audio_clip
+    from common.blind import letter_of
+
+    match = resolve(url.split("?", 1)[0])
+    if match.url_name == "clip-audio":
+        return Clip.objects.get(public_id=match.kwargs["public_id"])
+    assignment_id, _ = letter_of(salt="annotation.pair-audio", token=match.kwargs["token"])
+    return pair_audio_clip(token=match.kwargs["token"], user=Assignment.objects.get(pk=assignment_id).annotator)
+
+
 def side_of(assignment: Assignment, clip_id: int) -> str:
     return "A" if clip_id == assignment.a_clip_id else "B"
 

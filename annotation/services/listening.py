@@ -207,7 +207,7 @@ def listening_batch_store(*, assignment: Assignment, annotator, events, receipts
     fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=assignment.listening_seq, limit=limit) if events else ([], 0)
     now = now or timezone.now()
     times = listening.events_anchored(fresh, client_now=client_now, arrival=now) if batched else [now] * len(fresh)
-    proven = audio_receipts_record(user=annotator, receipts=receipts, clips=_side_clips(assignment), now=now) if receipts else 0
+    proven = audio_receipts_record(user=annotator, receipts=receipts, clips=(clips := _side_clips(assignment)), serves=_pair_serves(assignment.pk, clips), now=now) if receipts else 0
     if not (fresh or proven):
         return 0, ignored
     stored = assignment.listening.get("events", 0)
@@ -232,6 +232,16 @@ def _side_clips(assignment: Assignment) -> dict[str, Clip]:
     b_clip = assignment.clip_b_id if a_clip == assignment.clip_a_id else assignment.clip_a_id
     clips = Clip.objects.only("id", "public_id", "file").in_bulk([a_clip, b_clip])
     return {"A": clips[a_clip], "B": clips[b_clip]}
+
+
+def _pair_serves(assignment_id: int, clips: dict[str, Clip]):
+    """Which URLs serve a side for the proof: the assignment's own side URL, and the clip's public one for API clients."""
+    from django.urls import reverse
+
+    from ..selectors import pair_audio_path
+
+    urls = {side: {pair_audio_path(assignment_id=assignment_id, label=side), reverse("clip-audio", kwargs={"public_id": clip.public_id})} for side, clip in clips.items()}
+    return lambda side, path: path in urls[side]
 
 
 def listening_require(*, record: dict, minimum: float) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from annotation.selectors import pair_audio_path
 from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import refuse
 from tests.factories import AnnotatorFactory, PairFactory, UserFactory
@@ -99,7 +100,7 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     page.wait_for_selector("#btn-read", state="visible")
     assert page.locator("#cond-prompt").inner_text().startswith("An upbeat synth-pop song")
     assert "Neon on the water" in page.locator("#cond-lyrics").inner_text()
-    assert page.locator("#cond-ref").get_attribute("src").startswith("/audio/")
+    assert page.locator("#cond-ref").get_attribute("src").startswith("/listen/")
     assert page.locator("#btn-play").is_disabled()
     text = page.locator("#listen-app").inner_text()
     for hidden in (pair.clip_a.system.name, pair.clip_b.system.name, pair.clip_a.sha256[:12]):
@@ -181,8 +182,8 @@ def test_annotator_judges_a_pair_with_the_keyboard(live_server, page, listening_
     assert not console_errors, console_errors
     # The whole cycle was four requests: the next pair, both clips, and the judgment that carried the listening.
     assignment_url = f"/api/studies/{study.name}/assignments/{assignment.pk}/judgment/"
-    clips = [f"/audio/{clip.public_id}/" for clip in (pair.clip_b, pair.clip_a)]  # clip_b is on screen as A
-    sent = calls(exclude=[f"/audio/{pair.condition.reference.public_id}/"])
+    clips = [pair_audio_path(assignment_id=assignment.pk, label=side) for side in "AB"]  # the assignment's own URLs
+    sent = calls(exclude=[pair_audio_path(assignment_id=assignment.pk, label="ref")])
     assert len(sent) == 4, sent
     assert sent[0] == ("POST", f"/api/studies/{study.name}/next/") and sent[3] == ("POST", assignment_url), sent
     assert sorted(sent[1:3]) == sorted(("GET", clip) for clip in clips), sent  # the two clips load side by side
@@ -300,7 +301,7 @@ def cycle_requests(page):
 
     def note(request):
         path = urlsplit(request.url).path
-        if path.startswith(("/api/", "/audio/")):
+        if path.startswith(("/api/", "/audio/", "/listen/")):
             seen.append((request.method, path))
 
     page.on("request", note)
@@ -526,7 +527,7 @@ def test_on_a_phone_each_pair_after_the_first_needs_no_next_request(live_server,
             page.wait_for_function(f"document.getElementById('progress-text').textContent.startsWith('{turn + 1} of')")
         page.wait_for_selector("#stage-empty", state="visible")
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
-        sent = calls(exclude=[f"/audio/{pair.condition.reference.public_id}/"])
+        sent = calls(exclude=[pair_audio_path(assignment_id=a.pk, label="ref") for a in Assignment.objects.filter(annotator=user)])
         # Seven requests for two pairs: 4 for the first, 3 for the second (its pair came in the first judgment's answer).
         kinds = [path.rsplit("/", 2)[-2] if method == "POST" else "clip" for method, path in sent]
         assert kinds == ["next", "clip", "clip", "judgment", "clip", "clip", "judgment"], sent

@@ -19,7 +19,7 @@ from annotation import services
 from annotation.models import Assignment, AudioFetch, Clip, Judgment, ListeningEvent
 from common import audio_proof
 from tests.factories import ClipFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
-from tests.listening import Clock, prove
+from tests.listening import Clock, clip_at, prove
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ class Page:
         return self.client.post(url, json.dumps(body), content_type="application/json")
 
     def clip(self, side: str) -> Clip:
-        return Clip.objects.get(public_id=self.assignment["clips"][side]["url"].split("/")[2])
+        return clip_at(self.assignment["clips"][side]["url"])
 
     def fetch(self, side: str, *, prove: bool = True, **headers) -> bytes:
         """GET the clip as the page does, and (unless told not to) answer its Audio-Proof header from the bytes received."""

@@ -17,6 +17,7 @@ from annotation.selectors import study_loudness
 from common.errors import ServiceError
 from common.loudness import PEAK_CEILING_DBTP, page_gain_db, playback_gain_db
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
+from tests.listening import clip_at
 
 pytestmark = pytest.mark.django_db
 SR = 48000
@@ -80,7 +81,7 @@ def _by_url(body: dict, clips: dict) -> dict:
     out = {}
     for entry in (body["clips"]["A"], body["clips"]["B"], body["condition"]["reference"]):
         for name, (clip, _) in clips.items():
-            if str(clip.public_id) in entry["url"]:
+            if clip_at(entry["url"]).pk == clip.pk:
                 out[name] = entry["gain_db"]
     return out
 

@@ -80,7 +80,11 @@ def test_full_battle_in_a_real_browser(live_server, browser_page, settings, tmp_
     page.click("#btn-play")
     arena_hear(page, "A", 1.0)
     arena_hear(page, "B", 1.0)
-    page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=10000)
+    try:
+        # Generous: on a loaded machine the vote opens with the next listening answer, which can be seconds away.
+        page.wait_for_function("!document.querySelector('button.vote[data-vote=a]').disabled", timeout=30000)
+    except Exception as exc:
+        raise AssertionError(f"the vote stayed closed after both clips were counted: {page.evaluate('window.auditoriumArena.snapshot()')}") from exc
     if page.evaluate("window.auditoriumArena.snapshot().playing"):
         page.keyboard.press("Space")
     # Past the minimum the count reads as done, not as "8.1 of 5.0".

@@ -24,7 +24,7 @@ PUBLIC = {
 # Any signed-in annotator; object-level rules (own assignment, membership) are tested per app.
 ANNOTATOR = {
     "home", "consent", "consent-withdraw", "annotate", "api-study-list", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-judgment-cycle", "api-assignment-skip",
-    "clip-audio",
+    "clip-audio", "pair-audio",
     # Headphone check, practice round and the recruited participant's end page: membership checked per request.
     "screening", "screening-submit", "screening-trial", "practice", "practice-audio", "recruitment-done",
     # Judge benchmarks: any signed-in user may post; membership of the team is checked per request (tests/benchmarks).

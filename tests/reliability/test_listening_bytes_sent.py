@@ -18,7 +18,7 @@ import requests
 from annotation.models import AudioFetch, Clip
 from arena.models import BattleAudioFetch
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
-from tests.listening import Clock
+from tests.listening import Clock, clip_at
 from tests.live_uvicorn import serving
 from tests.raw_audio import RATE, TOKEN, get_headers_then_close, long_clip
 
@@ -94,7 +94,7 @@ def test_an_annotator_who_closes_after_the_headers_is_not_credited_and_the_judgm
         # The same listener reading both clips whole is credited whole, and the same events then pass.
         for side in ("A", "B"):
             body = requests.get(base + assignment["clips"][side]["url"], cookies=cookies, timeout=30).content
-            assert len(body) == Clip.objects.get(public_id=assignment["clips"][side]["url"].split("/")[2]).file.size
+            assert len(body) == clip_at(assignment["clips"][side]["url"]).file.size
     whole = AudioFetch.objects.filter(user=annotator, first_byte=0).order_by("-last_byte").first()
     assert whole is not None and whole.last_byte == whole.total_bytes - 1
     assert pair.pk
