@@ -145,7 +145,16 @@ class ListenEventsApi(ArenaApi):
         position = serializers.FloatField(required=False, allow_null=True, min_value=0)
 
     class EventsInput(serializers.Serializer):
-        events = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=50)
+        events = serializers.ListField(child=serializers.DictField(), max_length=50, required=False, default=list)
+        receipts = serializers.ListField(
+            child=serializers.DictField(), max_length=8, required=False, default=list,
+            help_text="Proof of receiving a clip: {side, token: the audio response's Audio-Proof header, bytes: base64 of its bytes at the token's ranges, in order}.",
+        )
+
+        def validate(self, attrs):
+            if not attrs["events"] and not attrs["receipts"]:
+                raise serializers.ValidationError("Send at least one event or one receipt.")
+            return attrs
 
     @extend_schema(request=EventsInput, responses=OpenApiTypes.OBJECT)
     def post(self, request, public_id):
@@ -154,7 +163,9 @@ class ListenEventsApi(ArenaApi):
         data.is_valid(raise_exception=True)
         events = self.EventSerializer(data=data.validated_data["events"], many=True)
         events.is_valid(raise_exception=True)
-        result = services.listen_events_record(battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data])
+        result = services.listen_events_record(
+            battle=battle, visitor=self.visitor(request), events=[dict(e) for e in events.validated_data], receipts=data.validated_data["receipts"]
+        )
         need = float(settings.ARENA_MIN_LISTEN_SECONDS)
         heard = result["heard"]
         return Response({**result, "min_listen_seconds": need, "can_vote": heard["a"] >= need and heard["b"] >= need})

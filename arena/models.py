@@ -218,6 +218,20 @@ class BattleAudioFetch(models.Model):
         ordering = ["served_at", "id"]
 
 
+class BattleAudioReceipt(models.Model):
+    """The visitor's proof of receiving one response of a battle side (common/audio_proof.py): only fetches with one count
+    as heard, so a client that read the headers and left is credited nothing."""
+
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="audio_receipts")
+    side = models.CharField(max_length=1, choices=Battle.Side.choices)
+    first_byte = models.PositiveBigIntegerField()
+    last_byte = models.PositiveBigIntegerField()
+    received_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["battle", "side", "first_byte", "last_byte"], name="one_arena_receipt_per_range")]
+
+
 class Vote(models.Model):
     class Choice(models.TextChoices):
         A = "a", "A is better"

@@ -13,7 +13,7 @@ from common.deferred import deferred_rows
 
 from .adapters import adapter_for
 from .leaderboard import BOARDS, VoteRow, vote_row_of
-from .models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, BoardSnapshot, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
+from .models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, BattleAudioReceipt, BoardSnapshot, Health, LeaderboardSnapshot, ListenEvent, ReleaseBuild, Vote
 
 SIDES = ("a", "b")
 PRIVATE_LABEL = "Pre-release system (named in the next data release)"
@@ -33,8 +33,10 @@ def listening_record(battle: Battle) -> dict:
         listening.Event(seq=seq or 0, side=side, kind=kind, at=at)
         for seq, side, kind, at in ListenEvent.objects.filter(battle=battle).values_list("seq", "side", "kind", "server_time")
     ]
+    # Only responses the visitor proved receiving (an answered Audio-Proof, BattleAudioReceipt) count as sent.
+    proven = set(BattleAudioReceipt.objects.filter(battle=battle).values_list("side", "first_byte", "last_byte"))
     fetches = [
-        listening.Fetch(side=side, first_byte=first, last_byte=last, total_bytes=total, at=at)
+        listening.Fetch(side=side, first_byte=first, last_byte=last, total_bytes=total, at=at, proven=(side, first, last) in proven)
         for side, first, last, total, at in BattleAudioFetch.objects.filter(battle=battle).values_list("side", "first_byte", "last_byte", "total_bytes", "served_at")
     ]
     return listening.evidence(events=events, fetches=fetches, durations=dict.fromkeys(SIDES, battle.duration_requested))

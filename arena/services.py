@@ -22,7 +22,7 @@ from django.utils.module_loading import import_string
 from annotation.models import Clip, System
 from annotation.services import clip_ingest_array
 from auditorium.celery import task
-from common import listening
+from common import audio_proof, listening
 from common.cache import cache_forget, cache_get, cache_set_many
 from common.debounce import debounced_apply
 from common.deferred import deferred_rows
@@ -32,11 +32,11 @@ from common.rates import hit_many, salted_hash
 
 from . import jobs, sampling
 from .adapters import GenerationError, GenerationRequest, adapter_for, prompt_key, timed_generate
-from .blind import blind_wav
-from .levelling import prepare_audio
+from .audio import receipts_store
 from .boards import boards_all
 from .leaderboard import MA_MIN_VOTES, MUSIC_ARENA, noisy_boards
-from .models import ArenaPrompt, ArenaSystem, Battle, BattleAudioFetch, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
+from .levelling import prepare_audio
+from .models import ArenaPrompt, ArenaSystem, Battle, Health, LeaderboardSnapshot, ListenEvent, RejectedVote, Visitor, Vote
 from .moderation import REASON_TEXT, is_instrumental, moderate
 from .selectors import (
     SIDES,
@@ -287,12 +287,13 @@ def battle_generate_side(*, battle_id: int, side: str) -> Battle:
 # --- Listening --------------------------------------------------------------------------
 
 
-def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], now=None) -> dict:
-    """Store a batch of play/pause/seek/switch/tick/ended events stamped with the server's arrival time.
+def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: list[dict], receipts=None, now=None) -> dict:
+    """Store a batch of play/pause/seek/switch/tick/ended events stamped with the server's arrival time, and the
+    page's receipts for the audio it received (common.audio_proof: only proven responses count as sent).
 
     Returns the seconds heard per side as the server counts them (common.listening),
     how many events were new and how many were ignored as already received (a replay),
-    and the last event number received.
+    and the last event number received. A receipt that fails its check refuses the whole post, nothing stored.
     """
     visitor = _require_terms(visitor)
     if battle.visitor_id != visitor.pk:
@@ -307,26 +308,16 @@ def listen_events_record(*, battle: Battle, visitor: Visitor | None, events: lis
         locked = Battle.objects.select_for_update(no_key=True).get(pk=battle.pk)
         if locked.status != Battle.Status.READY:
             raise ArenaError("This battle is not open for listening.", code="not_listening", status=409)
-        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq)
+        fresh, ignored = listening.events_clean(events, sides=SIDES, last_seq=locked.listen_seq) if events else ([], 0)
+        proven = receipts_store(battle=locked, receipts=receipts, now=now)
+        if proven and not fresh:
+            locked.listening = listening_record(locked)
+            locked.save(update_fields=["listening"])
         listening.events_append(
             locked, fresh, event_model=ListenEvent, owner_field="battle", seq_field="listen_seq", record=listening_record, limit=settings.ARENA_MAX_EVENTS_PER_BATTLE, now=now,
             full=lambda: ArenaError("This battle has recorded as many listening events as it can.", code="too_many_events", status=429, retry_after=60),
         )
     return {"heard": listen_seconds(locked), "accepted": len(fresh), "ignored": ignored, "last_seq": locked.listen_seq}
-
-
-def battle_audio_path(*, battle: Battle, side: str):
-    """The side's clip in the one shape every battle clip is served in (arena/blind.py)."""
-    return blind_wav(battle.clip_for(side), seconds=battle.duration_requested, rate=int(settings.ARENA_SAMPLE_RATE))
-
-
-def battle_audio_fetch_record(*, battle: Battle, side: str, served: tuple[int, int, int] | None, now=None) -> None:
-    """Note the bytes of a side's audio sent to the battle's visitor (nothing for a 304 or HEAD)."""
-    if served is None:
-        return
-    first, last, total = served
-    # Queued under the ASGI server and written in batches; readers flush first (common/deferred.py).
-    deferred_rows.add(BattleAudioFetch(battle=battle, side=side, first_byte=first, last_byte=last, total_bytes=total, served_at=now or timezone.now()))
 
 
 # --- Votes -------------------------------------------------------------------------------
@@ -455,7 +446,7 @@ def _vote_replay(*, battle: Battle, visitor: Visitor, idempotency_key: str) -> V
     return vote
 
 
-def _listening_recounted(battle: Battle, need: float) -> list[tuple[str, float, bool]]:
+def _listening_recounted(battle: Battle, need: float) -> tuple[list[tuple[str, float, bool]], dict]:
     """The shortfalls of the battle's record counted again from its rows, stored when that clears them.
 
     The record kept on the battle is counted at each events post. An audio note taken by another server
@@ -467,7 +458,7 @@ def _listening_recounted(battle: Battle, need: float) -> list[tuple[str, float, 
     if not short:
         battle.listening = record
         Battle.objects.filter(pk=battle.pk).update(listening=record)
-    return short
+    return short, record
 
 
 def _vote_input_clean(*, choice: str, feedback: str) -> str:
@@ -493,10 +484,13 @@ def vote_rules_check(*, battle: Battle, visitor: Visitor, recent_votes: int, now
     need = float(settings.ARENA_MIN_LISTEN_SECONDS)
     short = listening.shortfalls(battle.listening, sides=SIDES, minimum=need)
     if short:
-        short = _listening_recounted(battle, need)
+        short, record = _listening_recounted(battle, need)
     if short:
+        # A side sent but not proven was fetched: the proof sentence says what is missing instead.
+        unproven = [side for side, _, _ in short if side in record.get("unproven", [])]
+        short = [(side.upper(), seconds, fetched or side in unproven) for side, seconds, fetched in short]
         raise ArenaError(
-            listening.shortfall_message([(side.upper(), *rest) for side, *rest in short], minimum=need, label="clip", action="voting"),
+            listening.shortfall_message(short, minimum=need, label="clip", action="voting") + audio_proof.unproven_sentence([side.upper() for side in unproven]),
             code="listen_required",
             status=403,
             extra={"heard": listen_seconds(battle), "min_listen_seconds": need},

@@ -11,10 +11,11 @@ from django.views.decorators.http import require_safe
 
 from common.ranged import ranged_file_response
 
+from .audio import battle_audio_fetch_record, battle_audio_path
 from .models import Battle
 from .release_builds import release_visible
 from .selectors import battle_to_resume, leaderboard_latest, rating_history
-from .services import battle_audio_fetch_record, battle_audio_path, visitor_for_cookie
+from .services import visitor_for_cookie
 
 
 @require_safe
@@ -66,6 +67,6 @@ def battle_audio(request: HttpRequest, public_id, side: str) -> HttpResponse:
         # What reached the visitor is what can have been heard: the vote checks listening against it.
         battle_audio_fetch_record(battle=battle, side=side, served=(first, last, total), now=started)
 
-    response = ranged_file_response(request, str(path), etag=f"{battle.public_id}-{side}", content_type="audio/wav", on_sent=sent)
+    response = ranged_file_response(request, str(path), etag=f"{battle.public_id}-{side}", content_type="audio/wav", on_sent=sent, proof_at=started)
     response["Cache-Control"] = "private, no-store"
     return response

@@ -391,10 +391,15 @@ async def drive(args, base_url, users, visitors):
         if status != 200:
             failures[f"battle {status}"] += 1
             return False
+        receipts = []
         for side in ("a", "b"):
-            if not await fetch_audio(session, f"{base_url}/arena/audio/{battle}/{side}/", failures, "arena audio"):
+            got = await fetch_audio(session, f"{base_url}/arena/audio/{battle}/{side}/", failures, "arena audio", side=side)
+            if not got:
                 return False
-        if not await listen(session, f"{base_url}/arena/api/battles/{battle}/events/", ("a", "b"), failures, "arena events"):
+            if isinstance(got, dict):
+                receipts.append(got)
+        # The clips' receipts ride with the first events post, as arena.js sends them: only proven audio counts.
+        if not await listen(session, f"{base_url}/arena/api/battles/{battle}/events/", ("a", "b"), failures, "arena events", receipts=receipts):
             return False
         status, body = await request(session, "vote", "POST", f"{base_url}/arena/api/battles/{battle}/vote/", failures, json={"vote": "a", "idempotency_key": secrets.token_hex(12)})
         if status in (200, 201):

@@ -19,6 +19,8 @@
   };
   let battle = null;
   let queue = [];
+  // Proofs of the clips received (AuditoriumProof), sent with the next events post: only proven audio counts as heard.
+  let receipts = [];
   let flushing = false;
   let flushQueued = false;
   let tickTimer = null;
@@ -150,7 +152,14 @@
       try {
         const response = await fetch(mine.audio[side.toLowerCase()], { credentials: "same-origin" });
         if (!response.ok) throw new Error("HTTP " + response.status);
-        const buffer = await context.decodeAudioData(await response.arrayBuffer());
+        const bytes = await response.arrayBuffer();
+        // Taken before decoding, which takes the buffer; it leaves with the next events post.
+        const receipt = window.AuditoriumProof ? window.AuditoriumProof.receipt(response, bytes, side.toLowerCase()) : null;
+        if (receipt && battle === mine) {
+          receipts.push(receipt);
+          queueMicrotask(flush);
+        }
+        const buffer = await context.decodeAudioData(bytes);
         if (transport !== t) return;
         t.buffers[side] = buffer;
         sideEls[side].status.textContent = "";
@@ -191,6 +200,7 @@
     $("vote-error").textContent = "";
     battle.seq = battle.listen_seq || 0;
     queue = [];
+    receipts = [];
     updateHeard(battle.heard);
     loadClips(battle);
     if (!tickTimer) tickTimer = setInterval(tick, 100);
@@ -212,24 +222,34 @@
 
   // One post at a time, in order; a batch whose answer was lost is sent again as it was.
   async function flush() {
-    if (flushing || !queue.length || !battle) return;
+    if (flushing || (!queue.length && !receipts.length) || !battle) return;
     flushing = true;
     lastFlush = performance.now();
     const mine = battle;
     const batch = queue.slice(0, 50);
+    const proofs = receipts.slice(0, 8);
     let r;
     try {
-      r = await api(root.dataset.apiBattles + mine.id + "/events/", "POST", { events: batch });
+      r = await api(root.dataset.apiBattles + mine.id + "/events/", "POST", { events: batch, receipts: proofs });
     } catch (e) {
       r = null;
     }
     flushing = false;
     if (battle !== mine) return;
-    if (r && r.status < 500 && r.status !== 429) queue.splice(0, batch.length);
+    if (r && !r.ok && r.status < 500 && r.status !== 429 && proofs.length) {
+      // A refused receipt refuses its whole post: send the events again without it (that clip then counts as unproven).
+      receipts.splice(0, proofs.length);
+      flush();
+      return;
+    }
+    if (r && r.status < 500 && r.status !== 429) {
+      queue.splice(0, batch.length);
+      receipts.splice(0, proofs.length);
+    }
     if (r && r.ok) {
       if (r.data.last_seq > battle.seq) battle.seq = r.data.last_seq;
       updateHeard(r.data.heard, r.data.can_vote);
-      if (queue.length) flush();
+      if (queue.length || receipts.length) flush();
     }
   }
 

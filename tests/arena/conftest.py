@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from arena.blind import HEADER_BYTES, SAMPLE_BYTES, blind_frames
 from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, Visitor
-from arena.services import battle_audio_fetch_record, listen_events_record, visitor_accept_terms
+from arena.audio import battle_audio_fetch_record
+from arena.services import listen_events_record, visitor_accept_terms
 from tests.factories import ClipFactory, SystemFactory
 
 FAST_RATES = {
@@ -66,10 +67,32 @@ def ready_battle(visitor: Visitor, system_a: ArenaSystem, system_b: ArenaSystem,
     )
 
 
-def fetch_audio(battle: Battle, *, side: str, at) -> None:
-    """What the audio endpoint notes when it sends a side's clip whole."""
+def fetch_audio(battle: Battle, *, side: str, at, proven: bool = True) -> None:
+    """What the audio endpoint notes when it sends a side's clip whole, and (unless `proven` is False) the page's
+    receipt for it: the Audio-Proof answer a client holding the bytes gives, checked by the service."""
     size = HEADER_BYTES + SAMPLE_BYTES * blind_frames(seconds=battle.duration_requested, rate=int(settings.ARENA_SAMPLE_RATE))
     battle_audio_fetch_record(battle=battle, side=side, served=(0, size - 1, size), now=at)
+    if proven:
+        prove_audio(battle, side=side, at=at)
+
+
+def arena_receipt(battle: Battle, *, side: str, at, first: int = 0, last: int | None = None) -> dict:
+    """The receipt a page holding the side's served bytes sends for a response of [first, last] issued at `at`."""
+    from arena.audio import battle_audio_path
+    from arena.selectors import battle_audio_url
+    from common import audio_proof
+
+    path = battle_audio_path(battle=battle, side=side)
+    data = path.read_bytes()
+    last = len(data) - 1 if last is None else last
+    token = audio_proof.challenge_token(path=battle_audio_url(battle, side), first=first, last=last, issued=at, ranges=audio_proof.challenge_ranges(first, last), source=str(path))
+    return {"side": side, "token": token, "bytes": audio_proof.answer_for(data, token)}
+
+
+def prove_audio(battle: Battle, *, side: str, at) -> None:
+    from arena.audio import receipts_store
+
+    receipts_store(battle=Battle.objects.get(pk=battle.pk), receipts=[arena_receipt(battle, side=side, at=at)], now=at)
 
 
 def send(battle: Battle, visitor: Visitor, events: list[tuple[float, str, str]], *, start) -> dict:

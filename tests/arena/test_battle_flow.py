@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from arena.models import AdapterKind, Battle, BattleAudioFetch, ListenEvent, RejectedVote, Vote
 from arena.services import ArenaError, listen_events_record, vote_submit
-from common import listening
+from common import audio_proof, listening
 
 from .conftest import arena_system, fetch_audio, listen, ready_battle, send, visitor_client, visitor_with_terms
 
@@ -89,6 +89,10 @@ def test_full_battle_on_demo_systems_reveals_only_after_the_vote(demo_pair, djan
         pre_vote.append(body)
         pre_vote.append(json.dumps(dict(audio.headers)).encode())
         assert data["audio"][side] == f"/arena/audio/{data['id']}/{side}/"
+        # The page's proof of receiving the clip, as arena.js sends it with its next events post.
+        receipt = {"side": side, "token": audio[audio_proof.HEADER], "bytes": audio_proof.answer_for(body, audio[audio_proof.HEADER])}
+        proved = post(client, events_url(data["id"]), {"receipts": [receipt]})
+        assert proved.status_code == 200, proved.content
     pre_vote.append(client.get(reverse("arena:arena")).content)
     # Pretend the clips became ready and were fetched a minute ago, so the listening below happened after that.
     Battle.objects.filter(pk=battle.pk).update(ready_at=timezone.now() - timedelta(seconds=60))

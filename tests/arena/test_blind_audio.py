@@ -20,7 +20,8 @@ from arena.seed import PREBAKED_PROMPTS, arena_seed
 from .conftest import visitor_client, visitor_with_terms
 
 # What differs per response by design and names no system: the per-battle ETag, the date.
-PER_RESPONSE = {"ETag", "Date"}
+# The Audio-Proof challenge is drawn at random per response (common/audio_proof.py), whatever the system.
+PER_RESPONSE = {"ETag", "Date", "Audio-Proof"}
 
 
 def chunks(data: bytes) -> list[str]:

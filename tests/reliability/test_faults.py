@@ -25,7 +25,7 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.models import Judgment
-from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, ListenEvent, Vote
+from arena.models import AdapterKind, ArenaSystem, Battle, BattleAudioFetch, BattleAudioReceipt, ListenEvent, Vote
 from arena.selectors import listening_record
 from arena.services import visitor_accept_terms
 from tests.factories import ClipFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, SystemFactory
@@ -63,6 +63,8 @@ def ready_battles(n: int, *, per_visitor: int = 1):
             BattleAudioFetch.objects.bulk_create(
                 [BattleAudioFetch(battle=battle, side=side, first_byte=0, last_byte=999, total_bytes=1000, served_at=ready_at) for side in ("a", "b")]
             )
+            # ... and proven received (tests/arena/test_audio_proof.py checks the receipts themselves).
+            BattleAudioReceipt.objects.bulk_create([BattleAudioReceipt(battle=battle, side=side, first_byte=0, last_byte=999, received_at=ready_at) for side in ("a", "b")])
             ListenEvent.objects.bulk_create(
                 [
                     ListenEvent(battle=battle, seq=6 * n + k + 1, side=side, kind=kind, server_time=ready_at + timedelta(seconds=1 + 12 * n + 2 * k))

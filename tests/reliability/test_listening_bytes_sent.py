@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import time
 import uuid
+from datetime import timedelta
 
 import pytest
 import requests
+from django.utils import timezone
 
-from annotation.models import AudioFetch, Clip
+from annotation.models import AudioFetch
 from arena.models import BattleAudioFetch
 from tests.factories import PairFactory, StudyAnnotatorFactory, StudyFactory, UserFactory
 from tests.listening import Clock, clip_at
@@ -120,3 +122,11 @@ def test_an_arena_visitor_who_closes_after_the_headers_is_not_credited(settings)
         whole = requests.get(f"http://127.0.0.1:{port}/arena/audio/{battle.public_id}/a/", cookies={settings.ARENA_VISITOR_COOKIE: cookie}, timeout=30)
         assert whole.status_code == 200
     assert wait_for(lambda: BattleAudioFetch.objects.filter(battle=battle, side="a", first_byte=0, last_byte=len(whole.content) - 1).exists())
+    # Plausible playing after it counts nothing: no response was proven received (the headers-only ones cannot be).
+    from arena.selectors import listening_record
+    from tests.arena.conftest import send
+
+    start = timezone.now() + timedelta(seconds=1)  # after every fetch, so only the proof can withhold the credit
+    heard = send(battle, visitor, [(0.0, "play", "a"), *[(float(k), "tick", "a") for k in range(1, 4)], (3.0, "switch", "b"), *[(3.0 + k, "tick", "b") for k in range(1, 4)], (6.0, "pause", "b")], start=start)["heard"]
+    assert heard == {"a": 0.0, "b": 0.0}, heard
+    assert set(listening_record(battle).get("unproven", [])) == {"a", "b"}
