@@ -5,14 +5,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import F, Q
 from django.urls import Resolver404, resolve, reverse
 
 from annotation.models import Clip, Study
 from common.audio_render import Shape, shape_of
 from common.blind import letter_of, letter_token
 
-from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingTask, TaskType
+from .models import ACR_LABELS, MULTI_BANDS, RatingAssignment, RatingItemClip, RatingTask, TaskType
 
 # What each dimension asks, in the page's words; keys match the submit's ratings.
 QUESTIONS = {
@@ -59,12 +59,22 @@ def page_clips(assignment: RatingAssignment) -> dict[str, Clip]:
 
 
 def page_shape(assignment: RatingAssignment, clips: dict[str, Clip]) -> Shape | None:
-    """The one shape every clip of a multi-stimulus page is served in (common.audio_render), letters and open reference
-    alike, so that no size, length or gain tells the hidden reference from the other letters; None for an acr page,
-    whose one clip is served as stored."""
-    if assignment.item.study.rating_task.task != TaskType.MULTI or not clips:
+    """The one shape every clip of a page is served in (common.audio_render), letters and open reference alike, so that
+    no size, length or gain tells a hidden reference from the other letters: every multi-stimulus page, and the acr
+    pages of a study that rates an open reference as an item (ACR-HR). Otherwise None: an acr page's clip is served
+    as stored (no padding where there is nothing to hide)."""
+    if not clips:
         return None
-    return shape_of(clips.values())
+    task = assignment.item.study.rating_task.task
+    if task == TaskType.MULTI or (task == TaskType.ACR and REFERENCE in clips and _rates_a_reference(assignment.item.study_id)):
+        return shape_of(clips.values())
+    return None
+
+
+def _rates_a_reference(study_id: int) -> bool:
+    """Whether any item of the study rates its condition's open reference: then every acr page of it is rendered in one
+    shape, a study-wide choice that tells nothing about any one page."""
+    return RatingItemClip.objects.filter(item__study_id=study_id, clip_id=F("item__condition__reference_id")).exists()
 
 
 @dataclass(frozen=True)

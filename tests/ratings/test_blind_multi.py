@@ -277,3 +277,54 @@ def test_one_clip_under_two_assignments_has_two_names_and_two_etags(client):
     # A letter's name is no key: someone outside the study holding it hears nothing (the clip rule decides).
     client.force_login(UserFactory())
     assert client.get(urls[1][0]).status_code in (403, 404)
+
+
+# --- ACR pages of a study that rates the open reference itself (ACR-HR) ----------------------------------------------
+
+
+def _acr_study(*, hidden: bool):
+    study = StudyFactory(overlap_target=1, min_listen_seconds=1.0, lock_ttl_seconds=600)
+    services.rating_task_set(study=study, task="acr", dimensions=["musicality"])
+    twin = _clip("acr-open-twin", seconds=1.25, rate=22050, amp=0.2, freq=330.0)
+    condition = ConditionFactory(reference=twin)
+    rated = [_clip("acr-long-loud", seconds=2.0, rate=48000, amp=0.3, freq=440.0, channels=2), _clip("acr-short-quiet", seconds=0.75, rate=16000, amp=0.03, freq=550.0)]
+    for clip in [*rated, *([twin] if hidden else [])]:
+        services.rating_item_add(study=study, condition=condition, clips=[clip])
+    return study, twin, rated
+
+
+def _acr_pages(client, study, n: int):
+    user = StudyAnnotatorFactory(study=study).annotator
+    client.force_login(user)
+    pages = []
+    for _ in range(n):
+        payload, assignment = _next(client, study)
+        (letter,) = payload["clips"]
+        pages.append((payload, assignment, letter, payload["condition"]["reference"]))
+        services.rating_skip(assignment_id=assignment.pk, annotator=user, reason="next page")
+    return pages
+
+
+def test_acr_pages_of_a_study_with_a_hidden_reference_give_the_item_and_the_open_reference_one_shape(client):
+    study, twin, rated = _acr_study(hidden=True)
+    pages = _acr_pages(client, study, 3)
+    assert sorted(assignment.labels[letter["label"]] for _, assignment, letter, _ in pages) == sorted([twin.pk, *(c.pk for c in rated)])
+    for payload, assignment, letter, open_ref in pages:
+        # On every page, the rated clip and the open reference: one duration, 0 dB, the same size and type.
+        assert letter["duration"] == open_ref["duration"] and letter["gain_db"] == open_ref["gain_db"] == 0.0
+        mine, ref = _served(client, letter["url"]), _served(client, open_ref["url"])
+        for name in ("content-length", "content-type"):
+            assert mine["get"][name] == ref["get"][name], name
+        assert mine["range"]["content-range"] == ref["range"]["content-range"] and mine["get"]["etag"] != ref["get"]["etag"]
+        info, ref_info = sf.info(io.BytesIO(mine["body"])), sf.info(io.BytesIO(ref["body"]))
+        assert (info.samplerate, info.channels, info.frames) == (ref_info.samplerate, ref_info.channels, ref_info.frames)
+
+
+def test_acr_pages_without_a_hidden_reference_serve_the_clip_as_stored(client):
+    study, twin, rated = _acr_study(hidden=False)
+    pages = _acr_pages(client, study, 2)
+    for payload, assignment, letter, open_ref in pages:
+        clip = Clip.objects.get(pk=assignment.labels[letter["label"]])
+        assert letter["duration"] == round(clip.duration, 3) and open_ref["duration"] == round(twin.duration, 3)
+        with clip.file.open("rb") as handle:
+            assert _served(client, letter["url"])["body"] == handle.read()
