@@ -183,9 +183,11 @@ def practice_page(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("screening", name=study.name)
     total = services.practice_servable(study=study).count()
     if request.method == "POST":
-        if _unheard(request, "practice", str(request.POST.get("item", ""))[:20], ("a", "b")):
-            return _page(request, "annotation/forbidden.html", {"message": "Play both clips before answering: the practice counts only what was heard."}, status=400)
         try:
+            services.practice_receipts_check(
+                item_id=int(request.POST.get("item") or 0), shown_a=request.POST.get("shown_a", ""),
+                receipts={"A": request.POST.get("receipt_A", ""), "B": request.POST.get("receipt_B", "")},
+            )  # fmt: skip
             answer = services.practice_answer(
                 item_id=int(request.POST.get("item") or 0),
                 study=study,
@@ -232,8 +234,8 @@ def practice_audio(request: HttpRequest, item_id: int, which: str) -> HttpRespon
     if item is None or which not in ("a", "b") or not selectors.is_active_member(study=item.study, user=request.user):
         raise Http404("No such audio.")
     clip = item.clip_a if which == "a" else item.clip_b
-    _heard(request, "practice", str(item.pk), which)
-    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256))
+    # Whole files only and a challenge on each: the answer counts once the page proves it received both (no fetch record kept).
+    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256), proof_at=timezone.now(), ranges=False)
 
 
 # --- Recruitment links ---------------------------------------------------------------------

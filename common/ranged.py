@@ -131,11 +131,14 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_type: str | None = None, on_sent=None, proof_at=None) -> HttpResponse:
+def ranged_file_response(
+    request: HttpRequest, path: str, *, etag: str, content_type: str | None = None, on_sent=None, proof_at=None, ranges: bool = True
+) -> HttpResponse:
     """The file, whole or the requested range; `on_sent(first byte, last byte, file size)` runs at the end of a GET with what was sent.
 
     With `proof_at` (the time the fetch is recorded at), a GET's response carries the challenge a client answers to
-    show it received the bytes (common/audio_proof.py)."""
+    show it received the bytes (common/audio_proof.py). `ranges=False` always sends the whole file: for a route that
+    keeps no record of what it sent, so a Range fetch of just the challenged bytes cannot answer a challenge."""
     size = os.path.getsize(path)
     content_type = content_type or CONTENT_TYPES.get(os.path.splitext(path)[1].lower()) or mimetypes.guess_type(path)[0] or "application/octet-stream"
     quoted = quote_etag(etag)
@@ -144,7 +147,7 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
         response["ETag"] = quoted
         return response
 
-    header = request.headers.get("Range")
+    header = request.headers.get("Range") if ranges else None
     byte_range = None
     if header and request.headers.get("If-Range", quoted) == quoted:
         try:
@@ -171,7 +174,7 @@ def ranged_file_response(request: HttpRequest, path: str, *, etag: str, content_
     response["Content-Length"] = str(end - start + 1)
     if byte_range is not None:
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
-    response["Accept-Ranges"] = "bytes"
+    response["Accept-Ranges"] = "bytes" if ranges else "none"
     response["ETag"] = quoted
     if proof_at is not None and request.method == "GET":
         response[audio_proof.HEADER] = audio_proof.challenge_token(path=request.path, first=start, last=end, issued=proof_at, ranges=audio_proof.challenge_ranges(start, end), source=path)

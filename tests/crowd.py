@@ -11,12 +11,20 @@ def play_screen(client, attempt) -> None:
         assert client.get(reverse("screening-trial", kwargs={"token": attempt.token, "index": index})).status_code == 200
 
 
-def play_practice(client, item) -> None:
-    """Fetch both clips of a practice item."""
-    for which in ("a", "b"):
+def play_practice(client, item, shown_a: str = "a") -> dict:
+    """Fetch both clips of a practice item; returns the answer form's receipt fields, as the page fills them."""
+    import json
+
+    from common import audio_proof
+
+    fields = {}
+    for side, which in (("A", shown_a), ("B", "b" if shown_a == "a" else "a")):
         response = client.get(reverse("practice-audio", kwargs={"item_id": item.pk, "which": which}))
-        assert response.status_code in (200, 206)
-        b"".join(response.streaming_content) if response.streaming else response.content
+        assert response.status_code == 200
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        token = response[audio_proof.HEADER]
+        fields[f"receipt_{side}"] = json.dumps({"side": side, "token": token, "bytes": audio_proof.answer_for(body, token)})
+    return fields
 
 
 def hear_practice(page, seconds: float) -> None:

@@ -22,7 +22,7 @@ from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listenin
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
 from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
-from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_remove, practice_servable
+from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_receipts_check, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
 from .recruitment import (
     SIGNATURE_PARAM,
@@ -51,6 +51,7 @@ __all__ = [
     "practice_answer",
     "practice_from_gold",
     "practice_next",
+    "practice_receipts_check",
     "practice_remove",
     "practice_servable",
     "SIGNATURE_PARAM",

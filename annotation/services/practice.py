@@ -8,9 +8,13 @@ practice answer cannot teach the expected answer of a gold check that comes late
 
 from __future__ import annotations
 
+import json
+
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.urls import reverse
 
+from common import audio_proof
 from common.errors import ServiceError
 
 from ..crowd_models import PracticeAnswer, PracticeItem
@@ -104,3 +108,30 @@ def practice_remove(*, study, item_id: int) -> int:
         answers = item.answers.count()
         item.delete()
     return answers
+
+
+def practice_receipts_check(*, item_id: int, shown_a: str, receipts: dict) -> None:
+    """Refuse a practice answer unless the page proved receiving both clips (common.audio_proof: each clip's
+    Audio-Proof answered with its bytes), with the reason. `receipts`: the form's receipt per clip as shown (A, B)."""
+    if shown_a not in ("a", "b"):
+        raise ServiceError("The page lost which clip was shown first; reload it.", code="bad_side")
+    which = {"A": shown_a, "B": "b" if shown_a == "a" else "a"}
+    urls = {side: reverse("practice-audio", kwargs={"item_id": item_id, "which": which[side]}) for side in which}
+    given = []
+    for side in ("A", "B"):
+        raw = receipts.get(side) or ""
+        if not raw:
+            continue
+        try:
+            receipt = json.loads(raw)
+        except ValueError:
+            raise ServiceError(f"Clip {side}'s receipt is not JSON; reload the page.", code="bad_receipt") from None
+        given.append({**receipt, "side": side} if isinstance(receipt, dict) else receipt)
+    # The route sends only whole files (no ranges), so no later fetch can have sent the challenged bytes alone.
+    proven = {side for side, _ in audio_proof.receipts_verify(receipts=given, sides=("A", "B"), serves=lambda side, path: path == urls[side], sent_after=lambda side, issued: ())}
+    missing = [side for side in ("A", "B") if side not in proven]
+    if missing:
+        raise ServiceError(
+            f"Play both clips before answering: the practice counts only what was heard (the page has not shown receiving clip {' or '.join(missing)}).",
+            code="listening_too_short",
+        )

@@ -2,8 +2,8 @@
 // (static/js/ab-transport.js), so the practice teaches the tool as well as the task.
 //
 // The clips are fetched on the first Play (or A/B) press, not on page load: the server counts a
-// practice answer only when both clips were fetched, and fetching them on load would make that
-// mean nothing. The answer button opens once each clip has played for the study's minimum on
+// practice answer only when the page proves it received both clips (their Audio-Proof receipts go
+// with the answer), and fetching them on load would make that mean nothing. The answer button opens once each clip has played for the study's minimum on
 // the audio clock (or to its end, for a shorter clip).
 (function () {
   "use strict";
@@ -51,7 +51,12 @@
       try {
         const response = await fetch(urls[side], { credentials: "same-origin" });
         if (!response.ok) throw new Error("HTTP " + response.status);
-        t.buffers[side] = await ctx.decodeAudioData(await response.arrayBuffer());
+        const bytes = await response.arrayBuffer();
+        // The proof of receiving the clip, taken before decoding takes the buffer: it goes with the answer.
+        const receipt = window.AuditoriumProof ? window.AuditoriumProof.receipt(response, bytes, side) : null;
+        const field = $("receipt-" + side);
+        if (receipt && field) field.value = JSON.stringify(receipt);
+        t.buffers[side] = await ctx.decodeAudioData(bytes);
         sideEls[side].status.textContent = "";
       } catch (err) {
         sideEls[side].status.textContent = "could not load";

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import numpy as np
 import pytest
 import soundfile as sf
-from urllib.parse import urlencode
-
 from django.conf import settings
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
-from annotation.screens import huggins as screening
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, RecruitmentLink, ScreeningAttempt
 from annotation.models import Judgment, Pair, StudyAnnotator
+from annotation.screens import huggins as screening
 from common.errors import ServiceError
 from tests.crowd import play_practice, play_screen
 from tests.factories import JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory
@@ -174,13 +173,18 @@ def test_practice_comes_first_with_feedback_and_never_becomes_data(client, pract
     b_side = "B" if a_side == "A" else "A"
     unplayed = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
     assert unplayed.status_code == 400 and b"Play both clips" in unplayed.content
-    play_practice(client, item)
-    feedback = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
+    receipts = play_practice(client, item, shown_a)
+    # Fetched but the receipts left out, or one clip's receipt for the other: still not heard.
+    fetched_only = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side})
+    assert fetched_only.status_code == 400 and b"Play both clips" in fetched_only.content
+    swapped = {"receipt_A": receipts["receipt_B"], "receipt_B": receipts["receipt_A"]}
+    assert client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side, **swapped}).status_code == 400
+    feedback = client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": a_side, "musicality": a_side, **receipts})
     assert feedback.status_code == 200
     assert feedback.context["feedback"]["alignment"] == {"expected": a_side, "right": True}
     assert feedback.context["feedback"]["musicality"] == {"expected": b_side, "right": False}
     assert b"A names the instruments asked for" in feedback.content
-    assert client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": "A", "musicality": "A"}).status_code == 409
+    assert client.post(practice, {"item": item.pk, "shown_a": shown_a, "alignment": "A", "musicality": "A", **receipts}).status_code == 409
     assert client.get(annotate).status_code == 200  # the round is done: the real pairs follow
     assert Judgment.objects.count() == 0 and PracticeAnswer.objects.count() == 1
     # Never in the votes, the export or the report.
@@ -367,8 +371,8 @@ def test_a_practice_answer_never_reveals_a_served_pairs_expected_answer(client, 
     shown = []
     while (nxt := services.practice_next(study=study, annotator=user)) is not None:
         assert {nxt.clip_a_id, nxt.clip_b_id}.isdisjoint(served_clips)
-        play_practice(client, nxt)
-        response = client.post(reverse("practice", kwargs={"name": study.name}), {"item": nxt.pk, "shown_a": "a", "alignment": "A", "musicality": "A"})
+        receipts = play_practice(client, nxt)
+        response = client.post(reverse("practice", kwargs={"name": study.name}), {"item": nxt.pk, "shown_a": "a", "alignment": "A", "musicality": "A", **receipts})
         assert response.status_code == 200
         shown.append(nxt.pk)
     assert shown == [item.pk] and legacy.pk not in shown
@@ -376,3 +380,16 @@ def test_a_practice_answer_never_reveals_a_served_pairs_expected_answer(client, 
     assert client.get(reverse("practice-audio", kwargs={"item_id": legacy.pk, "which": "a"})).status_code == 404
     assert client.post(reverse("practice", kwargs={"name": study.name}), {"item": legacy.pk, "shown_a": "a", "alignment": "A", "musicality": "A"}).status_code in (400, 404)
     assert not PracticeAnswer.objects.filter(item=legacy).exists()
+
+
+def test_practice_audio_is_sent_whole_with_a_challenge_so_a_range_of_the_challenged_bytes_proves_nothing(client, practising):
+    from common import audio_proof
+
+    study, item, regular, user = practising
+    client.force_login(user)
+    url = reverse("practice-audio", kwargs={"item_id": item.pk, "which": "a"})
+    whole = client.get(url, HTTP_RANGE="bytes=0-99")
+    body = b"".join(whole.streaming_content)
+    assert whole.status_code == 200 and whole["Accept-Ranges"] == "none" and len(body) == item.clip_a.file.size
+    challenge = audio_proof.challenge_open(whole[audio_proof.HEADER])
+    assert (challenge["first"], challenge["last"]) == (0, len(body) - 1) and challenge["path"] == url
