@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
+from common import audio_proof
 from common.blind import opaque_etag
 from common.errors import ServiceError
 from common.proxy import client_address
@@ -50,26 +50,6 @@ def _member_study(request: HttpRequest, name: str) -> Study:
 
 def _participant(user) -> ExternalParticipant | None:
     return ExternalParticipant.objects.filter(user=user).select_related("link").first()
-
-
-# How long a fetched sound counts as played for its answer: longer than any screen or practice pair takes.
-HEARD_SECONDS = 6 * 3600
-
-
-def _heard_key(request: HttpRequest, kind: str, item: str, part) -> str:
-    return f"crowd-heard:{kind}:{request.user.pk}:{item}:{part}"
-
-
-def _heard(request: HttpRequest, kind: str, item: str, part) -> None:
-    """Note that this sound was fetched: answers count only for sounds the browser played.
-    One cache key per sound, so the players' parallel requests never overwrite each other's note."""
-    cache.set(_heard_key(request, kind, item, part), 1, HEARD_SECONDS)
-
-
-def _unheard(request: HttpRequest, kind: str, item: str, parts) -> list:
-    parts = list(parts)
-    found = cache.get_many([_heard_key(request, kind, item, p) for p in parts])
-    return [p for p in parts if _heard_key(request, kind, item, p) not in found]
 
 
 def _code_url(participant: ExternalParticipant, code: str) -> str:
@@ -125,9 +105,14 @@ def screening_submit(request: HttpRequest, name: str, token: str) -> HttpRespons
     current = ScreeningAttempt.objects.filter(token=token, annotator=request.user, study=study).first()
     if current is None:
         return _page(request, "annotation/forbidden.html", {"message": "No such screening attempt for you."}, status=404)
-    if current.passed is None and (missing := _unheard(request, "screen", token, range(current.trials))):
-        message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
-        return _screening_render(request, study, current, message=message, status=400)
+    if current.passed is None:
+        try:
+            missing = services.screening_receipts_missing(attempt=current, receipts={i: request.POST.get(f"receipt-{i}", "") for i in range(current.trials)})
+        except ServiceError as exc:
+            return _screening_render(request, study, current, message=exc.message, status=400)
+        if missing:
+            message = f"Play every sound before answering (not played yet: sound {', '.join(str(i + 1) for i in missing)})."
+            return _screening_render(request, study, current, message=message, status=400)
     raw = [request.POST.get(f"trial-{i}", "") for i in range(current.trials)]
     offered = {str(choice): choice for choice in screen_for(current.kind).choices}
     answers = [offered.get(a) for a in raw]
@@ -158,9 +143,12 @@ def screening_trial(request: HttpRequest, token: str, index: int) -> HttpRespons
     attempt = ScreeningAttempt.objects.filter(token=token, annotator=request.user).first()
     if attempt is None or not 0 <= index < attempt.trials or attempt.passed is not None:
         raise Http404("No such sound.")
-    _heard(request, "screen", token, index)
-    response = HttpResponse(screen_for(attempt.kind).trial_wav(attempt.seed, index), content_type="audio/wav")
+    wav = screen_for(attempt.kind).trial_wav(attempt.seed, index)
+    response = HttpResponse(wav, content_type="audio/wav")
     response["Cache-Control"] = "private, no-store"
+    # The answer counts a sound as played once the page proves it received it (services.screening_receipts_missing).
+    ranges = audio_proof.challenge_ranges(0, len(wav) - 1)
+    response[audio_proof.HEADER] = audio_proof.challenge_token(path=request.path, first=0, last=len(wav) - 1, issued=timezone.now(), ranges=ranges, data=wav)
     return response
 
 

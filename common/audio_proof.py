@@ -61,10 +61,13 @@ def _digest(data: bytes) -> str:
     return salted_hmac(SALT + ".bytes", data, algorithm="sha256").hexdigest()
 
 
-def challenge_token(*, path: str, first: int, last: int, issued: datetime, ranges: list[tuple[int, int]], source: str) -> str:
-    """The Audio-Proof header of a response of file `source` that sends bytes [first, last] at `path`."""
+def challenge_token(
+    *, path: str, first: int, last: int, issued: datetime, ranges: list[tuple[int, int]], source: str | None = None, data: bytes | None = None
+) -> str:
+    """The Audio-Proof header of a response that sends bytes [first, last] at `path`: of file `source`, or of the
+    bytes `data` (a sound made per request, served whole)."""
     # Not compressed: the page reads the ranges from the token itself (base64 JSON before the first colon).
-    digest = _digest(expected_bytes(source, ranges))
+    digest = _digest(b"".join(data[o : o + n] for o, n in ranges) if data is not None else expected_bytes(source, ranges))
     return signing.dumps({"p": path, "f": first, "l": last, "t": issued.isoformat(), "r": [list(r) for r in ranges], "d": digest}, salt=SALT)
 
 

@@ -5,10 +5,33 @@ from __future__ import annotations
 from django.urls import reverse
 
 
-def play_screen(client, attempt) -> None:
-    """Fetch every sound of a screening attempt, as the page's players do (answers count only for sounds played)."""
+def play_screen(client, attempt) -> dict:
+    """Fetch every sound of a screening attempt, as the page's players do; returns the form's receipt fields, as the
+    page fills them (answers count only for sounds the page proved receiving)."""
+    import json
+
+    from common import audio_proof
+
+    fields = {}
     for index in range(attempt.trials):
-        assert client.get(reverse("screening-trial", kwargs={"token": attempt.token, "index": index})).status_code == 200
+        response = client.get(reverse("screening-trial", kwargs={"token": attempt.token, "index": index}))
+        assert response.status_code == 200
+        token = response[audio_proof.HEADER]
+        fields[f"receipt-{index}"] = json.dumps({"side": str(index), "token": token, "bytes": audio_proof.answer_for(response.content, token)})
+    return fields
+
+
+def screen_receipts_ready(page, timeout_s: float = 20.0) -> None:
+    """In a browser on the screening page: wait until the page holds a receipt for every sound it loaded."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    script = "() => [...document.querySelectorAll('input[id^=\"receipt-\"]')].every((i) => i.value)"
+    while time.monotonic() < deadline:
+        if page.evaluate(script):
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError("the screening page holds no receipt for some sounds")
 
 
 def play_practice(client, item, shown_a: str = "a") -> dict:

@@ -40,7 +40,7 @@ from .recruitment import (
     recruitment_work_complete,
     resume_code_display,
 )
-from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_status
+from .screening import screening_answer, screening_attempt_for, screening_attempt_open, screening_receipts_missing, screening_status
 from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "screening_answer",
     "screening_attempt_for",
     "screening_attempt_open",
+    "screening_receipts_missing",
     "screening_status",
     "CONSENT_VERSION",
     "LOG_FIELDS",

@@ -11,7 +11,7 @@ from annotation.crowd_models import PracticeItem, ScreeningAttempt
 from annotation.screens import huggins as screening
 from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
 from tests.browser import DESKTOP, DOC_SHOTS, PHONE, overflow
-from tests.crowd import hear_practice
+from tests.crowd import hear_practice, screen_receipts_ready
 from tests.factories import ClipFactory, UserFactory
 
 pytestmark = pytest.mark.browser
@@ -63,6 +63,7 @@ def test_screen_then_practice_with_feedback_then_the_first_pair(live_server, bro
         assert abs(duration - (3 * screening.BURST_SECONDS + 2 * screening.GAP_SECONDS)) < 0.05
         # Answers count only for sounds played: every player loads its sound.
         page.evaluate(LOAD_ALL)
+        screen_receipts_ready(page)
         # Answer as a listener on headphones would (the page itself never holds the answers).
         attempt = ScreeningAttempt.objects.get(annotator=user)
         for index, target in enumerate(screening.answers_for(attempt.seed, attempt.trials)):

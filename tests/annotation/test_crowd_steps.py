@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -136,8 +137,8 @@ def test_the_pairs_wait_for_the_screen_and_a_failed_screen_ends_kindly(client, s
         wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, attempt.trials))}
         unplayed = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), wrong)
         assert unplayed.status_code == 400 and b"Play every sound" in unplayed.content  # answers count only for sounds played
-        play_screen(client, attempt)
-        response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "4", **wrong})
+        receipts = play_screen(client, attempt)
+        response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "4", **wrong, **receipts})
     assert response.status_code == 200 and b"Thank you for your time" in response.content
     assert client.get(annotate)["Location"] == reverse("screening", kwargs={"name": study.name})
     assert b"did not pass" in client.get(reverse("screening", kwargs={"name": study.name})).content
@@ -313,8 +314,8 @@ def test_a_screened_out_participant_gets_the_screen_out_code(client, link):
     client.get(reverse("screening", kwargs={"name": study.name}))
     attempt = ScreeningAttempt.objects.get()
     wrong = {f"trial-{i}": str((t % 3) + 1) for i, t in enumerate(screening.answers_for(attempt.seed, 3))}
-    play_screen(client, attempt)
-    response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "3", **wrong})
+    receipts = play_screen(client, attempt)
+    response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {"trials": "3", **wrong, **receipts})
     assert b"SCR33N" in response.content and b"cc=SCR33N" in response.content
     assert ExternalParticipant.objects.get().screened_out_at is not None
 
@@ -393,3 +394,31 @@ def test_practice_audio_is_sent_whole_with_a_challenge_so_a_range_of_the_challen
     assert whole.status_code == 200 and whole["Accept-Ranges"] == "none" and len(body) == item.clip_a.file.size
     challenge = audio_proof.challenge_open(whole[audio_proof.HEADER])
     assert (challenge["first"], challenge["last"]) == (0, len(body) - 1) and challenge["path"] == url
+
+
+def test_a_screening_sound_counts_as_played_only_with_its_own_receipt(client):
+    from common import audio_proof
+
+    study = StudyFactory(name="screen-proof", screening="huggins", screening_trials=2, screening_pass=2)
+    PairFactory(study=study)
+    user = StudyAnnotatorFactory(study=study).annotator
+    services.consent_give(user=user)
+    client.force_login(user)
+    attempt = services.screening_attempt_open(study=study, annotator=user)
+    submit = reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token})
+    right = {f"trial-{i}": str(a) for i, a in enumerate(screening.answers_for(attempt.seed, attempt.trials))}
+    receipts = play_screen(client, attempt)
+    # Fetched (the server sent both sounds) but no receipt: not played.
+    fetched_only = client.post(submit, right)
+    assert fetched_only.status_code == 400 and b"not played yet: sound 1, 2" in fetched_only.content
+    # Sound 1's receipt offered for sound 2, and a guess at the bytes: refused with the reason, nothing changes.
+    swapped = client.post(submit, {**right, "receipt-0": receipts["receipt-0"], "receipt-1": receipts["receipt-0"]})
+    assert swapped.status_code == 400 and b"another sound" in swapped.content
+    token = json.loads(receipts["receipt-1"])["token"]
+    guess = json.dumps({"side": "1", "token": token, "bytes": audio_proof.answer_for(bytes(10**6), token)})
+    assert client.post(submit, {**right, "receipt-0": receipts["receipt-0"], "receipt-1": guess}).status_code == 400
+    attempt.refresh_from_db()
+    assert attempt.passed is None
+    assert client.post(submit, {**right, **receipts}).status_code == 302
+    attempt.refresh_from_db()
+    assert attempt.passed is True

@@ -15,7 +15,7 @@ from annotation import services
 from annotation.crowd_models import ExternalParticipant, PracticeAnswer, PracticeItem, ScreeningAttempt
 from annotation.models import Judgment
 from annotation.screens import huggins as screening
-from tests.crowd import hear_practice, judge_pair_by_keyboard
+from tests.crowd import hear_practice, judge_pair_by_keyboard, screen_receipts_ready
 from tests.factories import ClipFactory, ConditionFactory, PairFactory, StudyFactory
 
 pytestmark = pytest.mark.browser
@@ -90,6 +90,7 @@ def test_a_participant_goes_from_the_link_to_the_completion_url(live_server, bro
         page.wait_for_selector("#screening-title")
         top_bar_is_the_study_only(page, title)
         assert all(page.evaluate(PLAY_ALL))  # answers count only for sounds played
+        screen_receipts_ready(page)
         attempt = ScreeningAttempt.objects.get(annotator__external_participant__link=link)
         for index, target in enumerate(screening.answers_for(attempt.seed, attempt.trials)):
             page.check(f"input[name=trial-{index}][value='{target}']")

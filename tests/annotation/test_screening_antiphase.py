@@ -78,9 +78,9 @@ def test_a_study_with_the_antiphase_screen_serves_it_and_checks_it_on_the_server
     assert attempt.kind == "antiphase"
     wav = client.get(reverse("screening-trial", kwargs={"token": attempt.token, "index": 1}))
     assert wav.content == antiphase.trial_wav(attempt.seed, 1)
-    play_screen(client, attempt)
+    receipts = play_screen(client, attempt)
     right = {f"trial-{i}": str(a) for i, a in enumerate(antiphase.answers_for(attempt.seed, attempt.trials))}
-    response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), right)
+    response = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {**right, **receipts})
     assert response.status_code == 302 and response["Location"] == reverse("annotate", kwargs={"name": study.name})
     attempt.refresh_from_db()
     assert attempt.passed is True and attempt.correct == 3

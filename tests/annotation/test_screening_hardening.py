@@ -73,18 +73,18 @@ def test_the_trial_count_comes_from_the_study_never_the_form_under_uvicorn(membe
     attempt = services.screening_attempt_open(study=study, annotator=user)
     url_path = reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token})
     cookies = {settings.SESSION_COOKIE_NAME: session, "csrftoken": TOKEN}
-    play_screen(browser, attempt)  # the same session: its sounds were played
+    receipts = play_screen(browser, attempt)  # the same session: its sounds were played
     with serving() as (port, _):
         url = f"http://127.0.0.1:{port}{url_path}"
         for hidden in ("abc", "1e3", "10000000", "-5", "9" * 5000):
             started = time.monotonic()
-            response = requests.post(url, data={"csrfmiddlewaretoken": TOKEN, "trials": hidden, "trial-0": "abc"}, cookies=cookies, allow_redirects=False, timeout=30)
+            response = requests.post(url, data={"csrfmiddlewaretoken": TOKEN, "trials": hidden, "trial-0": "abc", **receipts}, cookies=cookies, allow_redirects=False, timeout=30)
             elapsed = time.monotonic() - started
             assert response.status_code == 400 and "Answer every sound" in response.text, (hidden, response.status_code)
             assert elapsed < 5.0, f"trials={hidden[:20]} took {elapsed:.1f} s"
         assert ScreeningAttempt.objects.get(pk=attempt.pk).passed is None  # bad answers change nothing
         right = {f"trial-{i}": str(t) for i, t in enumerate(screening.answers_for(attempt.seed, attempt.trials))}
-        done = requests.post(url, data={"csrfmiddlewaretoken": TOKEN, "trials": "10000000", **right}, cookies=cookies, allow_redirects=False, timeout=30)
+        done = requests.post(url, data={"csrfmiddlewaretoken": TOKEN, "trials": "10000000", **right, **receipts}, cookies=cookies, allow_redirects=False, timeout=30)
         assert done.status_code == 302
         page = requests.get(f"http://127.0.0.1:{port}{done.headers['Location']}", cookies={**cookies, **done.cookies.get_dict()}, allow_redirects=True, timeout=30)
         assert "Headphone check passed: 4 of 4 right" in page.text
@@ -107,8 +107,8 @@ def test_a_screened_out_participant_is_signed_out_and_attempts_are_limited(clien
         client.get(reverse("screening", kwargs={"name": study.name}))
         attempt = ScreeningAttempt.objects.filter(annotator_id=user_id, passed__isnull=True).get()
         wrong = {f"trial-{i}": str(t % 3 + 1) for i, t in enumerate(screening.answers_for(attempt.seed, 3))}
-        play_screen(client, attempt)
-        last = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), wrong)
+        receipts = play_screen(client, attempt)
+        last = client.post(reverse("screening-submit", kwargs={"name": study.name, "token": attempt.token}), {**wrong, **receipts})
     assert b"OUT1" in last.content and "_auth_user_id" not in client.session
     assert ScreeningAttempt.objects.filter(annotator_id=user_id).count() == 2
     with pytest.raises(Exception):

@@ -53,7 +53,7 @@ def test_another_screen_kind_brings_its_own_answers_and_wording(client, screened
     assert 'aria-label="Sound 1: Which beep was louder?"' in page
     # The fourth answer, offered on the page, is one the submit view takes.
     attempt = ScreeningAttempt.objects.get(study=screened)
-    play_screen(client, attempt)
-    client.post(reverse("screening-submit", kwargs={"name": screened.name, "token": attempt.token}), {"trial-0": "4", "trial-1": "4"})
+    receipts = play_screen(client, attempt)
+    client.post(reverse("screening-submit", kwargs={"name": screened.name, "token": attempt.token}), {"trial-0": "4", "trial-1": "4", **receipts})
     attempt.refresh_from_db()
     assert attempt.correct == 2 and attempt.passed is True
