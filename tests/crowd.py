@@ -31,7 +31,8 @@ def screen_receipts_ready(page, timeout_s: float = 20.0) -> None:
         if page.evaluate(script):
             return
         page.wait_for_timeout(100)
-    raise AssertionError("the screening page holds no receipt for some sounds")
+    state = page.evaluate("() => [...document.querySelectorAll('audio[data-trial]')].map((a) => [a.dataset.trial, a.readyState, a.networkState, !!document.getElementById('receipt-' + a.dataset.trial).value])")
+    raise AssertionError(f"the screening page holds no receipt for some sounds: (trial, readyState, networkState, receipt) {state}")
 
 
 def play_practice(client, item, shown_a: str = "a") -> dict:
