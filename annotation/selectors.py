@@ -7,6 +7,7 @@ import statistics
 from django.db import connections
 from django.db.models import CharField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Concat
+from django.urls import reverse
 from django.utils import timezone
 
 from common.blind import letter_of, letter_token
@@ -214,8 +215,6 @@ PAIR_REFERENCE = "ref"
 
 
 def pair_audio_path(*, assignment_id: int, label: str) -> str:
-    from django.urls import reverse
-
     return reverse("pair-audio", kwargs={"token": letter_token(salt=PAIR_AUDIO_SALT, assignment_id=assignment_id, label=label)})
 
 

@@ -151,6 +151,26 @@ def receipts_verify(*, receipts, sides, serves, sent_after, label: str = "clip")
     return checked
 
 
+def whole_response_sides(*, fields: dict[str, str], urls: dict[str, str], label: str = "clip") -> set[str]:
+    """The sides proven by receipts posted as form fields (side -> the receipt's JSON, empty when none), for a route
+    that sends every response whole and keeps no record of it: no later fetch can have sent the challenged bytes alone,
+    so only the receipt itself is checked. `urls`: the URL each side is served at. A malformed, forged or other
+    side's receipt raises the ServiceError that says so."""
+    given = []
+    for side in urls:
+        raw = fields.get(side) or ""
+        if not raw:
+            continue
+        try:
+            receipt = json.loads(raw)
+        except ValueError:
+            raise ServiceError(f"{label.capitalize()} {side}'s receipt is not JSON; reload the page.", code="bad_receipt") from None
+        # The field names the side: a receipt moved to another side's field is checked as that side's.
+        given.append({**receipt, "side": side} if isinstance(receipt, dict) else receipt)
+    checked = receipts_verify(receipts=given, sides=tuple(urls), serves=lambda side, path: path == urls[side], sent_after=lambda side, issued: (), label=label)
+    return {side for side, _ in checked}
+
+
 def unproven_sentence(unproven: list[str], *, label: str = "clip") -> str:
     """What a refusal for too little listening adds when audio was sent but never shown received."""
     if not unproven:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import connections, transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from common import audio_proof, listening
@@ -17,6 +18,7 @@ from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, AudioFetch, AudioReceipt, Clip, ListeningEvent
+from ..selectors import pair_audio_path
 
 SIDES = ("A", "B")
 MAX_EVENTS_PER_ASSIGNMENT = 5000
@@ -141,8 +143,6 @@ def audio_receipts_record(*, user, receipts, clips: dict[str, Clip], serves=None
     """Check each receipt (side, token, bytes) by the proof's rule (common.audio_proof.receipts_verify) and store it:
     the fetch it names then counts. `serves(side, path)`: whether the side's clip is served at that URL (default: its
     /audio/ URL). Returns how many receipts were new."""
-    from django.urls import reverse
-
     if not receipts:
         audio_proof.receipts_verify(receipts=receipts, sides=(), serves=None, sent_after=None)  # a non-list is refused with the reason
         return 0
@@ -236,10 +236,6 @@ def _side_clips(assignment: Assignment) -> dict[str, Clip]:
 
 def _pair_serves(assignment_id: int, clips: dict[str, Clip]):
     """Which URLs serve a side for the proof: the assignment's own side URL, and the clip's public one for API clients."""
-    from django.urls import reverse
-
-    from ..selectors import pair_audio_path
-
     urls = {side: {pair_audio_path(assignment_id=assignment_id, label=side), reverse("clip-audio", kwargs={"public_id": clip.public_id})} for side, clip in clips.items()}
     return lambda side, path: path in urls[side]
 

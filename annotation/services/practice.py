@@ -8,8 +8,6 @@ practice answer cannot teach the expected answer of a gold check that comes late
 
 from __future__ import annotations
 
-import json
-
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -117,18 +115,8 @@ def practice_receipts_check(*, item_id: int, shown_a: str, receipts: dict) -> No
         raise ServiceError("The page lost which clip was shown first; reload it.", code="bad_side")
     which = {"A": shown_a, "B": "b" if shown_a == "a" else "a"}
     urls = {side: reverse("practice-audio", kwargs={"item_id": item_id, "which": which[side]}) for side in which}
-    given = []
-    for side in ("A", "B"):
-        raw = receipts.get(side) or ""
-        if not raw:
-            continue
-        try:
-            receipt = json.loads(raw)
-        except ValueError:
-            raise ServiceError(f"Clip {side}'s receipt is not JSON; reload the page.", code="bad_receipt") from None
-        given.append({**receipt, "side": side} if isinstance(receipt, dict) else receipt)
-    # The route sends only whole files (no ranges), so no later fetch can have sent the challenged bytes alone.
-    proven = {side for side, _ in audio_proof.receipts_verify(receipts=given, sides=("A", "B"), serves=lambda side, path: path == urls[side], sent_after=lambda side, issued: ())}
+    # The route sends only whole files (no ranges): the receipts alone show what was received.
+    proven = audio_proof.whole_response_sides(fields=receipts, urls=urls)
     missing = [side for side in ("A", "B") if side not in proven]
     if missing:
         raise ServiceError(

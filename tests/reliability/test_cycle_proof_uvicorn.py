@@ -5,9 +5,7 @@ and handed the next pair (docs/listening.md, "One request for the listening and 
 
 from __future__ import annotations
 
-import copy
 import time
-import uuid
 
 import pytest
 import requests
@@ -19,14 +17,8 @@ from tests.listening import Clock
 from tests.live_uvicorn import serving
 from tests.raw_audio import TOKEN, get_headers_then_close, long_clip
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.usefixtures("own_cache")]
 
-
-@pytest.fixture(autouse=True)
-def own_cache(settings):
-    caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"cycle-proof-test-{uuid.uuid4().hex}"
-    settings.CACHES = caches
 
 
 def batch(seq: int, start_ms: float) -> tuple[list[dict], float]:

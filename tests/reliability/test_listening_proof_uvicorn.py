@@ -4,9 +4,7 @@ each response's Audio-Proof header is accepted (common/audio_proof.py, docs/list
 
 from __future__ import annotations
 
-import copy
 import time
-import uuid
 
 import pytest
 import requests
@@ -18,14 +16,8 @@ from tests.listening import Clock
 from tests.live_uvicorn import serving
 from tests.raw_audio import TOKEN, get_headers_then_close, long_clip
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.usefixtures("own_cache")]
 
-
-@pytest.fixture(autouse=True)
-def own_cache(settings):
-    caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"proof-test-{uuid.uuid4().hex}"
-    settings.CACHES = caches
 
 
 def test_headers_only_is_refused_with_the_reason_and_the_bytes_answered_are_accepted(monkeypatch):

@@ -5,9 +5,7 @@ multi-stimulus page's rendered copies)."""
 
 from __future__ import annotations
 
-import copy
 import time
-import uuid
 
 import pytest
 import requests
@@ -21,14 +19,8 @@ from tests.listening import Clock
 from tests.live_uvicorn import serving
 from tests.raw_audio import TOKEN, get_headers_then_close, long_clip
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.usefixtures("own_cache")]
 
-
-@pytest.fixture(autouse=True)
-def own_cache(settings):
-    caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"rating-proof-{uuid.uuid4().hex}"
-    settings.CACHES = caches
 
 
 def test_a_rating_client_that_reads_only_the_headers_is_refused_and_one_that_answers_is_accepted(monkeypatch):
