@@ -32,8 +32,12 @@
           if (bar) { bar.max = b.total || 1; bar.value = b.done; }
           if (stage) stage.textContent = (b.stage || "queued") + (b.total ? ` ${b.done}/${b.total}` : "");
         }
-        if (changed) await redraw();
         again = builds.some((b) => active(b.state));
+        if (changed) {
+          await redraw();
+          // The redrawn table can be newer than the status answer (a build that finished in between).
+          again = [...document.querySelectorAll("#builds tr[data-build]")].some((row) => active(row.dataset.state));
+        }
       }
     } catch (e) {
       /* try again next round */
