@@ -232,7 +232,8 @@ class LyricsJudge(JudgeAdapter):
             kwargs["language"] = language
         with torch.inference_mode():
             for start in range(0, len(windows), batch):
-                inputs = processor(audio=windows[start : start + batch], sampling_rate=SAMPLE_RATE, return_tensors="pt")
+                # The library's torch log-mel, computed on the judge's device.
+                inputs = processor.feature_extractor(windows[start : start + batch], sampling_rate=SAMPLE_RATE, return_tensors="pt", device=device)
                 features = inputs["input_features"].to(device, dtype)
                 ids = model.generate(features, **kwargs)
                 texts.extend(processor.batch_decode(ids, skip_special_tokens=True))
