@@ -63,13 +63,16 @@ def script_of(char: str) -> str:
 
 
 def lyrics_language(text: str) -> str:
-    """The Whisper language code the lyrics' script says: the most frequent script among their letters,
-    kana before Han (Japanese mixes both), Latin read as English; "" when there are no letters."""
+    """The Whisper language code the lyrics' script says: the most frequent script (characters of unspaced
+    scripts, words of others), kana before Han (Japanese mixes both), Latin read as English; "" without letters."""
     counts: dict[str, int] = {}
+    previous = ""
     for char in text:
-        if char.isalpha():
-            name = script_of(char)
+        name = script_of(char) if char.isalpha() else ""
+        # A spaced script's word counts once, as a Han character does: Chinese lyrics with English words stay Chinese.
+        if name and not (name in ("latin", "other") and name == previous):
             counts[name] = counts.get(name, 0) + 1
+        previous = name
     if not counts:
         return ""
     if counts.get("kana", 0) and counts.get("kana", 0) + counts.get("han", 0) >= max(counts.values()):
@@ -98,12 +101,6 @@ def _transforms(*, unspaced: bool):
     return words, characters
 
 
-def normalised(text: str, *, unspaced: bool) -> str:
-    """The text the character rate compares (what _transforms leaves, joined)."""
-    _, characters = _transforms(unspaced=unspaced)
-    return "".join(sum(characters(text), []))
-
-
 def has_words(text: str) -> bool:
     words, _ = _transforms(unspaced=False)
     return bool(text.strip()) and bool(sum(words(text), []))
@@ -118,13 +115,9 @@ def error_rates(reference: str, hypothesis: str, *, language: str) -> dict:
     words, characters = _transforms(unspaced=unspaced)
     if not has_words(reference):
         raise ValueError("the lyrics have no words left after normalisation")
-    # jiwer refuses a hypothesis that normalises to nothing; nothing heard is every reference unit deleted.
-    if has_words(hypothesis):
-        w = jiwer.process_words(reference, hypothesis, reference_transform=words, hypothesis_transform=words)
-        c = jiwer.process_characters(reference, hypothesis, reference_transform=characters, hypothesis_transform=characters)
-        wer, cer = float(w.wer), float(c.cer)
-    else:
-        wer = cer = 1.0
+    # Nothing heard (an empty transcript) is every reference unit deleted: rate 1, as jiwer counts it.
+    wer = float(jiwer.wer(reference, hypothesis, reference_transform=words, hypothesis_transform=words))
+    cer = float(jiwer.cer(reference, hypothesis, reference_transform=characters, hypothesis_transform=characters))
     measure = "cer" if unspaced else "wer"
     return {"wer": wer, "cer": cer, "measure": measure, "rate": cer if unspaced else wer}
 

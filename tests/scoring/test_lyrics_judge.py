@@ -63,6 +63,7 @@ def test_nothing_heard_is_every_word_missed_and_tag_only_lyrics_are_refused():
 def test_language_is_read_from_the_script_or_the_option():
     assert lyrics_language("Hello, world") == "en"
     assert lyrics_language("我爱你 baby, 中国") == "zh"
+    assert lyrics_language("我爱你 baby baby") == "zh" and lyrics_language("oh baby baby 爱") == "en"
     assert lyrics_language("君の名は") == "ja"
     assert lyrics_language("사랑해요") == "ko"
     assert lyrics_language("...!!") == ""
