@@ -407,7 +407,7 @@ def bench_lyrics(args) -> None:
         sf.write(str(folder / f"{i}.flac"), wave.clip(-1, 1), 44100, format="FLAC")
         clips.append(ClipAudio(path=str(folder / f"{i}.flac"), sha256=f"lyrics-{i}"))
     condition = ConditionInput(prompt="pop ballad", lyrics="stay with me tonight, under the silver moon, we sing until the morning comes")
-    print(f"Lyrics: Whisper ({args.size}: {models.params(model):.1f} M parameters, {dtype}, {device}), {n} thirty-second 44.1 kHz FLAC files, batch {batch}, {tokens} new tokens per window")
+    print(f"Lyrics: Whisper ({args.size}: {models.params(model):.2f} M parameters, {dtype}, {device}), {n} thirty-second 44.1 kHz FLAC files, batch {batch}, {tokens} new tokens per window")
     judge.score_clips(clips[:2], condition)  # warm-up
     end_to_end = n / _timed(lambda: judge.score_clips(clips, condition), device)
     features = processor(audio=_music(batch, 30.0, 16000, seed=12), sampling_rate=16000, return_tensors="pt")["input_features"].to(device, model.dtype)

@@ -89,8 +89,8 @@ class PairOutcome:
 
 
 def pair_outcome(adapter, scores_a: dict, scores_b: dict) -> PairOutcome:
-    """A per-clip judge's two clip scores -> the pair's labels with the tie-goes-to-B rule, for the
-    dimensions the judge covers. The one rule for in-platform runs and the offline command."""
+    """A per-clip judge's two clip scores -> the pair's labels by the judge's `pair_label` (the tie-goes-to-B
+    rule unless it has its own), for the dimensions it covers. The one rule for in-platform runs and the offline command."""
     labels, scores = {}, {}
     rule = getattr(adapter, "pair_label", None) or (lambda _dim, a, b: prefer(a, b))
     for dim in adapter.dimensions:
