@@ -98,6 +98,37 @@ def qwen2_audio(device: str, dtype, *, size: str, layers: int | None = None):
     return model, processor, str(directory)
 
 
+# Whisper large-v3 as published (config.json of openai/whisper-large-v3): 128 mel bins, 32 + 32 layers of
+# width 1280, 20 heads, 51866 tokens (~1.55 B parameters). The lyrics judge's full size.
+WHISPER_LARGE_V3 = {
+    "vocab_size": 51866,
+    "num_mel_bins": 128,
+    "d_model": 1280,
+    "encoder_layers": 32,
+    "decoder_layers": 32,
+    "encoder_attention_heads": 20,
+    "decoder_attention_heads": 20,
+    "encoder_ffn_dim": 5120,
+    "decoder_ffn_dim": 5120,
+    "max_source_positions": 1500,
+    "max_target_positions": 448,
+}
+
+
+def whisper(device: str, dtype, *, size: str):
+    """(model, processor, weights dir): Whisper large-v3's published sizes, or the tiny test model."""
+    from transformers import WhisperForConditionalGeneration
+
+    processor = tiny_models.whisper_processor(feature_size=128 if size == "full" else 80)
+    config = tiny_models.tiny_whisper_config(processor, **(WHISPER_LARGE_V3 if size == "full" else {}))
+    model = _build(WhisperForConditionalGeneration, config, device, dtype)
+    model.generation_config = tiny_models.whisper_generation_config(processor)
+    directory = Path(tempfile.mkdtemp(prefix="bench-whisper-"))
+    config.save_pretrained(directory)
+    processor.save_pretrained(directory)
+    return model, processor, str(directory)
+
+
 # --- The CMI family at published sizes ------------------------------------------------------------
 # MuQ-large-msd-iter: a 12-layer, 1024-wide Conformer (~300 M parameters); XLM-RoBERTa base (~278 M);
 # MuQ-MuLan-large: both, each followed by an 8-layer 768-wide transformer, 512-d latents (~700 M in

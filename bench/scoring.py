@@ -1,6 +1,6 @@
 """Scoring throughput: the learned judges against their own model's forward pass, decoding per core, the clip cache.
 
-    .venv/bin/python bench/scoring.py [--device cuda|cpu] [--size tiny|full] [--sections clap,aqa,pairwise,decode,files,cmi,cache] [--cores N]
+    .venv/bin/python bench/scoring.py [--device cuda|cpu] [--size tiny|full] [--sections clap,aqa,pairwise,decode,files,cmi,lyrics,cache] [--cores N]
 
 Sections, each measured against a baseline taken in the same run (a failing section prints its
 error and the others go on):
@@ -27,6 +27,10 @@ error and the others go on):
   files) against their backbone alone on ready waves on the device (MuQ; audiobox's WavLM).
   --size full: the published configurations with random weights (bench/_judge_models.py
   `cmi_family`), each judge in its GPU precision; --size tiny: the test models.
+- lyrics: the lyrics judge end to end (`LyricsJudge.score_clips` on 30 s FLAC files: decoding, resampling to
+  16 kHz, the processor's log-mel, Whisper's generate, jiwer) against generate alone on ready features on the
+  device, both greedy with --lyrics-tokens new tokens per window (the end token suppressed, so random weights
+  decode as long as trained ones on a sung verse). --size full: Whisper large-v3's configuration.
 - cache: encoder passes and seconds of a scoring run through the services with and without the
   per-clip cache (needs Django and a database; BENCH_DATABASE_URL=sqlite for SQLite).
 
@@ -55,7 +59,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 import _judge_models as models  # noqa: E402  (puts the repository and platform/ on sys.path)
 from _setup import ROOT  # noqa: E402
 
-SECTIONS = ("clap", "aqa", "pairwise", "decode", "files", "cmi", "cache")
+SECTIONS = ("clap", "aqa", "pairwise", "decode", "files", "cmi", "lyrics", "cache")
 
 
 def _sync(device: str) -> None:
@@ -379,6 +383,48 @@ def bench_cmi(args) -> None:
         print(f"  {kind:11} {models.params(network):7.1f} M parameters, {str(dtype).split('.')[-1]:8}  end to end {end_to_end:8.2f} clips/s | backbone alone {alone:8.2f} clips/s | ratio {100 * end_to_end / alone:5.1f} %")
 
 
+# --- Lyrics (Whisper) ------------------------------------------------------------------------------
+
+
+def bench_lyrics(args) -> None:
+    import soundfile as sf
+    import torch
+
+    from scoring.judges import ClipAudio, ConditionInput, JudgeConfig, adapter_for
+    from scoring.judges.runtime import cached_model
+
+    device, dtype = args.device, _dtype_option(args.device)
+    model, processor, weights = models.whisper(device, getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]), size=args.size)
+    n, batch, tokens = args.lyrics_clips, args.lyrics_batch, args.lyrics_tokens
+    # Random weights may say the end token at any step; suppressed, every window decodes `tokens` tokens.
+    model.generation_config.suppress_tokens = [model.generation_config.eos_token_id]
+    options = {"device": device, "dtype": dtype, "batch_size": batch, "max_new_tokens": tokens, "language": "en", "cache": False}
+    judge = adapter_for(JudgeConfig(key="lyrics-bench", kind="lyrics", weights=weights, options=options))
+    cached_model(("lyrics", judge.require(), judge.device(), judge.dtype()), lambda: (model, processor))
+    folder = Path(tempfile.mkdtemp(prefix="bench-lyrics-"))
+    clips = []
+    for i, wave in enumerate(_music(n, 30.0, 44100, seed=11)):
+        sf.write(str(folder / f"{i}.flac"), wave.clip(-1, 1), 44100, format="FLAC")
+        clips.append(ClipAudio(path=str(folder / f"{i}.flac"), sha256=f"lyrics-{i}"))
+    condition = ConditionInput(prompt="pop ballad", lyrics="stay with me tonight, under the silver moon, we sing until the morning comes")
+    print(f"Lyrics: Whisper ({args.size}: {models.params(model):.2f} M parameters, {dtype}, {device}), {n} thirty-second 44.1 kHz FLAC files, batch {batch}, {tokens} new tokens per window")
+    judge.score_clips(clips[:2], condition)  # warm-up
+    end_to_end = n / _timed(lambda: judge.score_clips(clips, condition), device)
+    features = processor(audio=_music(batch, 30.0, 16000, seed=12), sampling_rate=16000, return_tensors="pt")["input_features"].to(device, model.dtype)
+    kwargs = {"language": "en", "task": "transcribe", "max_new_tokens": tokens, "num_beams": 1, "do_sample": False}
+    rounds = max(1, n // batch)
+
+    def generate_alone():
+        with torch.inference_mode():
+            for _ in range(rounds):
+                model.generate(features, **kwargs)
+
+    generate_alone()
+    alone = rounds * batch / _timed(generate_alone, device)
+    heard = judge.score_clips(clips[:1], condition)[0]
+    print(f"  end to end {end_to_end:8.2f} clips/s | generate alone {alone:8.2f} clips/s | ratio {100 * end_to_end / alone:5.1f} % | a transcript: {len(heard['transcript'])} characters, WER {heard['wer']:.2f}")
+
+
 # --- clip cache (through the services, needs Django) ---------------------------------------------
 
 
@@ -470,6 +516,9 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=None, help="decode and files sections: decoding workers (default: all cores)")
     parser.add_argument("--cmi-clips", type=int, default=None)
     parser.add_argument("--cmi-batch", type=int, default=8)
+    parser.add_argument("--lyrics-clips", type=int, default=None)
+    parser.add_argument("--lyrics-batch", type=int, default=None)
+    parser.add_argument("--lyrics-tokens", type=int, default=None, help="lyrics section: new tokens per 30 s window")
     parser.add_argument("--clips", type=int, default=12, help="cache section: clips")
     parser.add_argument("--seconds", type=float, default=4.0, help="cache section: clip length")
     parser.add_argument("--conditions", type=int, default=2, help="cache section: conditions")
@@ -492,6 +541,9 @@ def main() -> None:
     args.decode_clips = args.decode_clips or (64 if gpu else 16)
     args.files_clips = args.files_clips or (512 if gpu else 16)
     args.cmi_clips = args.cmi_clips or (64 if gpu else 4)
+    args.lyrics_clips = args.lyrics_clips or (64 if gpu else 4)
+    args.lyrics_batch = args.lyrics_batch or (16 if gpu else 2)
+    args.lyrics_tokens = args.lyrics_tokens or (128 if gpu else 8)
     where = torch.cuda.get_device_name(0) if gpu else f"CPU ({os.cpu_count()} cores)"
     print(f"device: {where} | torch {torch.__version__} | size {args.size}")
     for name in [s.strip() for s in args.sections.split(",") if s.strip()]:

@@ -22,6 +22,7 @@ class Judge(models.Model):
         EXTERNAL = "external", "Imported external results"
         REWARD = "reward", "Reward model trained here"
         PAM = "pam", "PAM (CLAP quality prompts)"
+        LYRICS = "lyrics", "Lyrics error rate (Whisper ASR)"
 
     class Queue(models.TextChoices):
         CPU = "cpu", "cpu"

@@ -32,6 +32,7 @@ from .base import (
 )
 from .clap import ClapJudge
 from .cmirm import CMIRMJudge
+from .lyrics import LyricsJudge
 from .mulan import MuQMuLanJudge
 from .pam import PAMJudge
 from .reward import RewardJudge
@@ -65,6 +66,7 @@ ADAPTERS: dict[str, type[JudgeAdapter]] = {
         ExternalJudge,
         RewardJudge,
         PAMJudge,
+        LyricsJudge,
     )
 }
 # A reward model reads another judge's clip features; it finds that judge's adapter here.

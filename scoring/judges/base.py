@@ -89,18 +89,25 @@ class PairOutcome:
 
 
 def pair_outcome(adapter, scores_a: dict, scores_b: dict) -> PairOutcome:
-    """A per-clip judge's two clip scores -> the pair's labels with the tie-goes-to-B rule, for the
-    dimensions the judge covers. The one rule for in-platform runs and the offline command."""
+    """A per-clip judge's two clip scores -> the pair's labels by the judge's `pair_label` (the tie-goes-to-B
+    rule unless it has its own), for the dimensions it covers. The one rule for in-platform runs and the offline command."""
     labels, scores = {}, {}
+    rule = getattr(adapter, "pair_label", None) or (lambda _dim, a, b: prefer(a, b))
     for dim in adapter.dimensions:
         a, b = scores_a.get(dim), scores_b.get(dim)
         scores[dim] = (a, b)
-        label = prefer(a, b)
+        label = rule(dim, a, b)
         if label is not None:
             labels[dim] = label
     details = {"clip_a": {k: v for k, v in scores_a.items() if k not in (ALIGNMENT, MUSICALITY)}, "clip_b": {k: v for k, v in scores_b.items() if k not in (ALIGNMENT, MUSICALITY)}}
     if adapter.kind == "signal":
         details["technical"] = True
+    # A judge that does not apply to the condition (no lyrics for the lyrics judge) gives no preference
+    # without failing: the verdict says why, and counts as done.
+    not_applicable = scores_a.get("not_applicable") and scores_b.get("not_applicable")
+    if not_applicable and not labels:
+        details["not_applicable"] = scores_a["not_applicable"]
+        return PairOutcome(status="ok", scores=scores, details=details)
     return PairOutcome(status="ok" if labels else "failed", labels=labels, scores=scores, details=details)
 
 
@@ -341,6 +348,10 @@ class JudgeAdapter:
 
     def compare(self, clip_a: ClipAudio, clip_b: ClipAudio, condition: ConditionInput) -> PairOutcome:
         raise NotImplementedError
+
+    def pair_label(self, dimension: str, score_a, score_b) -> str | None:
+        """A per-clip judge's label for two clip scores: the tie-goes-to-B rule unless the judge has its own."""
+        return prefer(score_a, score_b)
 
     def compare_many(self, pairs: list[tuple[ClipAudio, ClipAudio, ConditionInput]]) -> list[PairOutcome]:
         """One outcome per (clip_a, clip_b, condition); judges that can batch pairs override this."""

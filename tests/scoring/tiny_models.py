@@ -163,3 +163,87 @@ def build_tiny_qwen2_audio(directory: Path) -> Path:
     model.save_pretrained(directory)
     processor.save_pretrained(directory)
     return directory
+
+
+WHISPER_SPECIALS = [
+    "<|endoftext|>",
+    "<|startoftranscript|>",
+    "<|en|>",
+    "<|zh|>",
+    "<|ja|>",
+    "<|ko|>",
+    "<|translate|>",
+    "<|transcribe|>",
+    "<|startoflm|>",
+    "<|startofprev|>",
+    "<|nocaptions|>",
+    "<|notimestamps|>",
+]
+
+
+def whisper_processor(*, feature_size: int = 80):
+    """WhisperProcessor with a locally trained byte-level BPE (any script encodes) and Whisper's special tokens."""
+    from transformers import WhisperFeatureExtractor, WhisperProcessor, WhisperTokenizer
+
+    vocab, merges = _train_bpe(WHISPER_SPECIALS[:1])
+    end = WHISPER_SPECIALS[0]
+    tokenizer = WhisperTokenizer(vocab=vocab, merges=merges, unk_token=end, bos_token=end, eos_token=end, pad_token=end)
+    tokenizer.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS[1:]})
+    return WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=feature_size), tokenizer=tokenizer)
+
+
+def whisper_ids(processor) -> dict[str, int]:
+    return {token: processor.tokenizer.convert_tokens_to_ids(token) for token in WHISPER_SPECIALS}
+
+
+def whisper_generation_config(processor):
+    """What Whisper's generate reads to force the language and task: the hub checkpoints' generation_config.json fields."""
+    from transformers import GenerationConfig
+
+    ids = whisper_ids(processor)
+    end = ids["<|endoftext|>"]
+    config = GenerationConfig(bos_token_id=end, eos_token_id=end, pad_token_id=end, decoder_start_token_id=ids["<|startoftranscript|>"])
+    config.is_multilingual = True
+    config.lang_to_id = {token: ids[token] for token in ("<|en|>", "<|zh|>", "<|ja|>", "<|ko|>")}
+    config.task_to_id = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
+    config.no_timestamps_token_id = ids["<|notimestamps|>"]
+    return config
+
+
+def tiny_whisper_config(processor, **sizes):
+    """A tiny WhisperConfig (or, with `sizes`, any other) wired to the processor's special tokens."""
+    from transformers import WhisperConfig
+
+    ids = whisper_ids(processor)
+    end = ids["<|endoftext|>"]
+    dims = {
+        "vocab_size": len(processor.tokenizer),
+        "num_mel_bins": processor.feature_extractor.feature_size,
+        "d_model": 16,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 32,
+        "decoder_ffn_dim": 32,
+        "max_target_positions": 64,
+    }
+    dims.update(sizes)
+    return WhisperConfig(
+        **dims, pad_token_id=end, bos_token_id=end, eos_token_id=end, decoder_start_token_id=ids["<|startoftranscript|>"], begin_suppress_tokens=None, suppress_tokens=None
+    )
+
+
+def build_tiny_whisper(directory: Path) -> Path:
+    """A 42 k-parameter WhisperForConditionalGeneration + WhisperProcessor + generation config, saved with save_pretrained."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    torch.manual_seed(0)
+    processor = whisper_processor()
+    model = WhisperForConditionalGeneration(tiny_whisper_config(processor)).eval()
+    model.generation_config = whisper_generation_config(processor)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    processor.save_pretrained(directory)
+    return directory
