@@ -634,3 +634,6 @@ from .crowd_models import (  # noqa: E402, F401
     RecruitmentLink,
     ScreeningAttempt,
 )
+
+# Adjudication of disputed items (annotation/adjudication.py); imported here so Django registers it.
+from .adjudication_models import Adjudication, StudyAdjudicator  # noqa: E402, F401
