@@ -124,12 +124,15 @@ def adjudication_item(request: HttpRequest, study: Study, item_id: int) -> HttpR
     )
 
 
-@adjudication_required
+@login_required
 @require_safe
-def adjudication_audio(request: HttpRequest, study: Study, item_id: int, which: str) -> HttpResponse:
+def adjudication_audio(request: HttpRequest, name: str, item_id: int, which: str) -> HttpResponse:
     """A queued pair's clip (a, b) or reference (ref), whole, with an Audio-Proof challenge: the decision counts once the
-    page proves it received both clips. The clip rule (access.clip_audible_by) still decides who hears it."""
-    pair = selectors.adjudication_pair(study=study, pair_id=item_id)
+    page proves it received both clips. The clip rule (access.clip_audible_by) still decides who hears it; 404 to anyone
+    else, who so learns nothing about which ids exist."""
+    study = Study.objects.filter(name=name).first()
+    readable = study is not None and selectors.adjudication_readable_by(study=study, user=request.user)
+    pair = selectors.adjudication_pair(study=study, pair_id=item_id) if readable else None
     clip = None if pair is None else {"a": pair.clip_a, "b": pair.clip_b, "ref": pair.condition.reference}.get(which)
     if clip is None or not clip_audible_by(user=request.user, clip=clip):
         raise Http404("No such audio.")
