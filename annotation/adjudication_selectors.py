@@ -164,9 +164,7 @@ def _posteriors(rows, clip_a: dict[int, int]) -> dict[tuple[int, str], float]:
 def adjudication_queue(*, study: Study, include_decided: bool = True) -> list[QueueItem]:
     """The study's disputed pairs, lowest agreement first (then least sure posterior, then pair id), each with its reasons;
     decided ones after the open ones when `include_decided`."""
-    rows = list(
-        counted_votes(study=study).values("pair_id", "annotator_id", "alignment_choice_id", "alignment_tie", "musicality_choice_id", "musicality_tie")
-    )
+    rows = list(counted_votes(study=study).values("pair_id", "annotator_id", "alignment_choice_id", "alignment_tie", "musicality_choice_id", "musicality_tie"))
     clip_a = dict(Pair.objects.filter(study=study, kind=Pair.Kind.REGULAR).values_list("pk", "clip_a_id"))
     by_pair: dict[int, list[dict]] = {}
     for row in rows:
@@ -235,10 +233,7 @@ def decision_text(decision: Adjudication) -> str:
     names = {"clip_a": "A", "clip_b": "B", "tie": "tie"}
     profile = getattr(decision.adjudicator, "annotator_profile", None)
     who = profile.pseudonym if profile else decision.adjudicator.get_username()
-    return (
-        f"instruction following {names[decision.alignment]}, musicality {names[decision.musicality]}, "
-        f"by {who} at {decision.decided_at:%Y-%m-%d %H:%M} UTC: “{decision.reason}”"
-    )
+    return f"instruction following {names[decision.alignment]}, musicality {names[decision.musicality]}, by {who} at {decision.decided_at:%Y-%m-%d %H:%M} UTC: “{decision.reason}”"
 
 
 def in_row_terms(verdict: str | None, *, shown_a_is_clip_a: bool) -> str | None:

@@ -141,9 +141,7 @@ def adjudication_audio(request: HttpRequest, name: str, item_id: int, which: str
     def sent(first: int, last: int, total: int) -> None:
         audio_fetch_record(user=user, clip=clip, served=(first, last, total), now=started, served_as=f"adjudication:{pair.pk}:{which}")
 
-    return ranged_file_response(
-        request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256), on_sent=sent, proof_at=started, ranges=False
-    )
+    return ranged_file_response(request, clip.file.path, etag=opaque_etag(path=request.path, content_hash=clip.sha256), on_sent=sent, proof_at=started, ranges=False)
 
 
 @study_required

@@ -24,9 +24,9 @@ from common.ranged import ranged_file_response
 from common.roles import is_researcher
 
 from . import selectors, services
+from .access import clip_audible_by, studies_visible_to, study_required
 from .adjudication_selectors import adjudication_studies_of
 from .adjudication_views import adjudication_context
-from .access import clip_audible_by, studies_visible_to, study_required
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload

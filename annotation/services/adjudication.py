@@ -40,9 +40,7 @@ def adjudication_audio_url(*, study: Study, pair_id: int, side: str) -> str:
 
 
 def _already(decision: Adjudication) -> ServiceError:
-    return ServiceError(
-        f"This pair was already decided: {decision_text(decision)}. Nothing was changed.", code="already_decided", status=409, extra={"decision_id": decision.pk}
-    )
+    return ServiceError(f"This pair was already decided: {decision_text(decision)}. Nothing was changed.", code="already_decided", status=409, extra={"decision_id": decision.pk})
 
 
 def _clean(*, alignment: str, musicality: str, reason: str) -> tuple[dict, str]:
@@ -78,9 +76,7 @@ def adjudication_decide(*, study: Study, pair_id: int, adjudicator, alignment: s
     proven = audio_proof.whole_response_sides(fields=receipts, urls=urls)
     missing = [side for side in ("A", "B") if side not in proven]
     if missing:
-        raise ServiceError(
-            f"Listen to both clips before deciding: the page has not shown receiving clip {' or '.join(missing)}.", code="listening_too_short"
-        )
+        raise ServiceError(f"Listen to both clips before deciding: the page has not shown receiving clip {' or '.join(missing)}.", code="listening_too_short")
     item = queue_item_of(study=study, pair_id=pair.pk)
     with transaction.atomic():
         Pair.objects.select_for_update().filter(pk=pair.pk).first()

@@ -44,9 +44,7 @@ def test_two_adjudicators_at_once_leave_one_decision():
         def decide(index: int) -> None:
             try:
                 start.wait()
-                outcomes[index] = adjudication_decide(
-                    study=study, pair_id=pair.pk, adjudicator=people[index], alignment="AB"[index], musicality="A", reason=f"reason {index}", receipts=forms[index]
-                )
+                outcomes[index] = adjudication_decide(study=study, pair_id=pair.pk, adjudicator=people[index], alignment="AB"[index], musicality="A", reason=f"reason {index}", receipts=forms[index])
             except ServiceError as exc:
                 outcomes[index] = exc
             except BaseException as exc:  # noqa: BLE001 - reported below
