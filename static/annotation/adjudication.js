@@ -144,7 +144,14 @@
   // Read-only view of the transport for the browser tests.
   window.auditoriumAdjudication = {
     snapshot() {
-      return { ready: Boolean(transport && transport.ready), playing: Boolean(transport && transport.playing), log: JSON.parse(JSON.stringify(log)), canDecide: SIDES.every(enough) };
+      return {
+        ready: Boolean(transport && transport.ready),
+        loading: Boolean(loading) && !(transport && transport.ready),
+        active: transport ? transport.active : null,
+        playing: Boolean(transport && transport.playing),
+        log: JSON.parse(JSON.stringify(log)),
+        canDecide: SIDES.every(enough),
+      };
     },
   };
 })();
