@@ -11,6 +11,7 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -30,6 +31,7 @@ from .selectors import study_writable_by
 from .services import audio_fetch_record
 from .services.adjudication import adjudication_audio_url, adjudication_decide, adjudicators_set
 
+QUEUE_PER_PAGE = 50
 REFUSAL = "Only this study's adjudicators, its owner, the collaborators the owner names and admins may open its adjudication queue."
 
 
@@ -61,7 +63,8 @@ def adjudication_queue(request: HttpRequest, study: Study) -> HttpResponse:
         "annotation/adjudication_queue.html",
         {
             "study": study,
-            "items": items,
+            "items": Paginator(items, QUEUE_PER_PAGE).get_page(request.GET.get("page")),
+            "total": len(items),
             "open_count": sum(1 for i in items if i.decision is None),
             "can_decide": selectors.is_adjudicator(study=study, user=request.user),
             "thresholds": {"agreement": selectors.AGREEMENT_BELOW, "posterior": selectors.POSTERIOR_BELOW, "votes": selectors.MIN_VOTES},

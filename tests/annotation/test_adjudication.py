@@ -164,3 +164,16 @@ def test_export_marks_each_pair_with_its_provenance(client, tmp_path, world):
     assert counts == sorted([("unanimous", "unanimous")] * 7 + [("unanimous", "unresolved")] * 2)
     assert all(r["adjudicated_by"] is None and r["adjudicated-alignment"] is None for r in others)
     assert "`provenance-<dimension>`" in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_the_queue_page_lists_the_disputes_in_order_in_pages(client, world, monkeypatch):
+    from annotation import adjudication_views
+
+    study, p = world["study"], world["pairs"]
+    monkeypatch.setattr(adjudication_views, "QUEUE_PER_PAGE", 2)
+    client.force_login(world["adjudicator"])
+    first = client.get(url("study-adjudication", study)).content.decode()
+    assert first.index(f'data-pair="{p["tied"].pk}"') < first.index(f'data-pair="{p["split"].pk}"')
+    assert f'data-pair="{p["judged"].pk}"' not in first and "Page 1 of 2" in first and "3</strong> open" in first
+    second = client.get(url("study-adjudication", study) + "?page=2").content.decode()
+    assert f'data-pair="{p["judged"].pk}"' in second and "judge clap-judge against the human majority" in second
