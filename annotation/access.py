@@ -47,10 +47,12 @@ def labels_readable_by(*, study: Study | None, user) -> bool:
 
 def clip_audible_by(*, user, clip: Clip) -> bool:
     """The one rule for a study's audio, whichever page serves it: an annotator hears the clips (and references) of
-    the pairs and rating items assigned to them; admins every clip; a researcher the clips of the studies the study
+    the pairs and rating items assigned to them; admins every clip; an adjudicator the clips of the pairs of the
+    studies they adjudicate; a researcher the clips of the studies the study
     rule lets them reach."""
     if not getattr(user, "is_authenticated", False):
         return False
+    from .adjudication_selectors import adjudicated_clip_audible
     from .ratings.models import RatingAssignment, RatingItem
     from .selectors import clip_assigned_to
 
@@ -59,6 +61,8 @@ def clip_audible_by(*, user, clip: Clip) -> bool:
     if RatingAssignment.objects.filter(Q(item__item_clips__clip=clip) | Q(item__condition__reference=clip), annotator=user).exists():
         return True
     if is_admin(user):
+        return True
+    if adjudicated_clip_audible(user=user, clip=clip):
         return True
     if not is_researcher(user):
         return False

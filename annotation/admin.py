@@ -183,3 +183,33 @@ admin.site.unregister(_User)
 @admin.register(_User)
 class KeptUserAdmin(AnswersKept, UserAdmin):
     pass
+
+
+# --- Adjudication: who settles a study's disputed pairs; decisions are read here, made on the study's queue ---
+from .adjudication_models import Adjudication, StudyAdjudicator  # noqa: E402
+
+
+@admin.register(StudyAdjudicator)
+class StudyAdjudicatorAdmin(ModelAdmin):
+    list_display = ("study", "user", "granted_by", "granted_at")
+    list_filter = ("study",)
+    search_fields = ("user__username", "study__name")
+    raw_id_fields = ("user", "granted_by")
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ModelAdmin):
+    """Read-only: a decision is made on the queue page, with its listening proof and its row lock, and is never edited."""
+
+    list_display = ("pair", "adjudicator", "alignment", "musicality", "decided_at")
+    list_filter = ("pair__study",)
+    search_fields = ("reason", "adjudicator__username")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -626,7 +626,9 @@ class StudyExport(models.Model):
         indexes = [models.Index(fields=["study", "requested_by", "-created_at"], name="study_export_recent")]
 
 
-# Crowd quality (screening, practice, recruitment) lives in its own module; imported here so Django registers it.
+# Adjudication of disputed pairs, and crowd quality (screening, practice, recruitment), live in modules of their own;
+# imported here so Django registers them.
+from .adjudication_models import Adjudication, StudyAdjudicator  # noqa: E402, F401
 from .crowd_models import (  # noqa: E402, F401
     ExternalParticipant,
     PracticeAnswer,

@@ -2,7 +2,7 @@ from django.urls import path
 
 from common import converters  # noqa: F401  (registers <id:...>)
 
-from . import api, crowd_manage, crowd_views, views, views_export
+from . import adjudication_views, api, crowd_manage, crowd_views, views, views_export
 from .api_dataset import StudyExportApi
 
 urlpatterns = [
@@ -36,6 +36,10 @@ urlpatterns = [
     path("manage/studies/<slug:name>/links/", crowd_manage.recruitment_link_add, name="study-link-add"),
     path("manage/studies/<slug:name>/links/<id:link_id>/close/", crowd_manage.recruitment_link_close, name="study-link-close"),
     path("manage/studies/<slug:name>/links/<id:link_id>/resume/", crowd_manage.recruitment_link_resume, name="study-link-resume"),
+    path("manage/studies/<slug:name>/adjudicators/", adjudication_views.study_adjudicators_set, name="study-adjudicators"),
+    path("manage/studies/<slug:name>/adjudication/", adjudication_views.adjudication_queue, name="study-adjudication"),
+    path("manage/studies/<slug:name>/adjudication/<id:item_id>/", adjudication_views.adjudication_item, name="study-adjudication-item"),
+    path("manage/studies/<slug:name>/adjudication/<id:item_id>/<str:which>/", adjudication_views.adjudication_audio, name="study-adjudication-audio"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

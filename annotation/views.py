@@ -25,6 +25,8 @@ from common.roles import is_researcher
 
 from . import selectors, services
 from .access import clip_audible_by, studies_visible_to, study_required
+from .adjudication_selectors import adjudication_studies_of
+from .adjudication_views import adjudication_context
 from .crowd_forms import crowd_manage_context
 from .crowd_selectors import annotator_crowd_columns
 from .dataset import max_upload_bytes, pairs_import_upload
@@ -132,6 +134,7 @@ def home(request: HttpRequest) -> HttpResponse:
         )
     if sections["research"]:
         context["research_studies"] = selectors.researcher_home_studies(user=request.user)
+    context["adjudication_studies"] = adjudication_studies_of(user=request.user)
     return _render(request, "annotation/home.html", context)
 
 
@@ -326,6 +329,7 @@ def _study_manage_render(
         "can_name_collaborators": selectors.study_collaborators_editable_by(study=study, user=request.user),
         "collaborators": study.collaborators.order_by("username"),
     }
+    context.update(adjudication_context(study=study, user=request.user))
     context.update(crowd_manage_context(study=study, can_change=context["can_change"], base_url=request.build_absolute_uri("/")[:-1], **(crowd_forms or {})))
     return _render(request, "annotation/manage/study_detail.html", context, status=status)
 

@@ -27,6 +27,7 @@ from common.loudness import PEAK_CEILING_DBTP
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
 from .aggregates import AGGREGATE_HELP, AGGREGATE_KEYS, aggregate_columns
 from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
+from .provenance import PROVENANCE_HELP, PROVENANCE_KEYS, provenance_for, provenance_row
 
 CONSENT_STATEMENT = (
     "Annotators on this platform gave informed consent before their first judgment and may withdraw at any time; "
@@ -234,6 +235,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "`total_listening_time_a` / `_b`: seconds the server counted each clip as heard (null where it kept no record).",
         AGGREGATE_HELP,
         DUPLICATE_HELP,
+        PROVENANCE_HELP,
         "",
         "## Files",
         "",
@@ -334,6 +336,7 @@ def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
         "modality": condition.modality,
         **dict.fromkeys(LISTENING_KEYS),
         DUPLICATE_KEY: None,
+        **provenance_row(None, shown_a_is_clip_a=True),
     }
 
 
@@ -393,6 +396,7 @@ def dataset_export(
     names = _audio_names(list(clips.values()), compared)
 
     aggregated = aggregate_columns(judgments)
+    settled = provenance_for(judgments)
     rows = []
     for j in judgments:
         pair, condition = j.pair, j.pair.condition
@@ -420,13 +424,14 @@ def dataset_export(
             **_listening_seconds(j),
             **aggregated.get(j.pk, {}),
             DUPLICATE_KEY: _duplicate_claim(j),
+            **provenance_row(settled.get(pair.pk), shown_a_is_clip_a=a.pk == pair.clip_a_id),
         }
         rows.append(row)
     rows += [_unvoted_row(pair, names) for pair in unvoted]
     report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY]}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY], **{k: row[k] for k in PROVENANCE_KEYS}}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

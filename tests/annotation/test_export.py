@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from annotation.dataset import EXPORT_KEYS
 from annotation.dataset.aggregates import AGGREGATE_KEYS
+from annotation.dataset.provenance import PROVENANCE_KEYS
 from annotation.models import AnnotatorProfile, Clip, Judgment, Pair, System
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyFactory
 from tests.annotation.dataset_files import export, read_rows, wipe_database
@@ -74,7 +75,7 @@ def test_rows_have_the_exact_keys_string_confidences_and_side_correct_labels(tmp
     rows = read_rows(out / "train.jsonl") + read_rows(out / "test.jsonl")
     assert len(rows) == Judgment.objects.count() == 24
     for r in rows:
-        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim"]
+        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS]
         assert r["duplicate_claim"] is False
         # These votes carry no server listening record (made by a factory): their times are unknown.
         assert r["total_listening_time_a"] is None and r["total_listening_time_b"] is None

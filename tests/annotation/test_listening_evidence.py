@@ -315,8 +315,10 @@ def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
     assert (row["total_listening_time_a"], row["total_listening_time_b"]) == (3.0, 2.0)
     # The listening times follow the CMI keys; the aggregated-label columns come after them.
     from annotation.dataset.aggregates import AGGREGATE_KEYS
+    from annotation.dataset.provenance import PROVENANCE_KEYS
 
-    assert list(row)[-3 - len(AGGREGATE_KEYS) :] == ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim"]
+    tail = ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS]
+    assert list(row)[-len(tail) :] == tail
     assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)
 
 

@@ -21,6 +21,7 @@ BENCH = ROOT / "bench"
 # The smallest size of each script that still runs all its code paths; the figures mean nothing here.
 SMOKE = {
     "active": ["--seeds", "1", "--conditions", "8", "--clips", "3", "--targets", "0.6", "--budgets", "10", "--max-votes", "20", "--rounds", "20", "--jobs", "1"],
+    "adjudication": ["--sqlite", "--pairs", "40", "--seeds", "1", "--resamples", "20"],
     "aggregation": ["--items", "40", "--annotators", "8", "--votes-per-item", "3", "--seeds", "1", "--resamples", "20"],
     "assign": ["--annotators", "3", "--pairs", "20", "--overlap", "2"],
     "benchmark": ["--items", "200", "--submissions", "3", "--rounds", "20", "--repeat", "1"],

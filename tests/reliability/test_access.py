@@ -49,10 +49,14 @@ RESEARCHER = {
     "study-collaborators",
     # Practice pairs and recruitment links on the study page: changes, so writers only (tests/annotation/test_crowd_manage.py).
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
+    # Adjudication: the queue for the study's adjudicators and writers; naming adjudicators for writers (tests/annotation/test_adjudication.py).
+    "study-adjudication", "study-adjudicators",
 }
 # Researcher routes that serve a finished file (404 or 409 without one): checked for refusals only here,
 # downloads in their own tests.
 RESEARCHER_FILES = {"release-download", "api-scoring-run-pseudo"}  # the pseudo-label export: 409 for a run that is not a pseudo-label run
+# An adjudication pair's page and audio: 404 for a pair not in the study (tests/annotation/test_adjudication.py covers who reaches them).
+RESEARCHER_FILES |= {"study-adjudication-item", "study-adjudication-audio"}
 # The study's owner and admins only (other researchers get 403 or 404): tests/annotation/test_study_export.py.
 OWNER = {"study-export", "study-export-status", "study-export-download"}
 POST_ONLY = {
@@ -62,6 +66,7 @@ POST_ONLY = {
     "api-next", "api-listening", "api-submit", "api-skip",
     "team-members-add", "team-endpoint-register", "study-collaborators",
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
+    "study-adjudicators",
 }
 
 
