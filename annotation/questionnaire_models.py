@@ -8,7 +8,9 @@ that were asked.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 
 
 class Phase(models.TextChoices):
@@ -52,3 +54,12 @@ class QuestionnaireResponse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.phase} answers of {self.annotator} in {self.study}"
+
+
+@receiver([post_save, post_delete], sender=Questionnaire, dispatch_uid="questionnaire-asked-forget")
+def _asked_forget(sender, instance, **kwargs) -> None:
+    from .questionnaire_selectors import questionnaire_asked_forget
+
+    # After the commit too, so a request that read the old rows meanwhile does not keep them cached.
+    questionnaire_asked_forget(study_id=instance.study_id)
+    transaction.on_commit(lambda: questionnaire_asked_forget(study_id=instance.study_id))

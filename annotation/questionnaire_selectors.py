@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import median
 
+from common.cache import cache_forget, cache_get_many, cache_set_many
 from common.errors import ServiceError
 
 from .questionnaire_models import Phase, Questionnaire, QuestionnaireResponse
@@ -30,8 +31,46 @@ def questionnaire_pending(*, study, annotator, phase: str) -> Questionnaire | No
     return current
 
 
-def _responses(study):
-    return QuestionnaireResponse.objects.filter(study=study).select_related("questionnaire", "annotator__annotator_profile", "annotator__external_participant__link").order_by("phase", "id")
+# The next-pair request asks on every pair whether questions stand in the way: from the cache, so a study
+# without questionnaires (or an annotator who answered) costs no query. Whether a study asks is dropped on
+# every save of its questionnaires; having answered never becomes false.
+CACHE_SECONDS = 300
+
+
+def _asked_key(study_id: int, phase: str) -> str:
+    return f"annotation:questionnaire-asked:{study_id}:{phase}"
+
+
+def _answered_key(study_id: int, phase: str, user_id: int) -> str:
+    return f"annotation:questionnaire-answered:{study_id}:{phase}:{user_id}"
+
+
+def questionnaire_asked_forget(*, study_id: int) -> None:
+    cache_forget(*(_asked_key(study_id, phase) for phase in Phase.values))
+
+
+def questionnaire_blocks(*, study, annotator, phase: str) -> bool:
+    """questionnaire_pending as a yes or no, through the cache."""
+    asked_key, answered_key = _asked_key(study.pk, phase), _answered_key(study.pk, phase, annotator.pk)
+    found = cache_get_many(asked_key, answered_key)
+    asked = found.get(asked_key)
+    if asked is None:
+        current = questionnaire_current(study=study, phase=phase)
+        asked = current.pk if current is not None else 0
+        cache_set_many({asked_key: asked}, CACHE_SECONDS)
+    if not asked or found.get(answered_key):
+        return False
+    answered = QuestionnaireResponse.objects.filter(study=study, phase=phase, annotator=annotator).exists()
+    if answered:
+        cache_set_many({answered_key: True}, CACHE_SECONDS)
+    return not answered
+
+
+def _responses(study, annotators=None):
+    chosen = QuestionnaireResponse.objects.filter(study=study)
+    if annotators is not None:
+        chosen = chosen.filter(annotator_id__in=annotators)
+    return chosen.select_related("questionnaire", "annotator__annotator_profile", "annotator__external_participant__link").order_by("phase", "id")
 
 
 def answer_rows(*, study) -> list[dict]:
@@ -60,11 +99,12 @@ def answer_rows(*, study) -> list[dict]:
 ANSWER_COLUMNS = ["annotator", "recruitment_link", "phase", "version", "question_id", "kind", "question", "answer", "answer_label", "answered_at"]
 
 
-def answer_summary(*, study) -> list[dict]:
-    """Per phase, version and question: how many answered, and the counts per answer (free text: only how many wrote something)."""
+def answer_summary(*, study, annotators=None) -> list[dict]:
+    """Per phase, version and question: how many answered, and the counts per answer (free text: only how many wrote something).
+    `annotators` (ids) restricts it to those people, as a dataset export does to the people whose votes it holds."""
     grouped: dict[tuple, dict] = {}
     values: dict[tuple, list] = defaultdict(list)
-    for response in _responses(study):
+    for response in _responses(study, annotators):
         for position, question in enumerate(response.questionnaire.questions):
             key = (response.phase, response.questionnaire.version, question["id"])
             grouped.setdefault(key, {"phase": response.phase, "version": response.questionnaire.version, "question": question, "asked": 0, "position": position})
@@ -155,3 +195,25 @@ def annotators_answering(*, study, filters) -> set[int]:
         for annotator_id, answered in people.items()
         if all(qid in answered and _matches(answered[qid][0], answered[qid][1], wanted) for qid, wanted in filters)
     }
+
+
+def datasheet_lines(*, studies, annotators) -> list[str]:
+    """The datasheet's questionnaire section: counts per answer of the exported annotators (free text is not exported)."""
+    lines = []
+    for study in sorted(studies, key=lambda s: s.name):
+        summary = answer_summary(study=study, annotators=annotators)
+        if not summary:
+            continue
+        lines += ["", f"### {study.title or study.name}", "", "| phase | version | question | answered | answers |", "|---|---|---|---|---|"]
+        for s in summary:
+            if s["counts"]:
+                shown = ", ".join(f"{label}: {n}" for label, n in s["counts"])
+            elif s["numbers"]:
+                shown = f"median {s['numbers']['median']:g} (from {s['numbers']['min']:g} to {s['numbers']['max']:g})"
+            else:
+                shown = "free text, not in this export" if s["question"]["kind"] == "text" else ""
+            text = s["question"]["text"].replace("|", "/")
+            lines.append(f"| {s['phase']} | {s['version']} | `{s['question']['id']}` {text} | {s['answered']} of {s['asked']} | {shown.replace('|', '/')} |")
+    if not lines:
+        return []
+    return ["", "## Questionnaires", "", "What the annotators of these votes answered before and after their study, counted per answer (each answer keeps the version it answered).", *lines]

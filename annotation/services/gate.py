@@ -11,7 +11,7 @@ from __future__ import annotations
 from common.errors import ServiceError
 
 from ..questionnaire_models import Phase
-from ..questionnaire_selectors import questionnaire_pending
+from ..questionnaire_selectors import questionnaire_blocks
 from .practice import practice_next
 from .screening import screening_status
 
@@ -31,14 +31,14 @@ def crowd_step(*, study, annotator) -> str | None:
         return SCREENING
     if practice_next(study=study, annotator=annotator) is not None:
         return PRACTICE
-    if questionnaire_pending(study=study, annotator=annotator, phase=Phase.PRE) is not None:
+    if questionnaire_blocks(study=study, annotator=annotator, phase=Phase.PRE):
         return QUESTIONNAIRE_PRE
     return None
 
 
 def crowd_gate_check(*, study, annotator) -> None:
-    """Refuse (403, nothing handed out) while the annotator has the screen to pass or the questions before the study to answer."""
+    """Refuse (403, nothing handed out) while the annotator has the screen to pass."""
+    # The practice round and the questions before the study are the pages' steps, as the listening page enforces
+    # them; only the screen, which decides who may give data at all, is refused here as well.
     if screening_pending(study=study, annotator=annotator):
         raise ServiceError("Pass the headphone check of this study first (open the study's page).", code="screening_required", status=403)
-    if questionnaire_pending(study=study, annotator=annotator, phase=Phase.PRE) is not None:
-        raise ServiceError("Answer the questions before the study first (open the study's page).", code="questionnaire_required", status=403)
