@@ -51,12 +51,12 @@ class QuestionnaireAnswerForm(forms.Form):
         sent = {key for key in (self.data or {}).keys() if key.startswith(FIELD_PREFIX)}
         unknown = sorted(sent - set(self.kinds))
         if unknown:
-            raise forms.ValidationError(f"The form sent answers to questions this questionnaire does not have ({', '.join(k[len(FIELD_PREFIX):] for k in unknown)}); reload the page.")
+            raise forms.ValidationError(f"The form sent answers to questions this questionnaire does not have ({', '.join(k[len(FIELD_PREFIX) :] for k in unknown)}); reload the page.")
         return data
 
     def answers(self) -> dict:
         """The typed answers by question id (None: left blank)."""
-        return {name[len(FIELD_PREFIX):]: self.cleaned_data.get(name) for name in self.kinds}
+        return {name[len(FIELD_PREFIX) :]: self.cleaned_data.get(name) for name in self.kinds}
 
     def rows(self) -> list[dict]:
         return [{"field": self[name], "kind": kind} for name, kind in self.kinds.items()]

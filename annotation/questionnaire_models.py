@@ -12,6 +12,8 @@ from django.db import models, transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from .questionnaire_cache import asked_forget
+
 
 class Phase(models.TextChoices):
     PRE = "pre", "Before the study"
@@ -58,8 +60,6 @@ class QuestionnaireResponse(models.Model):
 
 @receiver([post_save, post_delete], sender=Questionnaire, dispatch_uid="questionnaire-asked-forget")
 def _asked_forget(sender, instance, **kwargs) -> None:
-    from .questionnaire_selectors import questionnaire_asked_forget
-
     # After the commit too, so a request that read the old rows meanwhile does not keep them cached.
-    questionnaire_asked_forget(study_id=instance.study_id)
-    transaction.on_commit(lambda: questionnaire_asked_forget(study_id=instance.study_id))
+    asked_forget(study_id=instance.study_id)
+    transaction.on_commit(lambda: asked_forget(study_id=instance.study_id))

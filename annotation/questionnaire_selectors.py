@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import median
 
-from common.cache import cache_forget, cache_get_many, cache_set_many
+from common.cache import cache_get_many, cache_set_many
 from common.errors import ServiceError
 
+from . import questionnaire_cache
 from .questionnaire_models import Phase, Questionnaire, QuestionnaireResponse
 from .questionnaire_schema import answer_text
 
@@ -31,39 +32,23 @@ def questionnaire_pending(*, study, annotator, phase: str) -> Questionnaire | No
     return current
 
 
-# The next-pair request asks on every pair whether questions stand in the way: from the cache, so a study
-# without questionnaires (or an annotator who answered) costs no query. Whether a study asks is dropped on
-# every save of its questionnaires; having answered never becomes false.
-CACHE_SECONDS = 300
-
-
-def _asked_key(study_id: int, phase: str) -> str:
-    return f"annotation:questionnaire-asked:{study_id}:{phase}"
-
-
-def _answered_key(study_id: int, phase: str, user_id: int) -> str:
-    return f"annotation:questionnaire-answered:{study_id}:{phase}:{user_id}"
-
-
-def questionnaire_asked_forget(*, study_id: int) -> None:
-    cache_forget(*(_asked_key(study_id, phase) for phase in Phase.values))
-
-
+# The listening pages ask on every load whether questions stand in the way: from the cache, so a study without
+# questionnaires (or an annotator who answered) costs no query.
 def questionnaire_blocks(*, study, annotator, phase: str) -> bool:
     """questionnaire_pending as a yes or no, through the cache."""
-    asked_key, answered_key = _asked_key(study.pk, phase), _answered_key(study.pk, phase, annotator.pk)
-    found = cache_get_many(asked_key, answered_key)
-    asked = found.get(asked_key)
-    if asked is None:
-        current = questionnaire_current(study=study, phase=phase)
-        asked = current.pk if current is not None else 0
-        cache_set_many({asked_key: asked}, CACHE_SECONDS)
-    if not asked or found.get(answered_key):
+    asked, answered = questionnaire_cache.asked_key(study.pk, phase), questionnaire_cache.answered_key(study.pk, phase, annotator.pk)
+    found = cache_get_many(asked, answered)
+    current = found.get(asked)
+    if current is None:
+        questionnaire = questionnaire_current(study=study, phase=phase)
+        current = questionnaire.pk if questionnaire is not None else 0
+        cache_set_many({asked: current}, questionnaire_cache.SECONDS)
+    if not current or found.get(answered):
         return False
-    answered = QuestionnaireResponse.objects.filter(study=study, phase=phase, annotator=annotator).exists()
-    if answered:
-        cache_set_many({answered_key: True}, CACHE_SECONDS)
-    return not answered
+    done = QuestionnaireResponse.objects.filter(study=study, phase=phase, annotator=annotator).exists()
+    if done:
+        cache_set_many({answered: True}, questionnaire_cache.SECONDS)
+    return not done
 
 
 def _responses(study, annotators=None):
@@ -135,7 +120,7 @@ def answer_filters_parse(values) -> tuple[tuple[str, tuple[str, ...]], ...]:
         raw = values.getlist(key) if hasattr(values, "getlist") else values[key]
         given = tuple(sorted({str(v).strip() for v in (raw if isinstance(raw, (list, tuple)) else [raw]) if str(v).strip()}))
         if given:
-            filters.append((key[len(FILTER_PREFIX):], given))
+            filters.append((key[len(FILTER_PREFIX) :], given))
     return tuple(filters)
 
 
@@ -178,7 +163,9 @@ def annotators_answering(*, study, filters) -> set[int]:
         kind = versions[0]["kind"]
         if kind not in FILTERABLE:
             raise ServiceError(f"Filter q.{qid}: free-text answers cannot filter a report; filter by a choice, Likert or number question.", code="bad_filter")
-        offered = {c for q in versions for c in q.get("choices", [])} | {label for q in versions for label in q.get("scale", [])} | {str(i) for q in versions for i in range(1, len(q.get("scale", [])) + 1)}
+        offered = (
+            {c for q in versions for c in q.get("choices", [])} | {label for q in versions for label in q.get("scale", [])} | {str(i) for q in versions for i in range(1, len(q.get("scale", [])) + 1)}
+        )
         for w in wanted:
             if kind == "number":
                 _number_range(w, versions[0])
@@ -190,11 +177,7 @@ def annotators_answering(*, study, filters) -> set[int]:
         for qid, value in answers.items():
             if qid in by_version[questionnaire_id]:
                 people[annotator_id][qid] = (by_version[questionnaire_id][qid], value)
-    return {
-        annotator_id
-        for annotator_id, answered in people.items()
-        if all(qid in answered and _matches(answered[qid][0], answered[qid][1], wanted) for qid, wanted in filters)
-    }
+    return {annotator_id for annotator_id, answered in people.items() if all(qid in answered and _matches(answered[qid][0], answered[qid][1], wanted) for qid, wanted in filters)}
 
 
 def datasheet_lines(*, studies, annotators) -> list[str]:

@@ -104,9 +104,7 @@ def questionnaire_answer(*, questionnaire: Questionnaire, annotator, answers: di
         stored[qid] = answer_check(question, value)
     try:
         with transaction.atomic():
-            response = QuestionnaireResponse.objects.create(
-                questionnaire=questionnaire, study_id=questionnaire.study_id, phase=questionnaire.phase, annotator=annotator, answers=stored
-            )
+            response = QuestionnaireResponse.objects.create(questionnaire=questionnaire, study_id=questionnaire.study_id, phase=questionnaire.phase, annotator=annotator, answers=stored)
     except IntegrityError:
         # Two sends at once: the other one stored first.
         return QuestionnaireResponse.objects.get(study_id=questionnaire.study_id, phase=questionnaire.phase, annotator=annotator), False

@@ -14,8 +14,8 @@ from annotation import services
 from annotation.crowd_models import ExternalParticipant
 from annotation.dataset import dataset_export
 from annotation.questionnaire_models import Questionnaire, QuestionnaireResponse
-from annotation.questionnaire_selectors import annotators_answering, answer_rows
 from annotation.questionnaire_schema import EXAMPLE, definition_parse
+from annotation.questionnaire_selectors import annotators_answering, answer_rows
 from common.errors import ServiceError
 from scoring.report import report_build, report_options_parse
 from tests.factories import AnnotatorFactory, ClipFactory, ConditionFactory, JudgmentFactory, PairFactory, StudyAnnotatorFactory, StudyFactory, SystemFactory, UserFactory
