@@ -1,18 +1,22 @@
 """A recruited participant in Chromium, at 1280 and at 390 px, under the site's Content-Security-Policy:
 link -> Start -> consent -> the questions before the study (a required one left blank blocks with a message)
--> a pair on the A/B transport -> the questions after the study -> the completion code."""
+-> a pair on the A/B transport -> the questions after the study -> the completion code. And the researcher's
+editor, reached from the study page: a bad definition is refused with where and why, a good one previewed."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from annotation import services
 from annotation.crowd_models import ExternalParticipant
 from annotation.models import Judgment
-from annotation.questionnaire_models import QuestionnaireResponse
+from annotation.questionnaire_models import Questionnaire, QuestionnaireResponse
+from tests.annotation.browser_helpers import login
 from tests.browser import DESKTOP, PHONE
 from tests.crowd import judge_pair_by_keyboard
-from tests.factories import ConditionFactory, PairFactory, StudyFactory
+from tests.factories import ConditionFactory, PairFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.browser
 
@@ -90,5 +94,39 @@ def test_a_participant_answers_before_and_after_the_study_and_gets_the_code(live
         answers = {r.phase: r.answers for r in QuestionnaireResponse.objects.filter(annotator=participant.user)}
         assert answers == {"pre": {"training": "1–5 years", "genres": ["Pop", "Jazz"], "comfort": 4, "age": 34}, "post": {"comment": "Clip B was a little loud."}}
         assert not problems, problems
+    finally:
+        context.close()
+
+
+@pytest.mark.engine
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_the_researcher_writes_the_questions_from_the_study_page(live_server, browser, transactional_db, device, tmp_path):
+    owner = UserFactory(username=f"asker-{device}", roles=["researcher"])
+    study = StudyFactory(name=f"asking-{device}", owner=owner)
+    context = browser.new_context(**(PHONE if device == "phone" else DESKTOP))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        login(page, live_server, owner.username)
+        page.goto(f"{live_server.url}/manage/studies/{study.name}/")
+        page.click("#questionnaires-link")
+        page.wait_for_selector("#h-questionnaires")
+        page.fill("#id_pre", json.dumps([{**PRE[3], "min": 100, "max": 18}]))
+        page.click("#questionnaire-save")
+        page.wait_for_selector("#questionnaire-edit-form .errorlist")
+        assert "Question 1 (age): min must not be above max." in page.inner_text("#questionnaire-edit-form .errorlist")
+        assert not Questionnaire.objects.exists()
+        page.fill("#id_pre", json.dumps(PRE, indent=2, ensure_ascii=False))
+        page.fill("#id_post", json.dumps(POST))
+        page.click("#questionnaire-save")
+        page.wait_for_selector(".questionnaire-preview")
+        assert "Questionnaires saved" in page.inner_text("ul.messages")
+        assert page.locator(".questionnaire-preview").count() == 2 and page.locator(".questionnaire-preview fieldset.question").count() == 3
+        assert [q.version for q in Questionnaire.objects.order_by("phase")] == [1, 1]
+        assert overflow(page) == 0
+        page.screenshot(path=str(tmp_path / f"questionnaire-editor-{device}.png"), full_page=True)
+        assert not errors, errors
     finally:
         context.close()

@@ -288,3 +288,16 @@ def test_a_bad_report_filter_is_a_clear_400(client, voted, query, says):
     client.force_login(owner)
     page = client.get(reverse("scoring:study-report", kwargs={"name": study.name}), query)
     assert page.status_code == 400 and says in page.content.decode()
+
+
+def test_the_report_page_says_whom_it_is_restricted_to(client, voted):
+    study, owner, people = voted
+    client.force_login(owner)
+    page = client.get(reverse("scoring:study-report", kwargs={"name": study.name}), {"q.training": "A lot", "bootstrap": "20"})
+    assert page.status_code == 200
+    notice = page.content.decode()
+    notice = notice[notice.index('id="answer-filter-notice"') :][:600]
+    assert "3 annotators" in notice and "<code>training</code> = A lot" in notice
+    # The editor's counts link to the report filtered by each answer.
+    editor = client.get(reverse("study-questionnaires", kwargs={"name": study.name})).content.decode()
+    assert f"{reverse('scoring:study-report', kwargs={'name': study.name})}?q.training=A%20lot" in editor
