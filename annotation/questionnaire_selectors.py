@@ -52,7 +52,8 @@ def questionnaire_blocks(*, study, annotator, phase: str) -> bool:
 
 
 def _responses(study, annotators=None):
-    chosen = QuestionnaireResponse.objects.filter(study=study)
+    # As with votes: an annotator who withdrew consent leaves every export and count made from then on.
+    chosen = QuestionnaireResponse.objects.filter(study=study).exclude(annotator__annotator_profile__withdrawn_at__isnull=False)
     if annotators is not None:
         chosen = chosen.filter(annotator_id__in=annotators)
     return chosen.select_related("questionnaire", "annotator__annotator_profile", "annotator__external_participant__link").order_by("phase", "id")

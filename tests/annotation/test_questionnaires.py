@@ -301,3 +301,14 @@ def test_the_report_page_says_whom_it_is_restricted_to(client, voted):
     # The editor's counts link to the report filtered by each answer.
     editor = client.get(reverse("study-questionnaires", kwargs={"name": study.name})).content.decode()
     assert f"{reverse('scoring:study-report', kwargs={'name': study.name})}?q.training=A%20lot" in editor
+
+
+def test_an_annotator_who_withdrew_leaves_the_answers_csv_and_the_counts(client, voted):
+    study, owner, people = voted
+    services.consent_withdraw(user=people["None"][0])
+    client.force_login(owner)
+    rows = list(csv.DictReader(io.StringIO(client.get(reverse("study-questionnaire-answers", kwargs={"name": study.name})).content.decode())))
+    assert len(rows) == 5 * len(PRE) and people["None"][0].annotator_profile.pseudonym not in {r["annotator"] for r in rows}
+    editor = client.get(reverse("study-questionnaires", kwargs={"name": study.name}))
+    training = next(s for s in editor.context["summary"] if s["question"]["id"] == "training")
+    assert training["counts"] == [("None", 2), ("Some", 0), ("A lot", 3)]
