@@ -183,3 +183,21 @@ admin.site.unregister(_User)
 @admin.register(_User)
 class KeptUserAdmin(AnswersKept, UserAdmin):
     pass
+
+
+# --- Questionnaires: to read; they are written from the study's questionnaire page, which keeps the versions ---
+from .questionnaire_models import Questionnaire, QuestionnaireResponse  # noqa: E402
+
+
+@admin.register(Questionnaire)
+class QuestionnaireAdmin(ModelAdmin):
+    list_display = ("study", "phase", "version", "created_by", "created_at")
+    list_filter = ("phase",)
+    readonly_fields = [f.name for f in Questionnaire._meta.fields]
+
+
+@admin.register(QuestionnaireResponse)
+class QuestionnaireResponseAdmin(ModelAdmin):
+    list_display = ("study", "phase", "annotator", "questionnaire", "created_at")
+    list_filter = ("phase",)
+    readonly_fields = [f.name for f in QuestionnaireResponse._meta.fields]
