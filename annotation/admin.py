@@ -213,3 +213,21 @@ class AdjudicationAdmin(ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+# --- Questionnaires: to read; they are written from the study's questionnaire page, which keeps the versions ---
+from .questionnaire_models import Questionnaire, QuestionnaireResponse  # noqa: E402
+
+
+@admin.register(Questionnaire)
+class QuestionnaireAdmin(ModelAdmin):
+    list_display = ("study", "phase", "version", "created_by", "created_at")
+    list_filter = ("phase",)
+    readonly_fields = [f.name for f in Questionnaire._meta.fields]
+
+
+@admin.register(QuestionnaireResponse)
+class QuestionnaireResponseAdmin(ModelAdmin):
+    list_display = ("study", "phase", "annotator", "questionnaire", "created_at")
+    list_filter = ("phase",)
+    readonly_fields = [f.name for f in QuestionnaireResponse._meta.fields]

@@ -29,6 +29,7 @@ from common.roles import is_researcher
 from . import selectors, services
 from .crowd_models import ExternalParticipant, PracticeItem, ScreeningAttempt
 from .models import Study
+from .questionnaire_selectors import questionnaire_pending
 from .screens import screen_for
 
 
@@ -340,5 +341,8 @@ def recruitment_done(request: HttpRequest, name: str) -> HttpResponse:
             )
         if not services.recruitment_work_complete(study=study, progress=progress):
             return _page(request, "annotation/recruitment_nothing.html", {"study": study, "progress": progress, "participant_study": study})
+        # The questions after the study come before the code (annotation/questionnaire_views.py).
+        if questionnaire_pending(study=study, annotator=request.user, phase="post") is not None:
+            return redirect("questionnaire-post", name=study.name)
     code = services.recruitment_finish(participant=participant)
     return _page(request, "annotation/recruitment_done.html", {"study": study, "code": code, "code_url": _code_url(participant, code)})

@@ -636,3 +636,6 @@ from .crowd_models import (  # noqa: E402, F401
     RecruitmentLink,
     ScreeningAttempt,
 )
+
+# Questionnaires before and after a study; imported here so Django registers them.
+from .questionnaire_models import Questionnaire, QuestionnaireResponse  # noqa: E402, F401

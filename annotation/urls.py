@@ -2,7 +2,7 @@ from django.urls import path
 
 from common import converters  # noqa: F401  (registers <id:...>)
 
-from . import adjudication_views, api, crowd_manage, crowd_views, views, views_export
+from . import adjudication_views, api, crowd_manage, crowd_views, questionnaire_views, views, views_export
 from .api_dataset import StudyExportApi
 
 urlpatterns = [
@@ -40,6 +40,11 @@ urlpatterns = [
     path("manage/studies/<slug:name>/adjudication/", adjudication_views.adjudication_queue, name="study-adjudication"),
     path("manage/studies/<slug:name>/adjudication/<id:item_id>/", adjudication_views.adjudication_item, name="study-adjudication-item"),
     path("manage/studies/<slug:name>/adjudication/<id:item_id>/<str:which>/", adjudication_views.adjudication_audio, name="study-adjudication-audio"),
+    # Questionnaires before and after the study (annotation/questionnaire_views.py)
+    path("studies/<slug:name>/questionnaire/pre/", questionnaire_views.questionnaire_page, {"phase": "pre"}, name="questionnaire-pre"),
+    path("studies/<slug:name>/questionnaire/post/", questionnaire_views.questionnaire_page, {"phase": "post"}, name="questionnaire-post"),
+    path("manage/studies/<slug:name>/questionnaires/", questionnaire_views.questionnaire_edit, name="study-questionnaires"),
+    path("manage/studies/<slug:name>/questionnaires/answers.csv", questionnaire_views.questionnaire_answers_csv, name="study-questionnaire-answers"),
     # API
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),

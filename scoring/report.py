@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from annotation.dataset.keys import export_path_names
 from annotation.models import AnnotatorProfile, Judgment, Pair, Study
+from annotation.questionnaire_models import QuestionnaireResponse
+from annotation.questionnaire_selectors import annotators_answering, answer_filters_parse
 from annotation.ratings.models import RatingSubmission
 
 from . import compare
@@ -60,9 +62,12 @@ class ReportOptions:
     seed: int = 0
     triage: int = 10  # disagreements listed per judge
     include_seeded: bool = False  # the demo's seeded votes (no one listened): left out unless asked for
+    # `q.<question>=<value>`: only the votes of annotators who answered so (annotation.questionnaire_selectors).
+    answers: tuple = ()
 
     def as_dict(self) -> dict:
-        return {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage, "include_seeded": self.include_seeded}
+        shown = {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage, "include_seeded": self.include_seeded}
+        return shown | ({"answers": {qid: list(values) for qid, values in self.answers}} if self.answers else {})
 
 
 def report_options_parse(values) -> ReportOptions:
@@ -74,6 +79,7 @@ def report_options_parse(values) -> ReportOptions:
         seed=_parse_number(values.get("seed", defaults.seed), "seed", int, 0, 2**32 - 1),
         triage=_parse_number(values.get("triage", defaults.triage), "triage", int, 0, 500),
         include_seeded=str(values.get("include_seeded", "")).strip().lower() in ("1", "true", "yes", "on"),
+        answers=answer_filters_parse(values),
     )
 
 
@@ -465,7 +471,8 @@ def study_fingerprint(study: Study) -> str:
     )
     external = ExternalResultSet.objects.aggregate(n=Count("id"), last=Max("id"))
     rated = RatingSubmission.objects.filter(item__study=study).aggregate(n=Count("id"), last=Max("id"))
-    raw = json.dumps([study.pk, judgments, verdicts, people, external, Pair.objects.filter(study=study).count(), rated], default=str)
+    answered = QuestionnaireResponse.objects.filter(study=study).aggregate(n=Count("id"), last=Max("id"))
+    raw = json.dumps([study.pk, judgments, verdicts, people, external, Pair.objects.filter(study=study).count(), rated, answered], default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
@@ -484,6 +491,12 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         if cached is not None:
             return cached
     votes = votes_frame(study=study, include_seeded=options.include_seeded)
+    answer_filter = None
+    if options.answers:
+        # Restricted before anything is computed, so agreement, annotators, judges and systems all see the same people.
+        answering = annotators_answering(study=study, filters=options.answers)
+        votes = votes[votes["annotator_id"].isin(answering)]
+        answer_filter = {"answers": {qid: list(values) for qid, values in options.answers}, "annotators": len(answering)}
     pairs = pairs_frame(study=study)
     verdicts = verdicts_frame(study=study)
     sources = runs_meta(study=study)
@@ -507,6 +520,7 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
             # Shown apart on the page: counted in the figures above only when asked for.
             "seeded_votes": Judgment.objects.filter(pair__study=study, source=Judgment.Source.SEEDED).count(),
             "seeded_included": options.include_seeded,
+            "answer_filter": answer_filter,
         },
         "generated_at": timezone.now().isoformat(),
         "options": options.as_dict(),

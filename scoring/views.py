@@ -402,10 +402,10 @@ def study_report(request: HttpRequest, name: str) -> HttpResponse:
     query = request.GET.urlencode()
     try:
         options = report_options_parse(request.GET)
+        report = report_build(study=study, options=options)
     except ServiceError as exc:
         defaults = ReportOptions()
         return render(request, "scoring/report.html", {"study": study, "error": exc.message, "options": defaults, "query": ""}, status=400)
-    report = report_build(study=study, options=options)
     context = {
         "study": study,
         "report": report,

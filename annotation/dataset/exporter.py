@@ -25,6 +25,7 @@ from common.csvfile import csv_text
 from common.loudness import PEAK_CEILING_DBTP
 
 from ..models import Clip, Condition, Judgment, Modality, Pair, Study
+from ..questionnaire_selectors import datasheet_lines
 from .aggregates import AGGREGATE_HELP, AGGREGATE_KEYS, aggregate_columns
 from .keys import EXPORT_KEYS, EXPORT_SOURCE, GENERATED_DIR, REFERENCE_DIR, UNVOTED_EMPTY_KEYS, DatasetError
 from .provenance import PROVENANCE_HELP, PROVENANCE_KEYS, provenance_for, provenance_row
@@ -288,6 +289,8 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         LOUDNESS_RULE,
         "",
         f"Clips without a measured loudness: {sum(1 for r in loudness if r['loudness_lufs'] == '')} of {len(loudness)} rows of `{LOUDNESS_FILE}`.",
+        "",
+        *datasheet_lines(studies=studies, annotators={j.annotator_id for j in judgments}),
         "",
         "## Licence",
         "",

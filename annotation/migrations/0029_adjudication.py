@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0026_participant_entry_key'),
+        ('annotation', '0027_questionnaires'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -9,7 +9,8 @@
 - priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission, checked against that record
 - screening.py, practice.py, recruitment.py: the headphone screen, the practice round, recruitment links
-- gate.py: the one gate before the work (screen, then practice), for pages, APIs and tasks alike
+- gate.py: the one gate before the work (screen, then practice, then the questionnaire), for pages, APIs and tasks alike
+- questionnaires.py: questionnaire versions and answers
 
 Every function takes keyword-only arguments and runs in a transaction where it writes
 more than one row; refusals raise `common.errors.ServiceError`.
@@ -24,6 +25,7 @@ from .pairs import condition_content_key, condition_get_or_create, pair_get_or_c
 from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_receipts_check, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
+from .questionnaires import questionnaire_answer, questionnaire_save
 from .recruitment import (
     SIGNATURE_PARAM,
     participant_signature,
@@ -47,6 +49,8 @@ __all__ = [
     "crowd_gate_check",
     "crowd_step",
     "screening_pending",
+    "questionnaire_answer",
+    "questionnaire_save",
     "practice_add",
     "practice_answer",
     "practice_from_gold",

@@ -1,4 +1,6 @@
-"""The one gate before a study's work: the headphone screen, then the practice round, then pairs or items.
+"""The one gate before a study's work: the headphone screen, then the practice round, then the questionnaire
+before the study, then pairs or items. The questionnaire comes last so that no one screened out is asked
+about themselves, and its answers describe the people whose votes count.
 
 The listening and rating pages send an annotator to the step this names; the APIs that hand out work refuse
 while the screen stands in the way, so a client that skips the pages meets the same rule.
@@ -8,11 +10,14 @@ from __future__ import annotations
 
 from common.errors import ServiceError
 
+from ..questionnaire_models import Phase
+from ..questionnaire_selectors import questionnaire_blocks
 from .practice import practice_next
 from .screening import screening_status
 
 SCREENING = "screening"
 PRACTICE = "practice"
+QUESTIONNAIRE_PRE = "questionnaire-pre"
 
 
 def screening_pending(*, study, annotator) -> bool:
@@ -21,15 +26,19 @@ def screening_pending(*, study, annotator) -> bool:
 
 
 def crowd_step(*, study, annotator) -> str | None:
-    """The step the annotator must take first ("screening" or "practice", also the names of their pages), or None."""
+    """The step the annotator must take first ("screening", "practice" or "questionnaire-pre", also the names of their pages), or None."""
     if screening_pending(study=study, annotator=annotator):
         return SCREENING
     if practice_next(study=study, annotator=annotator) is not None:
         return PRACTICE
+    if questionnaire_blocks(study=study, annotator=annotator, phase=Phase.PRE):
+        return QUESTIONNAIRE_PRE
     return None
 
 
 def crowd_gate_check(*, study, annotator) -> None:
     """Refuse (403, nothing handed out) while the annotator has the screen to pass."""
+    # The practice round and the questions before the study are the pages' steps, as the listening page enforces
+    # them; only the screen, which decides who may give data at all, is refused here as well.
     if screening_pending(study=study, annotator=annotator):
         raise ServiceError("Pass the headphone check of this study first (open the study's page).", code="screening_required", status=403)
