@@ -634,3 +634,4 @@ from .crowd_models import (  # noqa: E402, F401
     RecruitmentLink,
     ScreeningAttempt,
 )
+from .prolific_models import ProlificBonus, ProlificCall, ProlificCredential, ProlificStudyTie, ProlificSubmission  # noqa: E402, F401
