@@ -45,5 +45,9 @@ def prolific_page(*, study: Study, calls: int = 50) -> dict:
         quality = participant_quality(study=study, participants=[s.participant for s in submissions if s.participant])
         rows = [{"submission": s, "quality": quality.get(s.participant_id, {})} for s in submissions]
         bonuses = tie.bonuses.values("state").annotate(n=Count("id"))
-        ties.append({"tie": tie, "rows": rows, "bonus_states": {row["state"]: row["n"] for row in bonuses}, "unmatched": sum(1 for s in submissions if s.participant_id is None)})
+        issues = tie.bonuses.exclude(error="").exclude(state=BonusState.PAID).select_related("participant__user")[:100]
+        ties.append({
+            "tie": tie, "rows": rows, "bonus_states": {row["state"]: row["n"] for row in bonuses}, "bonus_issues": list(issues),
+            "unmatched": sum(1 for s in submissions if s.participant_id is None),
+        })  # fmt: skip
     return {"credential": credential, "ties": ties, "calls": list(ProlificCall.objects.filter(study=study)[:calls])}

@@ -296,7 +296,11 @@ def _confirm_sent(tie: ProlificStudyTie, client: ProlificClient, now) -> dict:
         if paid:
             confirmed += ProlificBonus.objects.filter(pk__in=[p.pk for p in paid], state=BonusState.SENT).update(state=BonusState.PAID, paid_at=now, error="")
         waiting = [r for r in rows if r not in paid]
-        if paid or not waiting or any(seen.get(r.submission_id) is None for r in waiting):
+        if not waiting or any(seen.get(r.submission_id) is None for r in waiting):
+            continue
+        if paid or tie.bonuses.filter(bulk_id=bulk_id, state=BonusState.PAID).exists():
+            # Prolific pays a bulk as a whole; sending it again would pay the confirmed rows twice.
+            ProlificBonus.objects.filter(pk__in=[r.pk for r in waiting]).update(error="Part of this bulk is paid and this bonus is not shown yet; check it on Prolific's site.")
             continue
         sent_at = waiting[0].sent_at
         if sent_at and now - sent_at < timedelta(seconds=settings.PROLIFIC_PAY_RECHECK_S):

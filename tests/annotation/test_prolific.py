@@ -8,6 +8,7 @@ import io
 import logging
 import re
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
@@ -224,3 +225,51 @@ def test_the_token_never_appears_in_a_page_a_log_line_the_call_log_or_an_export(
     stranger = UserFactory(username="stranger-p", roles=["researcher"])
     client.force_login(stranger)
     assert client.get(_url("study-prolific", crowd["study"])).status_code == 403
+
+
+def _bonus_with_lost_pay(client, crowd, fake, fault, django_capture_on_commit_callbacks):
+    tie = _tied(client, crowd)
+    fake.faults.append((lambda method, path: path.endswith("/pay/"), fault))
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(_url("study-prolific-bonus", crowd["study"], tie_id=tie.pk), {"amount": "0.50", "reason": "first two", "gold_min": "0.75"})
+    sent = list(ProlificBonus.objects.filter(tie=tie))
+    assert [b.state for b in sent] == [BonusState.SENT, BonusState.SENT] and len({b.bulk_id for b in sent}) == 1
+    return tie, sent[0].bulk_id
+
+
+def test_a_lost_pay_is_sent_again_only_after_the_wait(client, crowd, fake, settings, django_capture_on_commit_callbacks):
+    settings.PROLIFIC_PAY_RECHECK_S = 900
+    tie, bulk = _bonus_with_lost_pay(client, crowd, fake, "timeout_before", django_capture_on_commit_callbacks)
+    pays = lambda: [c for c in fake.calls if c["path"].endswith(f"/{bulk}/pay/")]  # noqa: E731
+    prolific_service.prolific_work(tie_id=tie.pk)  # Prolific shows nothing yet, but it may still be paying: wait
+    assert len(pays()) == 1 and not fake.ledger
+    later = ProlificBonus.objects.get(tie=tie, participant=crowd["people"][PIDS[0]]).sent_at + timedelta(seconds=901)
+    prolific_service.prolific_work(tie_id=tie.pk, now=later)
+    assert len(pays()) == 2 and fake.paid(PIDS[0]) == [50] and fake.paid(PIDS[1]) == [50]
+    assert set(ProlificBonus.objects.filter(tie=tie).values_list("state", flat=True)) == {BonusState.PAID}
+
+
+def test_a_partly_confirmed_bulk_is_never_paid_again(client, crowd, fake, django_capture_on_commit_callbacks):
+    tie, bulk = _bonus_with_lost_pay(client, crowd, fake, "timeout_after", django_capture_on_commit_callbacks)
+    # Prolific paid both, but shows only the first one's bonus so far.
+    fake.submissions[crowd["subs"][PIDS[1]]]["bonus_payments"].clear()
+    for _ in range(2):
+        prolific_service.prolific_work(tie_id=tie.pk)
+    states = dict(ProlificBonus.objects.filter(tie=tie).values_list("participant__participant_hash", "state"))
+    assert sorted(states.values()) == [BonusState.PAID, BonusState.SENT]
+    assert len([c for c in fake.calls if c["path"].endswith(f"/{bulk}/pay/")]) == 1 and len(fake.ledger) == 2
+    assert "check it on Prolific" in client.get(_url("study-prolific", crowd["study"])).content.decode()
+
+
+def test_submissions_are_read_page_by_page(client, crowd, fake):
+    fake.page_size = 2
+    tie = _tied(client, crowd)
+    assert ProlificSubmission.objects.filter(tie=tie).count() == 6
+    assert len([c for c in fake.calls if "/studies/" in c["path"]]) == 3
+
+
+def test_a_token_the_site_can_no_longer_read_asks_for_it_again(client, crowd, fake, settings):
+    tie = _tied(client, crowd)
+    settings.PROLIFIC_TOKEN_KEY = "a-new-key-for-tokens-0123456789"
+    response = client.post(_url("study-prolific-fetch", crowd["study"], tie_id=tie.pk))
+    assert response.status_code == 409 and "enter the token again" in response.content.decode()
