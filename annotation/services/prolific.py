@@ -303,7 +303,8 @@ def _confirm_sent(tie: ProlificStudyTie, client: ProlificClient, now) -> dict:
             ProlificBonus.objects.filter(pk__in=[r.pk for r in waiting]).update(error="Part of this bulk is paid and this bonus is not shown yet; check it on Prolific's site.")
             continue
         sent_at = waiting[0].sent_at
-        if sent_at and now - sent_at < timedelta(seconds=settings.PROLIFIC_PAY_RECHECK_S):
+        # Never while the first pay may still be waiting for its answer (another run's, or this one's own).
+        if sent_at and now - sent_at < timedelta(seconds=max(settings.PROLIFIC_PAY_RECHECK_S, 2 * settings.PROLIFIC_TIMEOUT_S)):
             continue
         # Claimed by moving sent_at: of two runs that both got here, one re-sends.
         if ProlificBonus.objects.filter(tie=tie, bulk_id=bulk_id, state=BonusState.SENT, sent_at=sent_at).update(sent_at=now) != len(waiting):
@@ -355,8 +356,8 @@ def _send_bonuses(tie: ProlificStudyTie, client: ProlificClient, now) -> dict:
                 break
             continue
         # Recorded before the pay call: from here on a lost answer is checked, never paid again blindly.
-        ProlificBonus.objects.filter(pk__in=pks).update(state=BonusState.SENT, bulk_id=bulk_id[:64], sent_at=now)
-        _pay(client, bulk_id, key, pks, now)
+        ProlificBonus.objects.filter(pk__in=pks).update(state=BonusState.SENT, bulk_id=bulk_id[:64], sent_at=timezone.now())
+        _pay(client, bulk_id, key, pks, timezone.now())
         bulks += 1
     return {"bulks": bulks, "bonuses_failed": failed}
 

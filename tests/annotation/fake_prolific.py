@@ -10,7 +10,7 @@
 Every request needs `Authorization: Token <token>`. `ledger` records each bonus paid (participant id, cents); `calls`
 each request (method, path, headers, body). `faults` is a list of (predicate(method, path), action) used once each,
 first match first: "timeout_after" (act, then answer too late), "timeout_before" (answer too late, acting not at all),
-or an HTTP status to answer instead of acting.
+"slow" (wait slow_s, then act and answer, in time), or an HTTP status to answer instead of acting.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def _oid() -> str:
 class FakeProlific:
     def __init__(self, *, token: str, late_s: float = 1.0, page_size: int = 0):
         self.token, self.late_s, self.page_size = token, late_s, page_size
+        self.slow_s = 0.2
         self.studies: dict[str, list[str]] = {}
         self.submissions: dict[str, dict] = {}
         self.bulks: dict[str, dict] = {}
@@ -62,6 +63,8 @@ class FakeProlific:
                     time.sleep(outer.late_s)
                     status, answer = 504, {"error": {"detail": "too late"}}
                 else:
+                    if action == "slow":
+                        time.sleep(outer.slow_s)
                     with outer._lock:
                         status, answer = outer.route(method, self.path, body, self.headers.get("Authorization", ""))
                     if action == "timeout_after":

@@ -7,10 +7,13 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
+import time
 import zipfile
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
 from annotation import services
@@ -136,7 +139,7 @@ def test_a_single_rejection_that_prolific_refuses_shows_its_reason(client, crowd
 
 
 @pytest.mark.parametrize("fault", ["timeout_after", "timeout_before"])
-def test_a_lost_answer_mid_bulk_bonus_pays_each_participant_exactly_once(client, crowd, fake, fault, django_capture_on_commit_callbacks):
+def test_a_lost_answer_mid_bulk_bonus_pays_each_participant_exactly_once(client, crowd, fake, fault, settings, django_capture_on_commit_callbacks):
     tie = _tied(client, crowd)
     # The second bulk's pay (of three: chunks of 2 over 5 participants) gets no answer in time; it acted or it did not.
     pays = []
@@ -149,7 +152,9 @@ def test_a_lost_answer_mid_bulk_bonus_pays_each_participant_exactly_once(client,
     assert len(fake.ledger) == (5 if fault == "timeout_after" else 3)
     sent = ProlificBonus.objects.filter(tie=tie, state=BonusState.SENT)
     key, bulk = sent[0].idempotency_key, sent[0].bulk_id
-    # Retried (the page's "send again", or the task redelivered): Prolific's state is read first.
+    # Retried (the page's "send again", or the task redelivered): Prolific's state is read first. Not before two
+    # timeouts have passed since the lost pay: until then it may still be waiting for its answer.
+    time.sleep(2 * settings.PROLIFIC_TIMEOUT_S)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(_url("study-prolific-queue", crowd["study"], tie_id=tie.pk))
     assert set(ProlificBonus.objects.filter(tie=tie).values_list("state", flat=True)) == {BonusState.PAID}
@@ -273,3 +278,37 @@ def test_a_token_the_site_can_no_longer_read_asks_for_it_again(client, crowd, fa
     settings.PROLIFIC_TOKEN_KEY = "a-new-key-for-tokens-0123456789"
     response = client.post(_url("study-prolific-fetch", crowd["study"], tie_id=tie.pk))
     assert response.status_code == 409 and "enter the token again" in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_paying_the_same_bonuses_at_once_pay_each_participant_once(client, crowd, fake, settings, monkeypatch):
+    settings.PROLIFIC_TIMEOUT_S = 2.0
+    tie = _tied(client, crowd)
+    # The rows are owed first; the two runs below are the only senders.
+    monkeypatch.setattr(prolific_service.jobs, "prolific_work_on_commit", lambda **kw: None)
+    prolific_service.prolific_bonus(study=crowd["study"], tie_id=tie.pk, amount="0.30", reason="both")
+    fake.slow_s = 0.5
+    fake.faults.extend([(lambda m, p: p.endswith("/pay/"), "slow")] * 3)  # each pay acts late, still within the timeout
+    errors = []
+
+    def run():
+        try:
+            prolific_service.prolific_work(tie_id=tie.pk)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    threads[0].start()
+    # The second run starts while the first one's pay is out and Prolific shows nothing yet: it must not pay that bulk too.
+    deadline = time.monotonic() + 10
+    while not any(c["path"].endswith("/pay/") for c in fake.calls) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threads[1].start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    for pid in PIDS:
+        assert fake.paid(pid) == [30], pid
+    assert set(ProlificBonus.objects.filter(tie=tie).values_list("state", flat=True)) == {BonusState.PAID}
