@@ -16,20 +16,16 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from annotation import services
-from annotation.crowd_models import ScreeningAttempt
-from annotation.models import Pair
 from annotation.prolific_models import BonusState, ProlificBonus, ProlificCall, ProlificCredential, ProlificSubmission, WorkState
 from annotation.services import prolific as prolific_service
-from tests.factories import JudgmentFactory, PairFactory, StudyFactory, UserFactory
+from tests.factories import UserFactory
 
 from .fake_prolific import FakeProlific
+from .prolific_helpers import PIDS, TOKEN, crowd_study
 
 pytestmark = [pytest.mark.engine, pytest.mark.django_db]
 
-TOKEN = "tok-" + "Zq8x3Lr5Vb7Nc2Mk9Pw4" * 2
 REASON_MESSAGE = "Your answers on the check pairs were wrong far more often than chance allows, so the instructions were not followed; sorry."
-PIDS = ["5f1e0c2a9b3d4e5f6a7b8c01", "5f1e0c2a9b3d4e5f6a7b8c02", "5f1e0c2a9b3d4e5f6a7b8c03", "5f1e0c2a9b3d4e5f6a7b8c04", "5f1e0c2a9b3d4e5f6a7b8c05"]
 
 
 @pytest.fixture
@@ -46,30 +42,7 @@ def fake(settings):
 
 @pytest.fixture
 def crowd(fake):
-    """A study with a link; five Prolific participants: p1-p4 completed, p1-p3 passed the screen, gold right 1.0, 1.0, 0.5, 0.0, none."""
-    owner = UserFactory(username="owner-p", roles=["researcher"])
-    study = StudyFactory(name="paid", owner=owner)
-    link = services.recruitment_link_create(study=study, completion_code="DONE1", cap=50)
-    gold = PairFactory(study=study, kind=Pair.Kind.GOLD)
-    gold.expected_alignment = gold.expected_musicality = gold.clip_a
-    gold.save()
-    people = {}
-    for i, pid in enumerate(PIDS):
-        participant, _ = services.recruitment_enter(token=link.token, params={"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": f"sess{i}"})
-        people[pid] = participant
-        if i < 4:
-            services.recruitment_finish(participant=participant)
-        if i < 3:
-            ScreeningAttempt.objects.create(study=study, annotator=participant.user, kind="huggins", seed=i, trials=6, pass_mark=5, correct=6, passed=True)
-        right = [gold.clip_a, gold.clip_a, None, gold.clip_b][i] if i < 4 else None
-        if i < 4:
-            wrong = gold.clip_b
-            JudgmentFactory(pair=gold, annotator=participant.user, alignment_choice=right or gold.clip_a, musicality_choice=right or wrong)
-    study_id = "61000180997ce18e0cd801b3"
-    statuses = dict.fromkeys(PIDS, "AWAITING REVIEW")
-    statuses["unknown-on-our-side-00001"] = "AWAITING REVIEW"
-    subs = fake.add_study(study_id, statuses)
-    return {"study": study, "owner": owner, "link": link, "people": people, "study_id": study_id, "subs": subs}
+    return crowd_study(fake, name="paid")
 
 
 def _url(name, study, **kw):
