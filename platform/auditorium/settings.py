@@ -570,6 +570,9 @@ JUDGE_ENDPOINT_ALLOW_LOOPBACK = env_bool("JUDGE_ENDPOINT_ALLOW_LOOPBACK", False)
 PROLIFIC_API_BASE = env_str("PROLIFIC_API_BASE", "https://api.prolific.com/api/v1/")
 if not re.match(r"^https?://[^/?#]+/", PROLIFIC_API_BASE):
     raise ImproperlyConfigured(f"PROLIFIC_API_BASE must be an http(s) URL ending in a path, e.g. https://api.prolific.com/api/v1/ (got {PROLIFIC_API_BASE!r}).")
+if PROLIFIC_API_BASE.startswith("http://") and not re.match(r"^http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?/", PROLIFIC_API_BASE):
+    # The token travels in a header: in the clear only to this machine (a local stand-in), never over a network.
+    raise ImproperlyConfigured(f"PROLIFIC_API_BASE must use https unless it is on this machine (got {PROLIFIC_API_BASE!r}).")
 PROLIFIC_TOKEN_KEY = env_secret("PROLIFIC_TOKEN_KEY") or ""
 PROLIFIC_TIMEOUT_S = env_float("PROLIFIC_TIMEOUT_S", 20.0, minimum=0.1)
 PROLIFIC_RETRIES = env_int("PROLIFIC_RETRIES", 3, minimum=0)
@@ -580,4 +583,4 @@ PROLIFIC_BONUS_CHUNK = env_int("PROLIFIC_BONUS_CHUNK", 100, minimum=1)
 # no such bonus this long after it: Prolific pays bulks asynchronously and its pay endpoint is not idempotent.
 PROLIFIC_PAY_RECHECK_S = env_int("PROLIFIC_PAY_RECHECK_S", 900, minimum=0)
 PROLIFIC_MAX_BONUS = env_float("PROLIFIC_MAX_BONUS", 50.0, minimum=0.01)
-env_check_prefix("PROLIFIC_", {name for name in globals() if name.startswith("PROLIFIC_")})
+env_check_prefix("PROLIFIC_", {name for name in globals() if name.startswith("PROLIFIC_")} | {"PROLIFIC_TOKEN_KEY_FILE"})
