@@ -639,3 +639,4 @@ from .crowd_models import (  # noqa: E402, F401
 
 # Questionnaires before and after a study; imported here so Django registers them.
 from .questionnaire_models import Questionnaire, QuestionnaireResponse  # noqa: E402, F401
+from .prolific_models import ProlificBonus, ProlificCall, ProlificCredential, ProlificStudyTie, ProlificSubmission  # noqa: E402, F401

@@ -54,3 +54,16 @@ urlpatterns = [
     path("api/assignments/<id:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),
     path("api/assignments/<id:assignment_id>/skip/", api.AssignmentSkipApi.as_view(), name="api-assignment-skip"),
 ]
+
+# The study's Prolific page (annotation/prolific_views.py).
+from . import prolific_views  # noqa: E402
+
+urlpatterns += [
+    path("manage/studies/<slug:name>/prolific/", prolific_views.prolific_manage, name="study-prolific"),
+    path("manage/studies/<slug:name>/prolific/token/", prolific_views.prolific_token, name="study-prolific-token"),
+    path("manage/studies/<slug:name>/prolific/tie/", prolific_views.prolific_tie, name="study-prolific-tie"),
+    path("manage/studies/<slug:name>/prolific/<id:tie_id>/fetch/", prolific_views.prolific_fetch, name="study-prolific-fetch"),
+    path("manage/studies/<slug:name>/prolific/<id:tie_id>/decide/", prolific_views.prolific_decide, name="study-prolific-decide"),
+    path("manage/studies/<slug:name>/prolific/<id:tie_id>/bonus/", prolific_views.prolific_bonus, name="study-prolific-bonus"),
+    path("manage/studies/<slug:name>/prolific/<id:tie_id>/queue/", prolific_views.prolific_queue, name="study-prolific-queue"),
+]

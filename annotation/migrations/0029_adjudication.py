@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0027_questionnaires'),
+        ('annotation', '0028_prolific'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -563,3 +563,24 @@ env_check_prefix("BENCHMARK_", {name for name in globals() if name.startswith("B
 # Endpoint judges (audio-LLM judges with option family: openai) follow the outside-judge address rules above; this
 # also lets them reach loopback, for a vLLM server on the worker's own machine. scoring/judge_endpoint.py.
 JUDGE_ENDPOINT_ALLOW_LOOPBACK = env_bool("JUDGE_ENDPOINT_ALLOW_LOOPBACK", False)
+
+# Prolific's API (annotation/prolific.py): approving, rejecting and paying bonuses from the study's Prolific page.
+# The base is the only host those calls go to. A researcher's token is stored encrypted with a key derived from
+# PROLIFIC_TOKEN_KEY (or SECRET_KEY when unset): rotating that key makes stored tokens unreadable, to be entered again.
+PROLIFIC_API_BASE = env_str("PROLIFIC_API_BASE", "https://api.prolific.com/api/v1/")
+if not re.match(r"^https?://[^/?#]+/", PROLIFIC_API_BASE):
+    raise ImproperlyConfigured(f"PROLIFIC_API_BASE must be an http(s) URL ending in a path, e.g. https://api.prolific.com/api/v1/ (got {PROLIFIC_API_BASE!r}).")
+if PROLIFIC_API_BASE.startswith("http://") and not re.match(r"^http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?/", PROLIFIC_API_BASE):
+    # The token travels in a header: in the clear only to this machine (a local stand-in), never over a network.
+    raise ImproperlyConfigured(f"PROLIFIC_API_BASE must use https unless it is on this machine (got {PROLIFIC_API_BASE!r}).")
+PROLIFIC_TOKEN_KEY = env_secret("PROLIFIC_TOKEN_KEY") or ""
+PROLIFIC_TIMEOUT_S = env_float("PROLIFIC_TIMEOUT_S", 20.0, minimum=0.1)
+PROLIFIC_RETRIES = env_int("PROLIFIC_RETRIES", 3, minimum=0)
+PROLIFIC_BACKOFF_S = env_float("PROLIFIC_BACKOFF_S", 1.0, minimum=0.0)
+# Bonuses go to Prolific in bulks of at most this many submissions (one set-up and one pay call each).
+PROLIFIC_BONUS_CHUNK = env_int("PROLIFIC_BONUS_CHUNK", 100, minimum=1)
+# A pay call whose answer was lost is sent again (same bulk id, same idempotency key) only when Prolific still shows
+# no such bonus this long after it: Prolific pays bulks asynchronously and its pay endpoint is not idempotent.
+PROLIFIC_PAY_RECHECK_S = env_int("PROLIFIC_PAY_RECHECK_S", 900, minimum=0)
+PROLIFIC_MAX_BONUS = env_float("PROLIFIC_MAX_BONUS", 50.0, minimum=0.01)
+env_check_prefix("PROLIFIC_", {name for name in globals() if name.startswith("PROLIFIC_")} | {"PROLIFIC_TOKEN_KEY_FILE"})
