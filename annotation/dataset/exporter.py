@@ -153,6 +153,13 @@ DUPLICATE_HELP = (
     "study and came back without its resume code (the same person twice, or someone else using the id): kept as an account "
     "of its own, never merged; false for every other vote; null on rows without a vote."
 )
+# Separate screens (annotation/services/passes.py): the dimensions in the order they were asked; null when both were
+# asked on one screen, for imported votes and on rows without a vote.
+PASSES_KEY = "dimension_passes"
+PASSES_HELP = (
+    f"`{PASSES_KEY}`: where the study asked the two dimensions on separate screens, the dimensions in the order they "
+    "were answered (e.g. `[\"alignment\", \"musicality\"]`); null where both were asked on one screen."
+)
 
 
 def _duplicate_claim(judgment: Judgment) -> bool:
@@ -234,6 +241,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         "`total_listening_time_a` / `_b`: seconds the server counted each clip as heard (null where it kept no record).",
         AGGREGATE_HELP,
         DUPLICATE_HELP,
+        PASSES_HELP,
         "",
         "## Files",
         "",
@@ -334,6 +342,7 @@ def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
         "modality": condition.modality,
         **dict.fromkeys(LISTENING_KEYS),
         DUPLICATE_KEY: None,
+        PASSES_KEY: None,
     }
 
 
@@ -420,13 +429,14 @@ def dataset_export(
             **_listening_seconds(j),
             **aggregated.get(j.pk, {}),
             DUPLICATE_KEY: _duplicate_claim(j),
+            PASSES_KEY: (j.passes or {}).get("order") or None,
         }
         rows.append(row)
     rows += [_unvoted_row(pair, names) for pair in unvoted]
     report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY]}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY], PASSES_KEY: row[PASSES_KEY]}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

@@ -186,3 +186,30 @@ def test_each_answer_keeps_the_listening_proof(clock):
     done = page.answer("musicality", "B", key="k-2", listening=replay)
     assert done.status_code == 201, done.content
     assert ListeningEvent.objects.filter(assignment=held).count() == stored
+
+
+def test_the_export_keeps_one_row_per_judgment_and_says_how_it_was_asked(clock, tmp_path):
+    from tests.annotation.dataset_files import export, read_rows
+
+    study = separate_study()
+    make_pairs(study, 3)
+    separate = PassesPage(clock, study=study)
+    separate.listen_honestly()
+    separate.answer("alignment", "A", key="s-1")
+    separate.answer("musicality", "B", key="s-2")
+    with_study = study.name
+    study.dimension_passes = DimensionPasses.TOGETHER
+    study.save()
+    together = PassesPage(clock, study=study)
+    together.listen_honestly()
+    assert together.submit(key="t-1").status_code == 201
+    export(tmp_path / "out", "--study", with_study)
+    rows = [r for r in read_rows(tmp_path / "out" / "train.jsonl") if r["user id"]]
+    assert len(rows) == 2 and len({r["user id"] for r in rows}) == 2
+    by_choice = {tuple(r["dimension_passes"] or ()): r for r in rows}
+    assert set(by_choice) == {("alignment", "musicality"), ()}
+    # The shape is the single screen's: both dimensions on one row, the new key last.
+    assert list(by_choice[()]) == list(by_choice[("alignment", "musicality")]) and list(rows[0])[-1] == "dimension_passes"
+    assert by_choice[("alignment", "musicality")]["preference-alignment"] == "model_a"
+    assert by_choice[("alignment", "musicality")]["preference-musicality"] == "model_b"
+    assert any("`dimension_passes`" in p.read_text() for p in (tmp_path / "out").glob("*.md"))

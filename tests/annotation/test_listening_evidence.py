@@ -316,7 +316,7 @@ def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
     # The listening times follow the CMI keys; the aggregated-label columns come after them.
     from annotation.dataset.aggregates import AGGREGATE_KEYS
 
-    assert list(row)[-3 - len(AGGREGATE_KEYS) :] == ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim"]
+    assert list(row)[-4 - len(AGGREGATE_KEYS) :] == ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", "dimension_passes"]
     assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)
 
 
