@@ -36,7 +36,8 @@ def passes_state(assignment: Assignment) -> dict:
 
 
 def _step_answer(assignment_id: int, first: dict) -> dict:
-    return {"assignment": assignment_id, "complete": False, "answered": [first["dimension"]], "next_dimension": PASS_ORDER[1], "answered_at": first["answered_at"]}
+    # `heard`: the server's count the first answer was accepted on, which the page's next screen goes on from.
+    return {"assignment": assignment_id, "complete": False, "answered": [first["dimension"]], "next_dimension": PASS_ORDER[1], "answered_at": first["answered_at"], "heard": first["heard"]}
 
 
 def dimension_answer_submit(
@@ -193,5 +194,5 @@ def _replay_done(*, assignment: Assignment, idempotency_key: str) -> dict:
         return {"judgment": judgment.pk, "pair": judgment.pair_id, "created_at": judgment.created_at.isoformat(), "complete": True}
     steps = (judgment.passes or {}).get("steps") or [] if judgment is not None else []
     if steps and steps[0].get("key") == idempotency_key:
-        return {"assignment": assignment.pk, "complete": False, "answered": [steps[0]["dimension"]], "next_dimension": PASS_ORDER[1], "answered_at": steps[0]["answered_at"]}
+        return _step_answer(assignment.pk, steps[0])
     raise ServiceError("You already judged this pair; the first answer was kept.", code="already_submitted", status=409)
