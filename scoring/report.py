@@ -40,10 +40,10 @@ from .agreement import (
 )
 from .crowd import crowd_report
 from .drift import drift_section
-from .passes import passes_section
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .judge_diagnostics import judge_diagnostics_section
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
+from .passes import passes_section
 from .ratings_report import ratings_section
 from .results_section import results_section
 from .stats import num

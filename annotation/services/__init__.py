@@ -21,8 +21,8 @@ from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, LoudnessBackfill, aud
 from .gate import crowd_gate_check, crowd_step, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
-from .passes import dimension_answer_submit, passes_state
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
+from .passes import dimension_answer_submit, passes_state
 from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_receipts_check, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
