@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Assignment, DimensionPasses, Judgment, ListeningEvent
-from tests.annotation.test_judgment_cycle import CyclePage, make_pairs
+from tests.annotation.cycle_page import CyclePage, make_pairs
 from tests.factories import StudyFactory
 from tests.listening import Clock
 

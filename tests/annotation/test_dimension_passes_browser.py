@@ -12,7 +12,6 @@ import pytest
 from annotation import services
 from annotation.models import Assignment, DimensionPasses, Judgment
 from tests.annotation.browser_helpers import listening_study, login  # noqa: F401  (the fixture is used by name)
-from tests.annotation.test_listening_browser import hear, snapshot
 from tests.browser import DESKTOP, PHONE
 from tests.factories import UserFactory
 
@@ -31,6 +30,24 @@ def shot(page, name: str, tmp_path: Path) -> Path:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(keep) / path.name)
     return path
+
+
+def snapshot(page) -> dict:
+    return page.evaluate("window.auditoriumListening.snapshot()")
+
+
+def hear(page, side: str, seconds: float = 1.0) -> None:
+    """Keep clip `side` playing (keyboard only) until it has been heard for `seconds`; a clip that ended is played again."""
+    for _ in range(150):
+        state = snapshot(page)
+        if state["log"][side]["seconds"] >= seconds:
+            return
+        if state["active"] != side:
+            page.keyboard.press(side.lower())
+        elif not state["playing"]:
+            page.keyboard.press("Space")
+        page.wait_for_timeout(100)
+    raise AssertionError(f"clip {side} was not heard for {seconds} s: {snapshot(page)}")
 
 
 def answer(page, question: str, side: str, confidence: str) -> None:
