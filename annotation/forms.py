@@ -112,14 +112,14 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
             field.widget.attrs.setdefault("class", "input")
-        # The headphone-check settings and the loudness target may be left out of a post (older pages, API-like
-        # clients): they keep their value.
-        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
+        # The headphone-check settings, the loudness target and how the questions are asked may be left out of a
+        # post (older pages, API-like clients): they keep their value.
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs", "dimension_passes"):
             self.fields[name].required = False
 
     def clean(self):
         cleaned = super().clean()
-        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs", "dimension_passes"):
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = getattr(self.instance, name)
         if "task_type" in self.fields:

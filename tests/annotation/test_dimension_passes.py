@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from annotation.models import Assignment, DimensionPasses, Judgment, ListeningEvent
+from annotation.models import Assignment, DimensionPasses, Judgment, ListeningEvent, Study
 from tests.annotation.cycle_page import CyclePage, make_pairs
 from tests.factories import StudyFactory
 from tests.listening import Clock
@@ -213,3 +213,28 @@ def test_the_export_keeps_one_row_per_judgment_and_says_how_it_was_asked(clock, 
     assert by_choice[("alignment", "musicality")]["preference-alignment"] == "model_a"
     assert by_choice[("alignment", "musicality")]["preference-musicality"] == "model_b"
     assert any("`dimension_passes`" in p.read_text() for p in (tmp_path / "out").glob("*.md"))
+
+
+def test_the_study_form_sets_the_option_and_refuses_a_bad_value(client):
+    from tests.factories import UserFactory
+
+    researcher = UserFactory(username="passes-owner", roles=["researcher"])
+    client.force_login(researcher)
+    body = {"name": "asked-apart", "overlap_target": 3, "overlap_share": 0.3, "min_listen_seconds": 10, "rationale_min_length": 0, "lock_ttl_seconds": 1800,
+            "gold_rate": 0, "annotator_target": 0, "selection": "random", "active_share": 0.5, "licence": "CC BY 4.0", "is_active": "on"}  # fmt: skip
+    bad = client.post(reverse("study-create"), {**body, "dimension_passes": "sideways"})
+    assert bad.status_code == 200 and "sideways is not one of the available choices" in bad.content.decode()
+    assert not Study.objects.filter(name="asked-apart").exists()
+    made = client.post(reverse("study-create"), {**body, "dimension_passes": "separate"})
+    assert made.status_code == 302
+    study = Study.objects.get(name="asked-apart")
+    assert study.dimension_passes == DimensionPasses.SEPARATE
+    # Left out of an edit, it keeps its value; a post without it makes a together study, as before.
+    edit = {k: v for k, v in body.items() if k != "name"}
+    assert client.post(reverse("study-edit", kwargs={"name": study.name}), edit).status_code == 302
+    study.refresh_from_db()
+    assert study.dimension_passes == DimensionPasses.SEPARATE
+    assert client.post(reverse("study-create"), {**body, "name": "asked-together"}).status_code == 302
+    assert Study.objects.get(name="asked-together").dimension_passes == DimensionPasses.TOGETHER
+    form = client.get(reverse("study-edit", kwargs={"name": study.name})).content.decode()
+    assert "How the two questions are asked" in form and 'value="separate" selected' in form
