@@ -10,6 +10,8 @@ heard twice, and its listening proved twice; consecutive screens keep one proof 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -29,9 +31,18 @@ def _label(dimension: str) -> str:
     return LABELS[dimension].lower()
 
 
+def _first_live(assignment: Assignment) -> dict:
+    """The first answer held on the assignment, unless the pair was served again since (its lock ran out): the two
+    answers of one judgment come from one serving, so a first answer from an earlier one is asked again."""
+    first = assignment.first_pass or {}
+    if first and datetime.fromisoformat(first["answered_at"]) < assignment.served_at:
+        return {}
+    return first
+
+
 def passes_state(assignment: Assignment) -> dict:
     """What the page needs to know of an assignment's screens: the order, what is answered and what comes next."""
-    answered = [assignment.first_pass["dimension"]] if assignment.first_pass else []
+    answered = [assignment.first_pass["dimension"]] if _first_live(assignment) else []
     return {"mode": DimensionPasses.SEPARATE, "order": list(PASS_ORDER), "answered": answered, "current": PASS_ORDER[len(answered)]}
 
 
@@ -101,7 +112,7 @@ def dimension_answer_submit(
             raise ServiceError(
                 "This study asks both questions on one screen: send both dimensions together to the judgment endpoint.", code="together_study", status=409
             )
-        first = assignment.first_pass or {}
+        first = _first_live(assignment)
         if first and first.get("key") == idempotency_key:
             if first["dimension"] != dimension:
                 raise ServiceError("This idempotency key was already used for another answer.", code="key_reused", status=409)

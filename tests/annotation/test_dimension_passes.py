@@ -238,3 +238,25 @@ def test_the_study_form_sets_the_option_and_refuses_a_bad_value(client):
     assert Study.objects.get(name="asked-together").dimension_passes == DimensionPasses.TOGETHER
     form = client.get(reverse("study-edit", kwargs={"name": study.name})).content.decode()
     assert "How the two questions are asked" in form and 'value="separate" selected' in form
+
+
+def test_a_first_answer_from_an_earlier_serving_is_asked_again(clock):
+    study = separate_study()
+    make_pairs(study, 1)
+    page = PassesPage(clock, study=study)
+    page.listen_honestly()
+    assert page.answer("alignment", "A", key="k-1").status_code == 201
+    # The lock ran out and the pair came back to the same annotator: served again, after the first answer.
+    clock.advance(5.0)
+    Assignment.objects.filter(pk=page.assignment["id"]).update(served_at=clock.now)
+    again = page.post(reverse("api-assignment-next", kwargs={"name": study.name}), {}).json()["assignment"]
+    assert again["id"] == page.assignment["id"] and again["passes"]["current"] == "alignment" and again["passes"]["answered"] == []
+    refused = page.answer("musicality", "B", key="k-2")
+    assert refused.status_code == 409 and refused.json()["code"] == "wrong_step"
+    clock.advance(1.0)
+    page.events = []
+    page.play("A", 3)
+    page.play("B", 3, first="switch")
+    assert page.answer("alignment", "B", key="k-3").status_code == 201
+    held = Assignment.objects.get(pk=page.assignment["id"])
+    assert held.first_pass["key"] == "k-3" and held.first_pass["choice"] == held.pair.other_clip_id(held.a_clip_id)
