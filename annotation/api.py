@@ -2,7 +2,8 @@
 
 The page's own cycle is four requests: next (for the first pair only), the two clips, and the judgment with its
 listening riding in the body, answered with the next pair (JudgmentCycleApi). The separate listening and
-judgment endpoints stay for API clients.
+judgment endpoints stay for API clients. A study asking on separate screens takes one dimension per request
+(DimensionAnswerApi), the second answered with the next pair as the judgment is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from common.api_input import validated
 from common.errors import ServiceError
 
 from . import cached, selectors, services
-from .models import Assignment, Clip
+from .models import PASS_ORDER, Assignment, Clip, DimensionPasses
 
 
 def _audio(clip: Clip | None, *, study, assignment_id: int, label: str) -> dict | None:
@@ -67,6 +68,8 @@ def assignment_payload(assignment: Assignment, *, annotator) -> dict:
             "heard": {side: float((assignment.listening.get(side) or {}).get("seconds", 0.0)) for side in ("A", "B")},
         },
         "progress": _progress(assignment, study=study, annotator=annotator),
+        # Separate screens: which dimension this screen asks (services/passes.py); absent when both share one screen.
+        **({"passes": services.passes_state(assignment)} if study.dimension_passes == DimensionPasses.SEPARATE else {}),
     }
 
 
@@ -268,3 +271,48 @@ class JudgmentCycleApi(APIView):
             # The judgment is stored either way; the page shows why no pair follows (consent, the gate, membership).
             following = {"error": {"status": exc.status, "code": exc.code, "detail": exc.message}}
         return Response({**answer, "next": following}, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class DimensionAnswerApi(APIView):
+    """One dimension's answer on a study that asks them on separate screens (services/passes.py).
+
+    The first answer is held on the assignment and answered {"complete": false, "next_dimension"}; the second makes the
+    judgment and is answered as JudgmentCycleApi answers, with the next pair. The listening rides in the body as there.
+    """
+
+    class AnswerInput(serializers.Serializer):
+        idempotency_key = serializers.CharField(max_length=100)
+        dimension = serializers.ChoiceField(choices=list(PASS_ORDER))
+        choice = serializers.ChoiceField(choices=["A", "B"])
+        confidence = serializers.DecimalField(max_digits=2, decimal_places=1, min_value=1, max_value=5)
+        rationale = serializers.CharField(max_length=5000, allow_blank=True, required=False, default="")
+        listening_log = _ListeningLog(required=False)
+        time_on_page_ms = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, allow_null=True, default=None)
+        listening = _ListeningBatch(required=False, allow_null=True, default=None)
+
+    class AnswerOutput(serializers.Serializer):
+        complete = serializers.BooleanField(help_text="True once both dimensions are answered and the judgment is stored.")
+        next_dimension = serializers.CharField(required=False, help_text="The dimension the next screen asks (first answer only).")
+        judgment = serializers.IntegerField(required=False)
+        next = serializers.DictField(required=False, help_text="With the judgment: what POST /api/studies/<name>/next/ answers now.")
+
+    @extend_schema(request=AnswerInput, responses={201: AnswerOutput, 200: AnswerOutput})
+    def post(self, request, name: str, assignment_id: int):
+        study, consented = cached.study_and_consent(name, request.user.pk)
+        if study is None:
+            raise NotFound("No such study.")
+        try:
+            data = validated(self.AnswerInput, request.data)
+        except serializers.ValidationError:
+            if not Assignment.objects.filter(pk=assignment_id, annotator=request.user, pair__study=study).exists():
+                raise NotFound("No such task for you.") from None
+            raise
+        answer, created = services.dimension_answer_submit(
+            assignment_id=assignment_id, annotator=request.user, study_id=study.pk, listening_batch=data.pop("listening"), **data
+        )
+        if answer["complete"]:
+            try:
+                answer["next"] = next_answer(study=study, annotator=request.user, consented=consented)
+            except ServiceError as exc:
+                answer["next"] = {"error": {"status": exc.status, "code": exc.code, "detail": exc.message}}
+        return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

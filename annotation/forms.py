@@ -66,6 +66,7 @@ class StudyForm(forms.ModelForm):
             "screening_existing_members": "Headphone check also for members who judged before it was turned on",
             "loudness_match": "Play every clip at the same loudness",
             "loudness_target_lufs": "Loudness target (LUFS)",
+            "dimension_passes": "How the two questions are asked",
         }
         error_messages = {
             "licence": {"required": "Name the licence the annotations will be released under (e.g. CC BY-NC-SA 4.0)."},
@@ -90,6 +91,10 @@ class StudyForm(forms.ModelForm):
                 "-1 dBTP; the files are not changed. Changed during a study, answers are heard at two levels: the export says when."
             ),
             "loudness_target_lufs": "-23 LUFS (EBU R128) leaves most clips room to be matched without reaching the peak ceiling.",
+            "dimension_passes": (
+                "Separate screens ask instruction following first and musicality next, on the same pair with the same listening, "
+                "so the first answer is not in view when the second is given. The report measures how far the second echoes the first."
+            ),
         }
 
     def __init__(self, *args, **kwargs):
@@ -107,14 +112,14 @@ class StudyForm(forms.ModelForm):
             if isinstance(field.widget, (forms.CheckboxInput, forms.CheckboxSelectMultiple)):
                 continue
             field.widget.attrs.setdefault("class", "input")
-        # The headphone-check settings and the loudness target may be left out of a post (older pages, API-like
-        # clients): they keep their value.
-        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
+        # The headphone-check settings, the loudness target and how the questions are asked may be left out of a
+        # post (older pages, API-like clients): they keep their value.
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs", "dimension_passes"):
             self.fields[name].required = False
 
     def clean(self):
         cleaned = super().clean()
-        for name in (*SCREENING_FIELDS, "loudness_target_lufs"):
+        for name in (*SCREENING_FIELDS, "loudness_target_lufs", "dimension_passes"):
             if cleaned.get(name) in (None, ""):
                 cleaned[name] = getattr(self.instance, name)
         if "task_type" in self.fields:

@@ -50,6 +50,17 @@ class Selection(models.TextChoices):
     DISAGREEMENT = "disagreement", "Disagreement: where the judges disagree most"
 
 
+class DimensionPasses(models.TextChoices):
+    """Whether a pair's two questions are asked on one screen or one after the other (docs/listening.md)."""
+
+    TOGETHER = "together", "Together: both questions on one screen"
+    SEPARATE = "separate", "Separate screens: instruction following first, then musicality"
+
+
+# The order the separate screens ask the dimensions in.
+PASS_ORDER = ("alignment", "musicality")
+
+
 class ScreeningKind(models.TextChoices):
     OFF = "off", "No screening"
     HUGGINS = "huggins", "Headphone check: Huggins pitch (Milne et al., 2021)"
@@ -230,6 +241,14 @@ class Study(TriggerCounted):
     # When the loudness setting last changed after the first answer: answers from before it were heard at other
     # levels (the export says so).
     loudness_changed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Asking one dimension per screen keeps the first answer from being copied into the second (carry-over);
+    # the report measures how far the second echoes the first either way (scoring/passes.py).
+    dimension_passes = models.CharField(
+        max_length=8,
+        choices=DimensionPasses.choices,
+        default=DimensionPasses.TOGETHER,
+        help_text="Ask instruction following and musicality on one screen, or on two consecutive screens of the same pair.",
+    )
     # Kept by database triggers on the pairs (migration 0012): the next-pair lookup reads them
     # instead of counting the study's pairs on every request.
     n_pairs = models.IntegerField(default=0, editable=False)
@@ -437,6 +456,9 @@ class Assignment(models.Model):
     listening = models.JSONField(default=dict, blank=True)
     listening_seq = models.PositiveBigIntegerField(default=0)
     selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM)
+    # With separate screens: the first dimension's answer, held here until the second one makes the judgment
+    # (annotation/services/passes.py); empty otherwise.
+    first_pass = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -498,6 +520,9 @@ class Judgment(models.Model):
     # Provenance for the export: an imported row's own `source` label, as given (blank: cast here).
     dataset_source = models.CharField(max_length=200, blank=True, help_text="`source` of the imported row, as given; blank for votes cast here.")
     selection = models.CharField(max_length=12, choices=ChosenBy.choices, default=ChosenBy.RANDOM, help_text="How the pair was chosen for the annotator.")
+    # Answered on separate screens: {"order": [dimensions as asked], "steps": [{"dimension", "answered_at", ...}]};
+    # empty when both were asked on one screen (or imported).
+    passes = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -49,6 +49,7 @@ urlpatterns = [
     path("api/studies/", api.StudyListApi.as_view(), name="api-study-list"),
     path("api/studies/<slug:name>/next/", api.AssignmentNextApi.as_view(), name="api-assignment-next"),
     path("api/studies/<slug:name>/assignments/<id:assignment_id>/judgment/", api.JudgmentCycleApi.as_view(), name="api-judgment-cycle"),
+    path("api/studies/<slug:name>/assignments/<id:assignment_id>/answer/", api.DimensionAnswerApi.as_view(), name="api-dimension-answer"),
     path("api/studies/<slug:name>/export/", StudyExportApi.as_view(), name="api-study-export"),
     path("api/assignments/<id:assignment_id>/listening/", api.ListeningEventsApi.as_view(), name="api-listening-events"),
     path("api/assignments/<id:assignment_id>/judgment/", api.JudgmentSubmitApi.as_view(), name="api-judgment-submit"),

@@ -224,6 +224,8 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         "judgmentUrl": api_url_template("api-judgment-submit", arg_name="assignment_id"),
         # The page's own judgment: its listening in the body, the next pair in the answer.
         "cycleUrl": reverse("api-judgment-cycle", kwargs={"name": study.name, "assignment_id": 987654321}).replace("987654321", "{id}"),
+        # Separate screens: one dimension per request (api.DimensionAnswerApi).
+        "answerUrl": reverse("api-dimension-answer", kwargs={"name": study.name, "assignment_id": 987654321}).replace("987654321", "{id}"),
         "listeningUrl": api_url_template("api-listening-events", arg_name="assignment_id"),
         "skipUrl": api_url_template("api-assignment-skip", arg_name="assignment_id"),
         "consentUrl": f"{reverse('consent')}?next={request.path}",

@@ -45,6 +45,7 @@ from .drift import drift_section
 from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
 from .judge_diagnostics import judge_diagnostics_section
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
+from .passes import passes_section
 from .ratings_report import ratings_section
 from .results_section import results_section
 from .stats import num
@@ -533,6 +534,8 @@ def report_build(*, study: Study, options: ReportOptions | None = None, use_cach
         "systems": results_section(study=study, votes=votes, pairs=pairs, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
         # Agreement, gold accuracy and listening time by day and by recruitment batch (scoring/drift.py).
         "drift": drift_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
+        # How far the musicality answer echoes the alignment one, per way of asking (scoring/passes.py).
+        "passes": passes_section(study=study, rounds=options.rounds, seed=options.seed, include_seeded=options.include_seeded),
         # Position bias, judge-by-judge agreement, AUC and calibration of the judges (scoring/judge_diagnostics.py).
         "judge_diagnostics": judge_diagnostics_section(study=study, majorities={dim: human_majority(votes, dim) for dim in DIMENSIONS}, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed),
     }

@@ -354,6 +354,7 @@ def report_context(report: dict) -> dict:
         "results": results_view(report.get("systems")),
         "drift": report.get("drift"),
         "drift_tables": [("By day", (report.get("drift") or {}).get("by_day", [])), ("By batch", (report.get("drift") or {}).get("by_batch", []))],
+        "passes": report.get("passes"),
     }
 
 

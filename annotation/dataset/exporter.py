@@ -155,6 +155,13 @@ DUPLICATE_HELP = (
     "study and came back without its resume code (the same person twice, or someone else using the id): kept as an account "
     "of its own, never merged; false for every other vote; null on rows without a vote."
 )
+# Separate screens (annotation/services/passes.py): the dimensions in the order they were asked; null when both were
+# asked on one screen, for imported votes and on rows without a vote.
+PASSES_KEY = "dimension_passes"
+PASSES_HELP = (
+    f"`{PASSES_KEY}`: where the study asked the two dimensions on separate screens, the dimensions in the order they "
+    "were answered (e.g. `[\"alignment\", \"musicality\"]`); null where both were asked on one screen."
+)
 
 
 def _duplicate_claim(judgment: Judgment) -> bool:
@@ -237,6 +244,7 @@ def _datasheet(*, studies: list[Study], rows: list[dict], judgments: list[Judgme
         AGGREGATE_HELP,
         DUPLICATE_HELP,
         PROVENANCE_HELP,
+        PASSES_HELP,
         "",
         "## Files",
         "",
@@ -340,6 +348,7 @@ def _unvoted_row(pair: Pair, names: dict[int, str]) -> dict:
         **dict.fromkeys(LISTENING_KEYS),
         DUPLICATE_KEY: None,
         **provenance_row(None, shown_a_is_clip_a=True),
+        PASSES_KEY: None,
     }
 
 
@@ -428,13 +437,14 @@ def dataset_export(
             **aggregated.get(j.pk, {}),
             DUPLICATE_KEY: _duplicate_claim(j),
             **provenance_row(settled.get(pair.pk), shown_a_is_clip_a=a.pk == pair.clip_a_id),
+            PASSES_KEY: (j.passes or {}).get("order") or None,
         }
         rows.append(row)
     rows += [_unvoted_row(pair, names) for pair in unvoted]
     report.unvoted_pairs = len(unvoted)
     lines = {split: [] for split in Pair.Split.values}
     for row in rows:
-        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY], **{k: row[k] for k in PROVENANCE_KEYS}}, ensure_ascii=False))
+        lines[row["split"]].append(json.dumps({**{k: row[k] for k in EXPORT_KEYS + LISTENING_KEYS}, **{k: row.get(k) for k in AGGREGATE_KEYS}, DUPLICATE_KEY: row[DUPLICATE_KEY], **{k: row[k] for k in PROVENANCE_KEYS}, PASSES_KEY: row[PASSES_KEY]}, ensure_ascii=False))
     out.mkdir(parents=True, exist_ok=True)
     for split, split_lines in lines.items():
         # Sorting the serialised lines orders by audio path first: content-derived, so stable across databases.

@@ -8,6 +8,7 @@
 - listening.py: the server's listening record (audio bytes sent, events received)
 - priorities.py: active selection's rankings (written by whoever computes them) and the ranked candidates
 - judgments.py: judgment submission, checked against that record
+- passes.py: a pair's two dimensions answered on separate screens, one judgment in the end
 - screening.py, practice.py, recruitment.py: the headphone screen, the practice round, recruitment links
 - gate.py: the one gate before the work (screen, then practice, then the questionnaire), for pages, APIs and tasks alike
 - questionnaires.py: questionnaire versions and answers
@@ -22,6 +23,7 @@ from .gate import crowd_gate_check, crowd_step, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
+from .passes import dimension_answer_submit, passes_state
 from .people import CONSENT_VERSION, consent_give, consent_listeners, consent_withdraw, profile_ensure, study_annotator_add, study_annotators_add
 from .practice import practice_add, practice_answer, practice_from_gold, practice_next, practice_receipts_check, practice_remove, practice_servable
 from .priorities import pair_priorities_replace
@@ -46,6 +48,8 @@ from .screening import screening_answer, screening_attempt_for, screening_attemp
 from .studies import STUDY_PARAMETERS, study_collaborators_set, study_create, study_update
 
 __all__ = [
+    "dimension_answer_submit",
+    "passes_state",
     "crowd_gate_check",
     "crowd_step",
     "screening_pending",

@@ -19,7 +19,7 @@ from common.deferred import deferred_rows
 from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
-from ..models import Assignment, Judgment, Pair
+from ..models import Assignment, DimensionPasses, Judgment, Pair
 from .listening import LISTENING_CLIPS, assignment_lock_query, listening_batch_store, listening_require_recounted
 
 
@@ -69,6 +69,7 @@ def _submit_lock_query(*, assignment_id, annotator_id):
         annotator_id=annotator_id,
         queryset=Assignment.objects.select_related("pair"),
         rationale_min_length=F("pair__study__rationale_min_length"),
+        dimension_passes=F("pair__study__dimension_passes"),
         **LISTENING_CLIPS,
     )
 
@@ -99,6 +100,7 @@ def judgment_submit(
     idempotency_key: str,
     listening_batch: dict | None = None,
     study_id: int | None = None,
+    passes: dict | None = None,
     now=None,
 ) -> tuple[dict, bool]:
     """Store the annotator's judgment on their assignment. Returns (answer, created).
@@ -107,6 +109,8 @@ def judgment_submit(
     `listening_batch` ({events, receipts, client_now}) is the page's listening since its last post, checked and
     stored in the same transaction before the listening rule is applied: a refused judgment keeps none of it, and
     the page sends it again with its next try. `study_id`: refuse an assignment of another study as not found.
+    `passes`: how the separate screens were answered (services/passes.py, the only caller that gives it); a study
+    that asks on separate screens takes no judgment without it.
     """
     now = now or timezone.now()
     idempotency_key = (idempotency_key or "").strip()
@@ -145,6 +149,13 @@ def judgment_submit(
                 return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False
             if assignment.state == Assignment.State.SKIPPED:
                 raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
+            if assignment.dimension_passes == DimensionPasses.SEPARATE and passes is None:
+                raise ServiceError(
+                    "This study asks the two questions on separate screens: send one dimension at a time "
+                    "(POST /api/studies/<name>/assignments/<id>/answer/ with dimension, choice and confidence), instruction following first.",
+                    code="separate_passes",
+                    status=409,
+                )
             pair = assignment.pair
             if batch is not None:
                 stored_seq = assignment.listening_seq
@@ -180,6 +191,7 @@ def judgment_submit(
                 idempotency_key=idempotency_key,
                 source=Judgment.Source.PLATFORM,
                 selection=assignment.selection,
+                passes=passes or {},
             )
             SUBMITTED.execute(connection, [Assignment.State.SUBMITTED, assignment.pk])
     except ServiceError as exc:

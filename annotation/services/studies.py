@@ -37,6 +37,7 @@ STUDY_PARAMETERS = (
     "screening_existing_members",
     "loudness_match",
     "loudness_target_lufs",
+    "dimension_passes",
 )
 # Changing these changes the levels clips are heard at: once answers exist, the export tells those from before the change.
 LOUDNESS_PARAMETERS = ("loudness_match", "loudness_target_lufs")

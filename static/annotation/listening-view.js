@@ -6,7 +6,7 @@
 (() => {
   "use strict";
 
-  function listeningView({ app, el, sideEls, $, SIDES, renderSide, transportText, state }) {
+  function listeningView({ app, el, sideEls, $, SIDES, renderSide, transportText, state, passes }) {
     function missing() {
       const { task } = state();
       if (!task) return ["Wait for the pair to load."];
@@ -24,11 +24,16 @@
         }
       }
       const a = task.saved.answers;
-      if (!a.alignment) items.push("Choose A or B for instruction following (Q / W).");
-      if (a.alignment_confidence === null) items.push("Rate your confidence on instruction following.");
-      if (!a.musicality) items.push("Choose A or B for musicality (E / R).");
-      if (a.musicality_confidence === null) items.push("Rate your confidence on musicality.");
-      const needed = Number(rules.rationale_min_length || 0);
+      // Separate screens: only the question on screen is asked for, and the rationale with the last one.
+      if (passes.asks(task, "alignment")) {
+        if (!a.alignment) items.push("Choose A or B for instruction following (Q / W).");
+        if (a.alignment_confidence === null) items.push("Rate your confidence on instruction following.");
+      }
+      if (passes.asks(task, "musicality")) {
+        if (!a.musicality) items.push("Choose A or B for musicality (E / R).");
+        if (a.musicality_confidence === null) items.push("Rate your confidence on musicality.");
+      }
+      const needed = passes.last(task) ? Number(rules.rationale_min_length || 0) : 0;
       const length = (a.rationale || "").trim().length;
       if (length < needed) items.push(`Write ${needed - length} more character${needed - length === 1 ? "" : "s"} of rationale.`);
       return items;
@@ -104,7 +109,7 @@
         );
       }
       el.btnSubmit.disabled = todo.length > 0 || submitting;
-      setHTML(el.btnSubmit, submitting ? "Saving…" : 'Submit <kbd aria-hidden="true">Enter</kbd>');
+      setHTML(el.btnSubmit, submitting ? "Saving…" : `${passes.submitText(task)} <kbd aria-hidden="true">Enter</kbd>`);
       app.dataset.ready = String(todo.length === 0);
     }
 

@@ -65,8 +65,13 @@
     skipForm: $("skip-form"),
     skipReason: $("skip-reason"),
     skipError: $("skip-error"),
+    questions: $("questions"),
+    rationaleBlock: $("rationale-block"),
+    passStep: $("pass-step"),
   };
   const sideEls = playerSides();
+  // Separate screens (static/annotation/listening-passes.js): one dimension per screen where the study asks so.
+  const passes = window.AuditoriumListen.dimensionPasses({ $, el });
 
   let ctx = null;
   let task = null; // {assignment, saved: {key, answers, log, timeMs, read}, transport, decoded}
@@ -298,7 +303,7 @@
       }
     }
     el.rationale.value = a.rationale || "";
-    activeQuestion = "alignment";
+    activeQuestion = passes.show(task);
 
     for (const side of SIDES) {
       sideEls[side].wave.setBuffer(null, 0);
@@ -395,7 +400,7 @@
   }
 
   function setChoice(question, side) {
-    if (!task) return;
+    if (!task || !passes.asks(task, question)) return;
     answers()[question] = side;
     for (const input of document.querySelectorAll(`input[name=${question}]`)) input.checked = input.value === side;
     activeQuestion = question;
@@ -405,7 +410,7 @@
   }
 
   function setConfidence(question, value) {
-    if (!task) return;
+    if (!task || !passes.asks(task, question)) return;
     const v = Math.min(5, Math.max(1, value));
     answers()[`${question}_confidence`] = v;
     for (const input of document.querySelectorAll(`input[name=${question}_confidence]`)) input.checked = Number(input.value) === v;
@@ -456,9 +461,11 @@
     };
     render();
     const mine = task;
+    const separate = passes.active(task);
     let res;
     try {
-      res = await postJSON(cfg.cycleUrl.replace("{id}", String(task.assignment.id)), body);
+      const url = (separate ? cfg.answerUrl : cfg.cycleUrl).replace("{id}", String(task.assignment.id));
+      res = await postJSON(url, separate ? passes.body(task, body) : body);
     } catch (_) {
       submitting = false;
       showError("Your answers could not be sent (network problem). They are kept on this device; press Submit again.");
@@ -473,6 +480,10 @@
       return;
     }
     const code = res.data && res.data.code;
+    if ((res.status === 201 || res.status === 200) && res.data && res.data.complete === false) {
+      nextScreen(mine, res.data);
+      return;
+    }
     if (res.status === 201 || res.status === 200 || code === "already_submitted") {
       followingNext = (res.data && res.data.next) || null;
       transport.pause();
@@ -506,6 +517,20 @@
     render();
   }
 
+  // Separate screens: the first answer is stored; the same pair, clips and listening go on to the next question.
+  function nextScreen(mine, answer) {
+    const done = passes.title(mine.assignment.passes.current);
+    activeQuestion = passes.advance(mine, answer);
+    if (answer.heard) mine.server = answer.heard; // the count the first answer was accepted on
+    persist(true);
+    passes.show(mine);
+    render();
+    flash(`✓ ${done} saved. Now the next question, on the same pair.`);
+    announce(`${done} saved. Next: ${passes.title(activeQuestion)}.`);
+    const first = document.querySelector(`input[name=${activeQuestion}]`);
+    if (first) first.focus();
+  }
+
   // ---- skip (static/annotation/listening-skip.js) -------------------------------------
 
   const skip = window.AuditoriumListen.skipDialog({
@@ -530,6 +555,7 @@
     renderSide,
     transportText,
     state: () => ({ task, activeQuestion, submitting }),
+    passes,
   });
 
   function tickTime() {

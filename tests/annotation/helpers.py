@@ -37,4 +37,5 @@ PARAMETERS = {
     "screening_existing_members": True,
     "loudness_match": False,
     "loudness_target_lufs": -20.0,
+    "dimension_passes": "separate",
 }

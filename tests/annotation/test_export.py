@@ -75,8 +75,8 @@ def test_rows_have_the_exact_keys_string_confidences_and_side_correct_labels(tmp
     rows = read_rows(out / "train.jsonl") + read_rows(out / "test.jsonl")
     assert len(rows) == Judgment.objects.count() == 24
     for r in rows:
-        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS]
-        assert r["duplicate_claim"] is False
+        assert list(r) == [*EXPORT_KEYS, "total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS, "dimension_passes"]
+        assert r["duplicate_claim"] is False and r["dimension_passes"] is None
         # These votes carry no server listening record (made by a factory): their times are unknown.
         assert r["total_listening_time_a"] is None and r["total_listening_time_b"] is None
         assert isinstance(r["confidence_preference-musicality"], str) and isinstance(r["confidence_preference-alignment"], str)

@@ -317,7 +317,7 @@ def test_export_carries_the_seconds_the_server_counted(clock, tmp_path):
     from annotation.dataset.aggregates import AGGREGATE_KEYS
     from annotation.dataset.provenance import PROVENANCE_KEYS
 
-    tail = ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS]
+    tail = ["total_listening_time_a", "total_listening_time_b", *AGGREGATE_KEYS, "duplicate_claim", *PROVENANCE_KEYS, "dimension_passes"]
     assert list(row)[-len(tail) :] == tail
     assert np.isclose(Judgment.objects.get().listening_log["B"]["seconds"], 2.0)
 

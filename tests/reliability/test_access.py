@@ -31,6 +31,8 @@ ANNOTATOR = {
     "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
     # Rating studies (acr, multi): membership and the own assignment checked per request (tests/ratings).
     "rate", "api-next", "api-listening", "api-submit", "api-skip",
+    # Separate screens: one dimension's answer, the own assignment checked per request (tests/annotation/test_dimension_passes.py).
+    "api-dimension-answer",
 }
 RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-study-compare", "study-compare", "api-study-plan", "study-plan", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
@@ -63,7 +65,7 @@ POST_ONLY = {
     "study-export",
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-judgment-cycle", "api-assignment-skip",
     "study-annotators-add", "benchmark-close", "benchmark-submit", "benchmark-run", "api-benchmark-submit", "api-benchmark-run",
-    "api-next", "api-listening", "api-submit", "api-skip",
+    "api-next", "api-listening", "api-submit", "api-skip", "api-dimension-answer",
     "team-members-add", "team-endpoint-register", "study-collaborators",
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
     "study-adjudicators",
