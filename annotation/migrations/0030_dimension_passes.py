@@ -29,7 +29,7 @@ def _sqlite_only(step):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("annotation", "0026_participant_entry_key"),
+        ("annotation", "0029_adjudication"),
     ]
 
     operations = [
