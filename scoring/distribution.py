@@ -1,0 +1,210 @@
+"""How far each system's clips lie from a reference set, as distributions of embeddings: FAD and KAD.
+
+FAD (Fréchet audio distance) is the Fréchet distance between Gaussians fitted to the two sets of
+clip embeddings (means and covariances with ddof 1, as fadtk and frechet-audio-distance compute
+them). KAD (kernel audio distance) is the unbiased MMD² with a Gaussian RBF kernel, scaled by 100
+as kadtk reports it. tests/scoring/test_distribution.py checks both against those libraries on the
+same embeddings.
+
+FAD is biased upward by about c/n at n clips (both sample covariances carry noise the trace term
+turns into distance); its value is therefore reported with n, with FAD∞ (the intercept of FAD
+against 1/n over subsets of the clips, as fadtk's FAD-inf, but drawing subsets without replacement
+so the largest point is not itself inflated), and with a basic bootstrap interval that resamples
+the clips of both sets: 2·FAD − the bootstrap quantiles, which carries the bootstrap's own estimate
+of the bias (mean of the resamples − FAD) into the interval. KAD is unbiased; its resamples leave
+out pairs of a clip with its own copy, so they stay unbiased too.
+
+The bandwidth defaults to the median pairwise distance within the reference set (kadtk's CLI takes
+the evaluated set's): one kernel for every system scored against that reference, so their KADs
+are on one scale.
+
+One embedding per clip, from an embedding judge's cache (ClipScore, context "", key "embedding":
+the CLAP and MuQ-MuLan judges store them when they score) or computed by that judge's adapter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .stats import cluster_draws
+
+LEVEL = 0.95
+ROUNDS = 200
+# Subset sizes for FAD∞: fractions of each set, several draws at each.
+INF_FRACTIONS = np.linspace(0.5, 1.0, 6)
+INF_DRAWS = 4
+# Fewer clips than this on either side: no figures (a covariance of two points is no distribution).
+MIN_CLIPS = 3
+# kadtk's SCALE_FACTOR.
+KAD_SCALE = 100.0
+
+
+# --- Point estimates ---------------------------------------------------------------------
+
+
+def _as_matrix(x) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"embeddings must be a (clips, dimensions) array, not shape {x.shape}")
+    return x
+
+
+def _trace_sqrt(a1: np.ndarray, a2: np.ndarray) -> float:
+    """tr sqrt(C1^½ C2 C1^½) for C1 = a1ᵀa1, C2 = a2ᵀa2: the nuclear norm of a1 a2ᵀ, through the smaller side.
+
+    With fewer clips than dimensions the clips' side is smaller and exact for a singular covariance,
+    where a square root of the d × d product (fadtk's route) has to add a ridge.
+    """
+    n1, d = a1.shape
+    n2 = a2.shape[0]
+    if min(n1, n2) <= d:
+        return float(np.linalg.svd(a1 @ a2.T, compute_uv=False).sum())
+    c1, c2 = a1.T @ a1, a2.T @ a2
+    w, v = np.linalg.eigh(c1)
+    root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+    return float(np.sqrt(np.clip(np.linalg.eigvalsh(root @ c2 @ root), 0.0, None)).sum())
+
+
+def frechet_distance(x, y) -> float:
+    """FAD between embedding sets x (n1, d) and y (n2, d)."""
+    x, y = _as_matrix(x), _as_matrix(y)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"the two sets have different embedding sizes ({x.shape[1]} and {y.shape[1]}): they come from different models")
+    n1, n2 = len(x), len(y)
+    xc, yc = x - x.mean(axis=0), y - y.mean(axis=0)
+    diff = x.mean(axis=0) - y.mean(axis=0)
+    cross = _trace_sqrt(xc / np.sqrt(n1 - 1), yc / np.sqrt(n2 - 1))
+    return float(diff @ diff + (xc**2).sum() / (n1 - 1) + (yc**2).sum() / (n2 - 1) - 2 * cross)
+
+
+def median_distance(x) -> float:
+    """Median Euclidean distance over all pairs of x, the lower middle value for an even count (torch.median's, as kadtk uses)."""
+    from scipy.spatial.distance import pdist
+
+    d = pdist(_as_matrix(x))
+    return float(np.partition(d, (len(d) - 1) // 2)[(len(d) - 1) // 2])
+
+
+def _sq_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.spatial.distance import cdist
+
+    return cdist(x, y, "sqeuclidean")
+
+
+def _kernels(x: np.ndarray, y: np.ndarray, bandwidth: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    gamma = 1.0 / (2.0 * bandwidth**2 + 1e-8)  # kadtk's eps
+    kxx, kyy, kxy = (np.exp(-gamma * _sq_distances(a, b)) for a, b in ((x, x), (y, y), (x, y)))
+    np.fill_diagonal(kxx, 0.0)
+    np.fill_diagonal(kyy, 0.0)
+    return kxx, kyy, kxy
+
+
+def kernel_distance(x, y, *, bandwidth: float | None = None) -> float:
+    """KAD between x (the reference, n1, d) and y (n2, d): unbiased MMD² with a Gaussian kernel, × 100.
+
+    `bandwidth` None: the median pairwise distance within x.
+    """
+    x, y = _as_matrix(x), _as_matrix(y)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"the two sets have different embedding sizes ({x.shape[1]} and {y.shape[1]}): they come from different models")
+    h = median_distance(x) if bandwidth is None else float(bandwidth)
+    kxx, kyy, kxy = _kernels(x, y, h)
+    n1, n2 = len(x), len(y)
+    return float(KAD_SCALE * (kxx.sum() / (n1 * (n1 - 1)) + kyy.sum() / (n2 * (n2 - 1)) - 2 * kxy.mean()))
+
+
+# --- Resamples ---------------------------------------------------------------------------
+
+
+def _counts(n: int, *, rounds: int, seed: int) -> np.ndarray:
+    return np.concatenate([c for _, c in cluster_draws(n, rounds=rounds, seed=seed)]).astype(np.float64)
+
+
+def _weighted_fad(x: np.ndarray, y: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> float:
+    """FAD of the sets with clip i counted wx[i] (wy[j]) times: a bootstrap resample without copying rows."""
+    keep_x, keep_y = wx > 0, wy > 0
+    x, y, wx, wy = x[keep_x], y[keep_y], wx[keep_x], wy[keep_y]
+    n1, n2 = wx.sum(), wy.sum()
+    mx, my = wx @ x / n1, wy @ y / n2
+    ax = (x - mx) * np.sqrt(wx / (n1 - 1))[:, None]
+    ay = (y - my) * np.sqrt(wy / (n2 - 1))[:, None]
+    diff = mx - my
+    return float(diff @ diff + (ax**2).sum() + (ay**2).sum() - 2 * _trace_sqrt(ax, ay))
+
+
+def fad_resamples(x, y, *, rounds: int, seed: int) -> np.ndarray:
+    """FAD of `rounds` bootstrap resamples, each drawing the clips of both sets with replacement."""
+    x, y = _as_matrix(x), _as_matrix(y)
+    wx, wy = _counts(len(x), rounds=rounds, seed=seed), _counts(len(y), rounds=rounds, seed=seed + 1)
+    return np.array([_weighted_fad(x, y, wx[r], wy[r]) for r in range(rounds)])
+
+
+def kad_resamples(x, y, *, bandwidth: float, rounds: int, seed: int) -> np.ndarray:
+    """KAD of bootstrap resamples; a clip drawn twice is not paired with its own copy, so each resample stays a U-statistic."""
+    x, y = _as_matrix(x), _as_matrix(y)
+    kxx, kyy, kxy = _kernels(x, y, bandwidth)
+    wx, wy = _counts(len(x), rounds=rounds, seed=seed), _counts(len(y), rounds=rounds, seed=seed + 1)
+    n1, n2 = wx.sum(axis=1), wy.sum(axis=1)
+    within_x = np.einsum("ri,ij,rj->r", wx, kxx, wx) / (n1**2 - (wx**2).sum(axis=1))
+    within_y = np.einsum("ri,ij,rj->r", wy, kyy, wy) / (n2**2 - (wy**2).sum(axis=1))
+    between = np.einsum("ri,ij,rj->r", wx, kxy, wy) / (n1 * n2)
+    return KAD_SCALE * (within_x + within_y - 2 * between)
+
+
+def basic_interval(point: float, samples: np.ndarray, *, level: float = LEVEL) -> tuple[float, float]:
+    """The basic (reverse-percentile) bootstrap interval: 2·point − the upper and lower quantiles."""
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(2 * point - high), float(2 * point - low)
+
+
+def percentile_interval(samples: np.ndarray, *, level: float = LEVEL) -> tuple[float, float]:
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def fad_infinity(x, y, *, seed: int, fractions=INF_FRACTIONS, draws: int = INF_DRAWS) -> dict:
+    """FAD∞: FAD of subsets (the same fraction of each set, drawn without replacement) regressed on 1 / clips; the intercept.
+
+    `points` are (system clips, reference clips, mean FAD) per fraction; `slope` is the fitted bias at one clip.
+    """
+    x, y = _as_matrix(x), _as_matrix(y)
+    rng = np.random.default_rng(seed)
+    points, inv, values = [], [], []
+    for f in fractions:
+        m1, m2 = max(MIN_CLIPS, int(round(f * len(x)))), max(MIN_CLIPS, int(round(f * len(y))))
+        runs = 1 if (m1, m2) == (len(x), len(y)) else draws
+        scores = [frechet_distance(x[rng.choice(len(x), m1, replace=False)], y[rng.choice(len(y), m2, replace=False)]) for _ in range(runs)]
+        points.append((m1, m2, float(np.mean(scores))))
+        inv.extend([1.0 / min(m1, m2)] * runs)
+        values.extend(scores)
+    inv_a, val_a = np.asarray(inv), np.asarray(values)
+    if np.ptp(inv_a) == 0:
+        return {"value": None, "slope": None, "r2": None, "points": points}
+    slope, intercept = np.polyfit(inv_a, val_a, 1)
+    fitted = slope * inv_a + intercept
+    total = ((val_a - val_a.mean()) ** 2).sum()
+    r2 = 1 - ((val_a - fitted) ** 2).sum() / total if total > 0 else None
+    return {"value": float(intercept), "slope": float(slope), "r2": None if r2 is None else float(r2), "points": points}
+
+
+def distances(system, reference, *, rounds: int = ROUNDS, seed: int = 0, level: float = LEVEL, bandwidth: float | None = None) -> dict:
+    """FAD (with FAD∞ and the bootstrap's bias) and KAD of one system's embeddings against the reference's, with intervals."""
+    x, y = _as_matrix(reference), _as_matrix(system)
+    out = {"clips": len(y), "reference_clips": len(x), "dimensions": int(x.shape[1]) if x.size else None}
+    if len(x) < MIN_CLIPS or len(y) < MIN_CLIPS:
+        out["note"] = f"fewer than {MIN_CLIPS} clips with embeddings on one side: no figures"
+        return out
+    fad = frechet_distance(y, x)
+    h = median_distance(x) if bandwidth is None else float(bandwidth)
+    kad = kernel_distance(x, y, bandwidth=h)
+    inf = fad_infinity(y, x, seed=seed)
+    out.update({"fad": fad, "fad_inf": inf["value"], "fad_inf_slope": inf["slope"], "fad_inf_r2": inf["r2"], "kad": kad, "bandwidth": h, "rounds": rounds, "seed": seed, "level": level})
+    if rounds > 0:
+        fad_boot = fad_resamples(y, x, rounds=rounds, seed=seed)
+        kad_boot = kad_resamples(x, y, bandwidth=h, rounds=rounds, seed=seed + 2)
+        out["fad_bias"] = float(fad_boot.mean() - fad)
+        out["fad_lower"], out["fad_upper"] = basic_interval(fad, fad_boot, level=level)
+        out["kad_lower"], out["kad_upper"] = percentile_interval(kad_boot, level=level)
+    return out
