@@ -208,3 +208,170 @@ def distances(system, reference, *, rounds: int = ROUNDS, seed: int = 0, level: 
         out["fad_lower"], out["fad_upper"] = basic_interval(fad, fad_boot, level=level)
         out["kad_lower"], out["kad_upper"] = percentile_interval(kad_boot, level=level)
     return out
+
+
+# --- Embeddings of a study's clips ---------------------------------------------------------
+
+# Judges whose adapters keep one audio embedding per clip in the clip cache (context "", key "embedding").
+EMBEDDING_KINDS = ("clap", "muq_mulan")
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".aiff", ".aif")
+
+
+def study_clip_sets(*, study) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """({system: {sha256: path}} of the generated clips the study plays, {sha256: path} of its conditions' reference clips).
+
+    Degraded variants (hard negatives) are left out: they are made to be worse, not a system's output.
+    """
+    from django.db.models import Q
+
+    from annotation.models import Clip, Condition
+    from annotation.ratings.models import RatingItemClip
+
+    played = Clip.objects.filter(
+        Q(pairs_as_a__study=study) | Q(pairs_as_b__study=study) | Q(pk__in=RatingItemClip.objects.filter(item__study=study, role="test").values("clip_id"))
+    ).exclude(system=None).exclude(kind=Clip.Kind.DERIVED)
+    systems: dict[str, dict[str, str]] = {}
+    for sha, name, system in played.distinct().values_list("sha256", "file", "system__name"):
+        systems.setdefault(system, {})[sha] = name
+    conditions = Condition.objects.filter(Q(pairs__study=study) | Q(rating_items__study=study)).exclude(reference=None)
+    references = dict(Clip.objects.filter(pk__in=conditions.values("reference_id")).values_list("sha256", "file"))
+    return systems, references
+
+
+def stored_embeddings(*, judge, shas) -> tuple[str, dict[str, np.ndarray]]:
+    """(judge version, {sha256: embedding}) from the clip cache: the version that holds the most of these clips."""
+    from .models import ClipScore
+
+    by_version: dict[str, dict[str, np.ndarray]] = {}
+    rows = ClipScore.objects.filter(judge=judge, context_key="", clip_sha256__in=list(shas)).values_list("judge_version", "clip_sha256", "scores")
+    for version, sha, scores in rows.iterator():
+        vector = (scores or {}).get("embedding")
+        if vector:
+            by_version.setdefault(version, {})[sha] = np.asarray(vector, dtype=np.float64)
+    if not by_version:
+        return "", {}
+    version = max(sorted(by_version), key=lambda v: len(by_version[v]))
+    return version, by_version[version]
+
+
+def folder_clips(path) -> list:
+    """The audio files under a folder (recursively), as ClipAudio with their content hash; a clear error when there are none."""
+    import hashlib
+    from pathlib import Path
+
+    from common.errors import ServiceError
+
+    from .judges import ClipAudio
+
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise ServiceError(f"Reference folder {path} does not exist or is not a folder.", code="no_reference_folder")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
+    if len(files) < MIN_CLIPS:
+        raise ServiceError(f"Reference folder {path} holds {len(files)} audio file(s) ({', '.join(AUDIO_SUFFIXES)}); FAD and KAD need at least {MIN_CLIPS}.", code="few_reference_clips")
+    return [ClipAudio(path=str(p), sha256=hashlib.sha256(p.read_bytes()).hexdigest()) for p in files]
+
+
+def _system_rows(sets: dict[str, list[str]], reference: list[str], embeddings: dict[str, np.ndarray], *, rounds: int, seed: int) -> list[dict]:
+    ref = [embeddings[s] for s in dict.fromkeys(reference) if s in embeddings]
+    rows = []
+    for k, (name, shas) in enumerate(sorted(sets.items())):
+        own = [embeddings[s] for s in dict.fromkeys(shas) if s in embeddings]
+        shapes = {v.shape for v in own + ref}
+        if len(shapes) > 1:
+            rows.append({"system": name, "clips": len(own), "reference_clips": len(ref), "note": "embeddings of different sizes: cached by two model versions; rescore with one"})
+            continue
+        figures = distances(np.stack(own) if own else np.zeros((0, 1)), np.stack(ref) if ref else np.zeros((0, 1)), rounds=rounds, seed=seed + 10 * k)
+        rows.append({"system": name, "clips_played": len(shas), **figures})
+    return rows
+
+
+def distribution_section(*, study, rounds: int, seed: int) -> dict | None:
+    """Per embedding judge with cached embeddings of the study's clips: each system's FAD and KAD against the study's reference clips.
+
+    Only cached embeddings are read (a report never loads a model); None when no embedding judge
+    has embedded any of the study's clips. `manage.py compare_judges --distribution` computes
+    missing embeddings and takes other references.
+    """
+    from .models import Judge
+
+    systems, references = study_clip_sets(study=study)
+    if not systems:
+        return None
+    wanted = set(references) | {s for clips in systems.values() for s in clips}
+    judges = []
+    for judge in Judge.objects.filter(kind__in=EMBEDDING_KINDS).order_by("key"):
+        version, embeddings = stored_embeddings(judge=judge, shas=wanted)
+        if not any(s in embeddings for clips in systems.values() for s in clips):
+            continue
+        rows = _system_rows({n: list(c) for n, c in systems.items()}, list(references), embeddings, rounds=rounds, seed=seed) if references else []
+        judges.append({"judge": judge.key, "kind": judge.kind, "version": version, "embedded_clips": len(embeddings), "rows": rows})
+    if not judges:
+        return None
+    out = {"reference": "the study's reference clips", "reference_clips": len(references), "rounds": rounds, "seed": seed, "level": LEVEL, "min_clips": MIN_CLIPS, "judges": judges}
+    if not references:
+        out["note"] = "The study's conditions have no reference clips: compute FAD and KAD against another system or a folder with manage.py compare_judges --distribution."
+    return out
+
+
+def distribution_compare(*, study, judge_key: str, reference_dir: str = "", reference_system: str = "", compute: bool = False, rounds: int = ROUNDS, seed: int = 0) -> dict:
+    """Each system's FAD and KAD against one reference (the study's reference clips, another system's clips, or a folder), on one embedding judge.
+
+    `compute`: embed the clips the cache lacks with the judge's model here (and cache them); without it only cached embeddings count.
+    """
+    from common.errors import ServiceError
+
+    from .judges import ClipAudio, JudgeUnavailable
+    from .models import Judge
+    from .services import judge_adapter
+
+    judge = Judge.objects.filter(key=judge_key).first()
+    if judge is None:
+        known = ", ".join(Judge.objects.filter(kind__in=EMBEDDING_KINDS).values_list("key", flat=True)) or "none"
+        raise ServiceError(f"No judge {judge_key!r}; embedding judges: {known}.", code="unknown_judge")
+    if judge.kind not in EMBEDDING_KINDS:
+        raise ServiceError(f"Judge {judge.key} is a {judge.kind} judge, which keeps no audio embeddings; use one of kinds {', '.join(EMBEDDING_KINDS)}.", code="not_embedding_judge")
+    if reference_dir and reference_system:
+        raise ServiceError("Give one reference: a folder or a system, not both.", code="two_references")
+    systems, references = study_clip_sets(study=study)
+    if not systems:
+        raise ServiceError(f"Study {study.name} plays no clips of a system yet.", code="no_systems")
+    paths = {sha: path for clips in systems.values() for sha, path in clips.items()}
+    if reference_system:
+        if reference_system not in systems:
+            raise ServiceError(f"No system {reference_system!r} in study {study.name}; its systems are: {', '.join(sorted(systems))}.", code="unknown_system")
+        reference = list(systems.pop(reference_system))
+        label = f"system {reference_system}"
+    elif reference_dir:
+        folder = folder_clips(reference_dir)
+        paths.update({c.sha256: c.path for c in folder})
+        reference = [c.sha256 for c in folder]
+        label = f"folder {reference_dir}"
+    else:
+        if not references:
+            raise ServiceError(f"Study {study.name}'s conditions have no reference clips: give --reference-system NAME or --reference-dir FOLDER.", code="no_reference")
+        paths.update(references)
+        reference = list(references)
+        label = "the study's reference clips"
+    if compute:
+        adapter = judge_adapter(judge)
+        try:
+            adapter.require()
+            version = adapter.cache_version()
+        except JudgeUnavailable as exc:
+            raise ServiceError(str(exc), code="judge_unavailable") from None
+        clips = [ClipAudio(path=_media_path(p), sha256=s) for s, p in paths.items()]
+        embeddings = {c.sha256: np.asarray(v, dtype=np.float64) for c, v in zip(clips, adapter.audio_embeddings(clips))}
+    else:
+        version, embeddings = stored_embeddings(judge=judge, shas=paths)
+    rows = _system_rows({n: list(c) for n, c in systems.items()}, reference, embeddings, rounds=rounds, seed=seed)
+    return {"study": study.name, "judge": judge.key, "kind": judge.kind, "version": version, "reference": label, "reference_clips": len(set(reference)), "computed": compute, "rounds": rounds, "seed": seed, "level": LEVEL, "rows": rows}
+
+
+def _media_path(name: str) -> str:
+    """A stored clip's file path (FileField names are relative to the storage), or the path itself for files outside it."""
+    from pathlib import Path
+
+    from django.core.files.storage import default_storage
+
+    return name if Path(name).is_absolute() else default_storage.path(name)
