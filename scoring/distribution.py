@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .resampled import _one_blas_thread
 from .stats import cluster_draws
 
 LEVEL = 0.95
@@ -121,22 +122,45 @@ def _counts(n: int, *, rounds: int, seed: int) -> np.ndarray:
 
 
 def _weighted_fad(x: np.ndarray, y: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> float:
-    """FAD of the sets with clip i counted wx[i] (wy[j]) times: a bootstrap resample without copying rows."""
-    keep_x, keep_y = wx > 0, wy > 0
-    x, y, wx, wy = x[keep_x], y[keep_y], wx[keep_x], wy[keep_y]
-    n1, n2 = wx.sum(), wy.sum()
-    mx, my = wx @ x / n1, wy @ y / n2
-    ax = (x - mx) * np.sqrt(wx / (n1 - 1))[:, None]
-    ay = (y - my) * np.sqrt(wy / (n2 - 1))[:, None]
-    diff = mx - my
-    return float(diff @ diff + (ax**2).sum() + (ay**2).sum() - 2 * _trace_sqrt(ax, ay))
+    """FAD of the sets with clip i counted wx[i] (wy[j]) times: one bootstrap resample without copying rows."""
+    return float(_weighted_fads(x, y, wx[None], wy[None])[0])
 
 
-def fad_resamples(x, y, *, rounds: int, seed: int) -> np.ndarray:
+def _weighted_fads(x: np.ndarray, y: np.ndarray, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
+    """_weighted_fad for a stack of weights (rounds, n1) and (rounds, n2), batched through numpy's stacked linear algebra."""
+    n1, n2 = wx.sum(axis=1), wy.sum(axis=1)
+    mx, my = wx @ x / n1[:, None], wy @ y / n2[:, None]
+    diff = ((mx - my) ** 2).sum(axis=1)
+    trace_x = (wx @ (x**2).sum(axis=1) - n1 * (mx**2).sum(axis=1)) / (n1 - 1)
+    trace_y = (wy @ (y**2).sum(axis=1) - n2 * (my**2).sum(axis=1)) / (n2 - 1)
+    d = x.shape[1]
+    if min(len(x), len(y)) <= d:
+        # (√wx ∘ (x - mx)) (√wy ∘ (y - my))ᵀ from the one product x yᵀ.
+        gram = x @ y.T
+        m = gram[None] - (x @ my.T).T[:, :, None] - (y @ mx.T).T[:, None, :] + (mx * my).sum(axis=1)[:, None, None]
+        m *= np.sqrt(wx / (n1 - 1)[:, None])[:, :, None] * np.sqrt(wy / (n2 - 1)[:, None])[:, None, :]
+        # Squared singular values as the eigenvalues of the smaller Gram matrix: faster than an SVD, and
+        # their error (machine epsilon times the largest) is far below the resampling spread.
+        gram_m = m @ np.swapaxes(m, 1, 2) if m.shape[1] <= m.shape[2] else np.swapaxes(m, 1, 2) @ m
+        cross = np.sqrt(np.clip(np.linalg.eigvalsh(gram_m), 0.0, None)).sum(axis=1)
+    else:
+        cx = (np.einsum("ri,id,ie->rde", wx, x, x) - n1[:, None, None] * mx[:, :, None] * mx[:, None, :]) / (n1 - 1)[:, None, None]
+        cy = (np.einsum("ri,id,ie->rde", wy, y, y) - n2[:, None, None] * my[:, :, None] * my[:, None, :]) / (n2 - 1)[:, None, None]
+        w, v = np.linalg.eigh(cx)
+        root = (v * np.sqrt(np.clip(w, 0.0, None))[:, None, :]) @ np.swapaxes(v, 1, 2)
+        cross = np.sqrt(np.clip(np.linalg.eigvalsh(root @ cy @ root), 0.0, None)).sum(axis=1)
+    return diff + trace_x + trace_y - 2 * cross
+
+
+def fad_resamples(x, y, *, rounds: int, seed: int, chunk: int = 25) -> np.ndarray:
     """FAD of `rounds` bootstrap resamples, each drawing the clips of both sets with replacement."""
     x, y = _as_matrix(x), _as_matrix(y)
     wx, wy = _counts(len(x), rounds=rounds, seed=seed), _counts(len(y), rounds=rounds, seed=seed + 1)
-    return np.array([_weighted_fad(x, y, wx[r], wy[r]) for r in range(rounds)])
+    if not rounds:
+        return np.zeros(0)
+    # Small stacked products: a second BLAS thread on a busy machine only waits (scoring/resampled.py measured it).
+    with _one_blas_thread():
+        return np.concatenate([_weighted_fads(x, y, wx[k : k + chunk], wy[k : k + chunk]) for k in range(0, rounds, chunk)])
 
 
 def kad_resamples(x, y, *, bandwidth: float, rounds: int, seed: int) -> np.ndarray:
@@ -145,9 +169,10 @@ def kad_resamples(x, y, *, bandwidth: float, rounds: int, seed: int) -> np.ndarr
     kxx, kyy, kxy = _kernels(x, y, bandwidth)
     wx, wy = _counts(len(x), rounds=rounds, seed=seed), _counts(len(y), rounds=rounds, seed=seed + 1)
     n1, n2 = wx.sum(axis=1), wy.sum(axis=1)
-    within_x = np.einsum("ri,ij,rj->r", wx, kxx, wx) / (n1**2 - (wx**2).sum(axis=1))
-    within_y = np.einsum("ri,ij,rj->r", wy, kyy, wy) / (n2**2 - (wy**2).sum(axis=1))
-    between = np.einsum("ri,ij,rj->r", wx, kxy, wy) / (n1 * n2)
+    with _one_blas_thread():
+        within_x = ((wx @ kxx) * wx).sum(axis=1) / (n1**2 - (wx**2).sum(axis=1))
+        within_y = ((wy @ kyy) * wy).sum(axis=1) / (n2**2 - (wy**2).sum(axis=1))
+        between = ((wx @ kxy) * wy).sum(axis=1) / (n1 * n2)
     return KAD_SCALE * (within_x + within_y - 2 * between)
 
 
@@ -172,13 +197,14 @@ def fad_infinity(x, y, *, seed: int, fractions=INF_FRACTIONS, draws: int = INF_D
     x, y = _as_matrix(x), _as_matrix(y)
     rng = np.random.default_rng(seed)
     points, inv, values = [], [], []
-    for f in fractions:
-        m1, m2 = max(MIN_CLIPS, int(round(f * len(x)))), max(MIN_CLIPS, int(round(f * len(y))))
-        runs = 1 if (m1, m2) == (len(x), len(y)) else draws
-        scores = [frechet_distance(x[rng.choice(len(x), m1, replace=False)], y[rng.choice(len(y), m2, replace=False)]) for _ in range(runs)]
-        points.append((m1, m2, float(np.mean(scores))))
-        inv.extend([1.0 / min(m1, m2)] * runs)
-        values.extend(scores)
+    with _one_blas_thread():
+        for f in fractions:
+            m1, m2 = max(MIN_CLIPS, int(round(f * len(x)))), max(MIN_CLIPS, int(round(f * len(y))))
+            runs = 1 if (m1, m2) == (len(x), len(y)) else draws
+            scores = [frechet_distance(x[rng.choice(len(x), m1, replace=False)], y[rng.choice(len(y), m2, replace=False)]) for _ in range(runs)]
+            points.append((m1, m2, float(np.mean(scores))))
+            inv.extend([1.0 / min(m1, m2)] * runs)
+            values.extend(scores)
     inv_a, val_a = np.asarray(inv), np.asarray(values)
     if np.ptp(inv_a) == 0:
         return {"value": None, "slope": None, "r2": None, "points": points}
