@@ -88,7 +88,6 @@ class Command(BaseCommand):
 
     def _ratings(self, name: str, *, as_json: bool) -> None:
         from annotation.models import Study
-
         from scoring.ratings_report import ratings_section
 
         study = Study.objects.filter(name=name).first()
@@ -110,7 +109,6 @@ class Command(BaseCommand):
 
     def _distribution(self, options) -> None:
         from annotation.models import Study
-
         from scoring.distribution import distribution_compare
 
         study = Study.objects.filter(name=options["distribution"]).first()
