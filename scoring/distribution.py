@@ -14,6 +14,12 @@ the clips of both sets: 2·FAD − the bootstrap quantiles, which carries the bo
 of the bias (mean of the resamples − FAD) into the interval. KAD is unbiased; its resamples leave
 out pairs of a clip with its own copy, so they stay unbiased too.
 
+With no more clips than embedding dimensions (CLAP's 512 against a few hundred clips) that breaks
+down: the covariances are singular, the bias is far from c/n, and on two known Gaussians neither
+FAD∞ nor the interval came near the true distance (docs/scoring.md). Such rows carry `few_clips`;
+FAD then ranks systems scored on equal clip counts only, and KAD, unbiased at any size, is the
+figure to read.
+
 The bandwidth defaults to the median pairwise distance within the reference set (kadtk's CLI takes
 the evaluated set's): one kernel for every system scored against that reference, so their KADs
 are on one scale.
@@ -226,6 +232,9 @@ def distances(system, reference, *, rounds: int = ROUNDS, seed: int = 0, level: 
     h = median_distance(x) if bandwidth is None else float(bandwidth)
     kad = kernel_distance(x, y, bandwidth=h)
     inf = fad_infinity(y, x, seed=seed)
+    # Measured (docs/scoring.md): with no more clips than dimensions the sample covariances are singular, FAD's bias
+    # is no longer about c/n, and neither FAD∞ nor the interval reaches the population's FAD; KAD is unaffected.
+    out["few_clips"] = min(len(x), len(y)) <= x.shape[1]
     out.update({"fad": fad, "fad_inf": inf["value"], "fad_inf_slope": inf["slope"], "fad_inf_r2": inf["r2"], "kad": kad, "bandwidth": h, "rounds": rounds, "seed": seed, "level": level})
     if rounds > 0:
         fad_boot = fad_resamples(y, x, rounds=rounds, seed=seed)
@@ -334,7 +343,8 @@ def distribution_section(*, study, rounds: int, seed: int) -> dict | None:
         judges.append({"judge": judge.key, "kind": judge.kind, "version": version, "embedded_clips": len(embeddings), "rows": rows})
     if not judges:
         return None
-    out = {"reference": "the study's reference clips", "reference_clips": len(references), "rounds": rounds, "seed": seed, "level": LEVEL, "min_clips": MIN_CLIPS, "judges": judges}
+    few = any(r.get("few_clips") for j in judges for r in j["rows"])
+    out = {"few_clips": few, "reference": "the study's reference clips", "reference_clips": len(references), "rounds": rounds, "seed": seed, "level": LEVEL, "min_clips": MIN_CLIPS, "judges": judges}
     if not references:
         out["note"] = "The study's conditions have no reference clips: compute FAD and KAD against another system or a folder with manage.py compare_judges --distribution."
     return out

@@ -81,9 +81,10 @@ def test_the_report_gives_each_systems_fad_and_kad_against_the_studys_references
         assert row["kad"] == pytest.approx(dist.kernel_distance(references, own), abs=1e-6)
         assert row["fad_lower"] < row["fad_upper"] and row["kad_lower"] < row["kad_upper"]
         assert row["fad_inf"] is not None and row["fad_bias"] is not None
+        assert row["few_clips"]  # 6 clips in the tiny CLAP's 16 dimensions
     page = client.get(f"/scoring/studies/{study.name}/report/?bootstrap=100").content.decode()
     assert 'id="results-distribution"' in page and 'id="distribution-clap-tiny"' in page and 'id="forest-fad-clap-tiny"' in page
-    assert f"{rows['far']['fad']:.3f}" in page
+    assert f"{rows['far']['fad']:.3f}" in page and 'id="distribution-few-clips"' in page
 
 
 def test_compare_judges_scores_systems_against_another_system_or_a_folder(tiny_clap_dir, no_network, tmp_path):

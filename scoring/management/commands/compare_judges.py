@@ -139,7 +139,8 @@ class Command(BaseCommand):
             fad_ci = f"[{row['fad_lower']:.4f}, {row['fad_upper']:.4f}]" if "fad_lower" in row else ""
             kad_ci = f"[{row['kad_lower']:.4f}, {row['kad_upper']:.4f}]" if "kad_lower" in row else ""
             inf = "—" if row["fad_inf"] is None else f"{row['fad_inf']:.4f}"
-            self.stdout.write(f"  {row['system']:<24} clips {row['clips']:<5} FAD {row['fad']:.4f} {fad_ci}  FAD∞ {inf}  KAD {row['kad']:.4f} {kad_ci}")
+            few = "  (no more clips than dimensions: FAD mostly measures the clip count; read KAD)" if row["few_clips"] else ""
+            self.stdout.write(f"  {row['system']:<24} clips {row['clips']:<5} FAD {row['fad']:.4f} {fad_ci}  FAD∞ {inf}  KAD {row['kad']:.4f} {kad_ci}{few}")
 
     @staticmethod
     def _run_text(summary: dict) -> str:
