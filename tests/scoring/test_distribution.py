@@ -132,3 +132,20 @@ def test_bad_embeddings_are_refused_with_the_reason():
         dist.kernel_distance(np.zeros(5), np.zeros((5, 4)))
     few = dist.distances(np.zeros((2, 4)), np.ones((10, 4)))
     assert few["clips"] == 2 and "fad" not in few and "fewer than 3" in few["note"]
+
+
+def test_with_no_more_clips_than_dimensions_fad_is_flagged_and_its_interval_misses():
+    """The limit the page warns about: 50 clips in 64 dimensions, where FAD measures mostly the clip count."""
+    d, n = 64, 50
+    s2 = np.linspace(0.6, 1.4, d)
+    truth = float(d * 0.3**2 + ((1 - s2) ** 2).sum())
+    missed = 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        x, y = rng.standard_normal((n, d)), 0.3 + s2 * rng.standard_normal((n, d))
+        row = dist.distances(y, x, rounds=100, seed=seed)
+        assert row["few_clips"] and row["fad"] > 3 * truth
+        missed += not (row["fad_lower"] <= truth <= row["fad_upper"])
+    assert missed == 10
+    wide = dist.distances(np.random.default_rng(0).standard_normal((80, 8)), np.random.default_rng(1).standard_normal((90, 8)), rounds=0)
+    assert not wide["few_clips"] and "fad_lower" not in wide
