@@ -88,24 +88,27 @@ def test_the_report_gives_each_systems_fad_and_kad_against_the_studys_references
 
 
 def test_compare_judges_scores_systems_against_another_system_or_a_folder(tiny_clap_dir, no_network, tmp_path):
-    study, judge = _study(tiny_clap_dir)
+    study, judge = _study(tiny_clap_dir, run=False)
+    # Nothing cached yet: without --compute no system has embeddings to measure.
+    cold = json.loads(_command("--distribution", study.name, "--judge", judge.key, "--rounds", "20", "--json"))
+    assert cold["version"] == "" and all(r["clips"] == 0 and "fad" not in r for r in cold["rows"])
+    text = _command("--distribution", study.name, "--judge", judge.key, "--compute", "--rounds", "50")
+    assert "against the study's reference clips (6 clips)" in text and "near" in text and "FAD∞" in text
+    assert ClipScore.objects.filter(judge=judge, context_key="").count() == 3 * CONDITIONS
     against_far = json.loads(_command("--distribution", study.name, "--judge", judge.key, "--reference-system", "far", "--rounds", "50", "--json"))
     assert against_far["reference"] == "system far" and [r["system"] for r in against_far["rows"]] == ["near"]
     near = _embeddings(judge, [p.clip_a for p in study.pairs.order_by("pk")])
     far = _embeddings(judge, [p.clip_b for p in study.pairs.order_by("pk")])
     assert against_far["rows"][0]["fad"] == pytest.approx(dist.frechet_distance(near, far), abs=1e-6)
-    text = _command("--distribution", study.name, "--judge", judge.key, "--rounds", "50")
-    assert "against the study's reference clips" in text and "near" in text and "FAD∞" in text
 
     folder = tmp_path / "reference"
     for i in range(5):
         write_tone(folder / f"tone{i}.wav", freq=300.0 + 50 * i, sr=SR)
     (folder / "notes.txt").write_text("not audio")
-    before = ClipScore.objects.filter(judge=judge).count()
     result = json.loads(_command("--distribution", study.name, "--judge", judge.key, "--reference-dir", str(folder), "--compute", "--rounds", "50", "--json"))
     assert result["reference_clips"] == 5 and result["computed"] and {r["system"] for r in result["rows"]} == {"near", "far"}
     # The folder's files were embedded once and cached; the study's clips came from the cache.
-    assert ClipScore.objects.filter(judge=judge).count() == before + 5
+    assert ClipScore.objects.filter(judge=judge, context_key="").count() == 3 * CONDITIONS + 5
     again = json.loads(_command("--distribution", study.name, "--judge", judge.key, "--reference-dir", str(folder), "--rounds", "50", "--json"))
     assert [r["fad"] for r in again["rows"]] == pytest.approx([r["fad"] for r in result["rows"]], abs=1e-9)
 
