@@ -240,8 +240,11 @@ def distances(system, reference, *, rounds: int = ROUNDS, seed: int = 0, level: 
         fad_boot = fad_resamples(y, x, rounds=rounds, seed=seed)
         kad_boot = kad_resamples(x, y, bandwidth=h, rounds=rounds, seed=seed + 2)
         out["fad_bias"] = float(fad_boot.mean() - fad)
-        out["fad_lower"], out["fad_upper"] = basic_interval(fad, fad_boot, level=level)
-        out["kad_lower"], out["kad_upper"] = percentile_interval(kad_boot, level=level)
+        # Both distances are zero or more: an interval reaching below zero is cut there (its coverage is unchanged).
+        lower, upper = basic_interval(fad, fad_boot, level=level)
+        out["fad_lower"], out["fad_upper"] = max(lower, 0.0), max(upper, 0.0)
+        lower, upper = percentile_interval(kad_boot, level=level)
+        out["kad_lower"], out["kad_upper"] = max(lower, 0.0), max(upper, 0.0)
     return out
 
 
