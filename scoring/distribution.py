@@ -333,12 +333,15 @@ def distribution_section(*, study, rounds: int, seed: int) -> dict | None:
     """
     from .models import Judge
 
+    candidates = list(Judge.objects.filter(kind__in=EMBEDDING_KINDS).order_by("key"))
+    if not candidates:
+        return None
     systems, references = study_clip_sets(study=study)
     if not systems:
         return None
     wanted = set(references) | {s for clips in systems.values() for s in clips}
     judges = []
-    for judge in Judge.objects.filter(kind__in=EMBEDDING_KINDS).order_by("key"):
+    for judge in candidates:
         version, embeddings = stored_embeddings(judge=judge, shas=wanted)
         if not any(s in embeddings for clips in systems.values() for s in clips):
             continue

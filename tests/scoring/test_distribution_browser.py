@@ -8,11 +8,19 @@ import pytest
 from annotation.models import Clip
 from annotation.services import clip_ingest_array, condition_get_or_create, pair_get_or_create
 from scoring.models import ClipScore, Judge
+from tests.browser import DESKTOP, PHONE
 from tests.factories import StudyFactory, SystemFactory, UserFactory
 from tests.live_browser import BrowserLiveServerTestCase
-from tests.scoring.test_results_browser import ESCAPES, WIDTHS
 
 pytestmark = [pytest.mark.browser]
+
+WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
+# The FAD plot's points, intervals and figures lie inside the plot, and the plot inside its card.
+ESCAPES = """() => { const f = document.querySelector('#results-distribution figure.forest'), card = f.closest('.card').getBoundingClientRect(), box = f.getBoundingClientRect();
+  const out = box.right > card.right + 0.5 || box.left < card.left - 0.5 ? ['plot leaves its card'] : [];
+  for (const el of f.querySelectorAll('.forest-strip, .forest-value, circle, line')) { const r = el.getBoundingClientRect();
+    if (r.width && (r.right > box.right + 6 || r.left < box.left - 6)) out.push(`${el.tagName}.${el.getAttribute('class')} outside the plot`); }
+  return out; }"""
 
 
 def _study_with_cached_embeddings(name: str, *, conditions: int = 8, dims: int = 4):
