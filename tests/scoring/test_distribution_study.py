@@ -82,6 +82,8 @@ def test_the_report_gives_each_systems_fad_and_kad_against_the_studys_references
         assert 0 <= row["fad_lower"] <= row["fad_upper"] and 0 <= row["kad_lower"] <= row["kad_upper"]
         assert row["fad_inf"] is not None and row["fad_bias"] is not None
         assert row["few_clips"]  # 6 clips in the tiny CLAP's 16 dimensions
+    table = client.get(f"/api/studies/{study.name}/report/system_distribution.csv", {"bootstrap": 100}).content.decode().splitlines()
+    assert table[0].startswith("judge,kind,version,reference,system,") and len(table) == 3 and "fad_inf" in table[0]
     page = client.get(f"/scoring/studies/{study.name}/report/?bootstrap=100").content.decode()
     assert 'id="results-distribution"' in page and 'id="distribution-clap-tiny"' in page and 'id="forest-fad-clap-tiny"' in page
     assert f"{rows['far']['fad']:.3f}" in page and 'id="distribution-few-clips"' in page
