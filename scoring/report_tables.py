@@ -23,6 +23,7 @@ TABLES = (
     "system_pairs",
     "system_strengths",
     "system_differences",
+    "system_distribution",
 )
 
 
@@ -156,6 +157,10 @@ def _system_tables(systems: dict | None, tables: dict) -> None:
     """The results section: win rates and strengths (pairwise studies), paired differences (rating studies)."""
     if not systems:
         return
+    distribution = systems.get("distribution") or {}
+    for judge in distribution.get("judges", []):
+        for row in judge["rows"]:
+            tables["system_distribution"].append({"judge": judge["judge"], "kind": judge["kind"], "version": judge["version"], "reference": distribution["reference"], **{k: v for k, v in row.items() if k not in ("rounds", "seed", "level")}})
     for dim, block in systems["dimensions"].items():
         if systems["kind"] == "rating":
             tables["system_differences"] += [{"dimension": dim, **row} for row in block["differences"]]

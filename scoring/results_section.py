@@ -14,6 +14,8 @@ import pandas as pd
 from annotation.models import Clip, Condition, Study
 
 from . import results
+from .distribution import ROUNDS as DISTRIBUTION_ROUNDS
+from .distribution import distribution_section
 from .evaluation import DIMENSIONS
 
 # Writing systems, as a stand-in for the language of a condition's lyrics (or prompt, for instrumentals).
@@ -90,8 +92,12 @@ def results_section(*, study: Study, votes: pd.DataFrame, pairs: pd.DataFrame, r
     if task is not None:
         from .ratings_report import ratings_frame
 
-        return results.rating_section(ratings_results_frame(ratings_frame(study=study, include_seeded=include_seeded)), dimensions=list(task.dimensions))
-    return results.pairwise_section(pairwise_frame(votes, pairs), rounds=rounds, seed=seed)
+        section = results.rating_section(ratings_results_frame(ratings_frame(study=study, include_seeded=include_seeded)), dimensions=list(task.dimensions))
+    else:
+        section = results.pairwise_section(pairwise_frame(votes, pairs), rounds=rounds, seed=seed)
+    # FAD and KAD resample clips: one FAD per resample costs far more than a win rate, hence the cap.
+    section["distribution"] = distribution_section(study=study, rounds=min(rounds, DISTRIBUTION_ROUNDS), seed=seed)
+    return section
 
 
 # --- Two systems side by side -------------------------------------------------------------

@@ -103,14 +103,45 @@ def _rating_dimension(dim: str, block: dict) -> dict:
     }
 
 
+def _interval_text(row: dict, key: str, digits: int) -> str:
+    lo, hi = row.get(f"{key}_lower"), row.get(f"{key}_upper")
+    return f"{lo:.{digits}f} – {hi:.{digits}f}" if lo is not None and hi is not None else "–"
+
+
+def distribution_view(block: dict | None) -> dict | None:
+    """FAD and KAD per embedding judge and system, formatted, with a forest plot of FAD per judge."""
+    if not block:
+        return None
+    judges = []
+    for judge in block.get("judges", []):
+        rows = []
+        for r in judge["rows"]:
+            rows.append(
+                {
+                    **r,
+                    "fad_fmt": _fmt(r.get("fad"), 3),
+                    "fad_ci": _interval_text(r, "fad", 3),
+                    "fad_inf_fmt": _fmt(r.get("fad_inf"), 3),
+                    "bias_fmt": _fmt(r.get("fad_bias"), 3),
+                    "kad_fmt": _fmt(r.get("kad"), 3),
+                    "kad_ci": _interval_text(r, "kad", 3),
+                }
+            )
+        shown = [r for r in rows if r.get("fad") is not None]
+        plot = forest(shown, label="system", value="fad", lower="fad_lower", upper="fad_upper", reference=0.0, digits=3) if shown else None
+        judges.append({**judge, "rows": rows, "plot": plot})
+    return {**block, "judges": judges}
+
+
 def results_view(section: dict | None) -> dict | None:
     """The report's `systems` key laid out for the page."""
     if not section:
         return None
     dims = section.get("dimensions", {})
+    distribution = distribution_view(section.get("distribution"))
     if section.get("kind") == "rating":
-        return {"kind": "rating", "systems": section.get("systems", []), "dimensions": [_rating_dimension(d, b) for d, b in dims.items()]}
-    return {"kind": "pairwise", "systems": section.get("systems", []), "group_min_votes": section.get("group_min_votes"), "dimensions": [_pairwise_dimension(d, b) for d, b in dims.items()]}
+        return {"kind": "rating", "systems": section.get("systems", []), "dimensions": [_rating_dimension(d, b) for d, b in dims.items()], "distribution": distribution}
+    return {"kind": "pairwise", "systems": section.get("systems", []), "group_min_votes": section.get("group_min_votes"), "dimensions": [_pairwise_dimension(d, b) for d, b in dims.items()], "distribution": distribution}
 
 
 def compare_view(section: dict) -> dict:

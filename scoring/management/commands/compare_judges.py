@@ -29,7 +29,10 @@ def headline(computed: dict) -> dict:
 
 
 class Command(BaseCommand):
-    help = "compare_judges --import-results FILE [--name NAME] [--json]  |  compare_judges --run ID [--json]  |  compare_judges --ratings STUDY [--json]"
+    help = (
+        "compare_judges --import-results FILE [--name NAME] [--json]  |  compare_judges --run ID [--json]  |  compare_judges --ratings STUDY [--json]"
+        "  |  compare_judges --distribution STUDY --judge KEY [--reference-dir FOLDER | --reference-system NAME] [--compute] [--json]"
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--import-results", metavar="FILE", help="Per-row results in TuneJury's summary.json shape.")
@@ -37,11 +40,21 @@ class Command(BaseCommand):
         parser.add_argument("--judge-name", default="", help="Which judge produced the results (e.g. MuQ-Eval-A1).")
         parser.add_argument("--run", type=int, help="Recompute and print a scoring run's comparison with human votes.")
         parser.add_argument("--ratings", metavar="STUDY", help="A rating study's judges against its MOS (clip and system level, intervals resampling clips).")
+        parser.add_argument("--distribution", metavar="STUDY", help="FAD and KAD of each system's clips against a reference set, on an embedding judge's embeddings.")
+        parser.add_argument("--judge", default="", help="With --distribution: the embedding judge (kind clap or muq_mulan).")
+        parser.add_argument("--reference-dir", default="", help="With --distribution: a folder of reference audio (default: the study's reference clips).")
+        parser.add_argument("--reference-system", default="", help="With --distribution: another system's clips as the reference.")
+        parser.add_argument("--compute", action="store_true", help="With --distribution: embed clips the cache lacks with the judge's model (and cache them).")
+        parser.add_argument("--rounds", type=int, default=200, help="With --distribution: bootstrap resamples (default 200).")
+        parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="Print JSON.")
 
     def handle(self, *args, **options):
-        if sum(bool(options[k]) for k in ("import_results", "run", "ratings")) != 1:
-            raise CommandError("Give exactly one of --import-results FILE, --run ID or --ratings STUDY.")
+        if sum(bool(options[k]) for k in ("import_results", "run", "ratings", "distribution")) != 1:
+            raise CommandError("Give exactly one of --import-results FILE, --run ID, --ratings STUDY or --distribution STUDY.")
+        if options["distribution"]:
+            self._distribution(options)
+            return
         if options["ratings"]:
             self._ratings(options["ratings"], as_json=options["json"])
             return
@@ -75,7 +88,6 @@ class Command(BaseCommand):
 
     def _ratings(self, name: str, *, as_json: bool) -> None:
         from annotation.models import Study
-
         from scoring.ratings_report import ratings_section
 
         study = Study.objects.filter(name=name).first()
@@ -94,6 +106,41 @@ class Command(BaseCommand):
                     interval = (fig.get("intervals") or {}).get(metric)
                     cells.append(f"{metric.upper()} {fig[metric]:.4f} [{interval[0]:.4f}, {interval[1]:.4f}]" if fig[metric] is not None and interval else f"{metric.upper()} —")
                 self.stdout.write(f"  {row['judge']:<24} {row['dimension']:<11} {level:<6} n={fig['n']:<5} " + "  ".join(cells))
+
+    def _distribution(self, options) -> None:
+        from annotation.models import Study
+        from scoring.distribution import distribution_compare
+
+        study = Study.objects.filter(name=options["distribution"]).first()
+        if study is None:
+            raise CommandError(f"No study named {options['distribution']!r}.")
+        if not options["judge"]:
+            raise CommandError("--distribution needs --judge KEY (an embedding judge: kind clap or muq_mulan).")
+        if options["rounds"] < 0:
+            raise CommandError("--rounds must be 0 or more.")
+        try:
+            result = distribution_compare(
+                study=study, judge_key=options["judge"], reference_dir=options["reference_dir"], reference_system=options["reference_system"],
+                compute=options["compute"], rounds=options["rounds"], seed=options["seed"],
+            )
+        except ServiceError as exc:
+            raise CommandError(exc.message) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2))
+            return
+        self.stdout.write(
+            f"{result['study']}: FAD and KAD on {result['judge']} ({result['kind']}, version {result['version'] or 'none cached'}) against {result['reference']} "
+            f"({result['reference_clips']} clips); 95 % intervals resample clips ({result['rounds']} rounds, seed {result['seed']}); KAD x 100 as kadtk"
+        )
+        for row in result["rows"]:
+            if row.get("fad") is None:
+                self.stdout.write(f"  {row['system']:<24} clips {row['clips']:<5} {row.get('note', '')}")
+                continue
+            fad_ci = f"[{row['fad_lower']:.4f}, {row['fad_upper']:.4f}]" if "fad_lower" in row else ""
+            kad_ci = f"[{row['kad_lower']:.4f}, {row['kad_upper']:.4f}]" if "kad_lower" in row else ""
+            inf = "—" if row["fad_inf"] is None else f"{row['fad_inf']:.4f}"
+            few = "  (no more clips than dimensions: FAD mostly measures the clip count; read KAD)" if row["few_clips"] else ""
+            self.stdout.write(f"  {row['system']:<24} clips {row['clips']:<5} FAD {row['fad']:.4f} {fad_ci}  FAD∞ {inf}  KAD {row['kad']:.4f} {kad_ci}{few}")
 
     @staticmethod
     def _run_text(summary: dict) -> str:
