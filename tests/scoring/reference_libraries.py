@@ -1,7 +1,7 @@
 """fadtk's calc_frechet_distance and kadtk's calc_kernel_audio_distance, loaded without their model stacks.
 
 Both libraries pin numpy < 2 and import audio model loaders (librosa, torchaudio, laion-clap, msclap)
-at module level, so they are installed with `pip install --no-deps fadtk==1.1.0 kadtk==1.1.0` and
+at module level, so they are installed from requirements-reference.txt with `pip install --no-deps` and
 only the module holding the distance is loaded here, with the imports it never calls for a distance
 (progress bars, file writers, the embedding and model loaders) replaced by empty stand-ins.
 """
@@ -15,7 +15,7 @@ import types
 from pathlib import Path
 from typing import Union
 
-import pytest
+from tests.prerequisites import missing
 
 
 def _package_dir(name: str) -> Path | None:
@@ -41,7 +41,7 @@ def _unused(*args, **kwargs):
 def _load(monkeypatch, package: str, filename: str, stubs: dict[str, dict]):
     where = _package_dir(package)
     if where is None or not (where / filename).exists():
-        pytest.skip(f"{package} is not installed: pip install --no-deps {package}==1.1.0 (its own dependencies are not needed)")
+        missing(f"{package} is not installed", fix="./auditorium installs it from requirements-reference.txt (pip install --no-deps -r requirements-reference.txt)")
     for name, attrs in stubs.items():
         _stub(monkeypatch, name, **attrs)
     spec = importlib.util.spec_from_file_location(f"{package}.{filename[:-3]}", where / filename)
