@@ -42,7 +42,7 @@ def world(db):
     submission = Submission.objects.create(benchmark=benchmark, team=Team.objects.create(name="acl-team"), state=Submission.State.DONE)
     kwargs = {
         "name": study.name, "public_id": "00000000-0000-4000-8000-000000000000", "pseudonym": pseudonym, "run_id": run.pk, "table": "annotators", "assignment_id": 1, "training_id": training.pk,
-        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name, "index": 0, "item_id": 1, "which": "a", "link_id": 1,
+        "submission_id": submission.pk, "token": "not-a-signed-token", "build_id": 1, "team": submission.team.name, "index": 0, "item_id": 1, "which": "a", "link_id": 1, "tie_id": 1,
     }
     return {"study": study, "judgment": judgment, "kwargs": kwargs}
 

@@ -33,6 +33,8 @@ ANNOTATOR = {
     "rate", "api-next", "api-listening", "api-submit", "api-skip",
     # Separate screens: one dimension's answer, the own assignment checked per request (tests/annotation/test_dimension_passes.py).
     "api-dimension-answer",
+    # Questionnaires before and after the study: membership checked per request (tests/annotation/test_questionnaires.py).
+    "questionnaire-pre", "questionnaire-post",
 }
 RESEARCHER = {
     "api-study-report", "api-study-report-table", "api-study-compare", "study-compare", "api-study-plan", "study-plan", "api-annotator-exclusion", "api-scoring-judges", "api-scoring-runs",
@@ -53,6 +55,10 @@ RESEARCHER = {
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
     # Adjudication: the queue for the study's adjudicators and writers; naming adjudicators for writers (tests/annotation/test_adjudication.py).
     "study-adjudication", "study-adjudicators",
+    # The questionnaire editor: writers change, readers preview (tests/annotation/test_questionnaires.py).
+    "study-questionnaires",
+    # The Prolific page and its actions: writers only (tests/annotation/test_prolific.py).
+    "study-prolific", "study-prolific-token", "study-prolific-tie", "study-prolific-fetch", "study-prolific-decide", "study-prolific-bonus", "study-prolific-queue",
 }
 # Researcher routes that serve a finished file (404 or 409 without one): checked for refusals only here,
 # downloads in their own tests.
@@ -60,7 +66,7 @@ RESEARCHER_FILES = {"release-download", "api-scoring-run-pseudo"}  # the pseudo-
 # An adjudication pair's page and audio: 404 for a pair not in the study (tests/annotation/test_adjudication.py covers who reaches them).
 RESEARCHER_FILES |= {"study-adjudication-item", "study-adjudication-audio"}
 # The study's owner and admins only (other researchers get 403 or 404): tests/annotation/test_study_export.py.
-OWNER = {"study-export", "study-export-status", "study-export-download"}
+OWNER = {"study-export", "study-export-status", "study-export-download", "study-questionnaire-answers"}
 POST_ONLY = {
     "study-export",
     "reward-train", "api-annotator-exclusion", "study-report-exclusion", "api-assignment-next", "api-listening-events", "api-judgment-submit", "api-judgment-cycle", "api-assignment-skip",
@@ -69,6 +75,7 @@ POST_ONLY = {
     "team-members-add", "team-endpoint-register", "study-collaborators",
     "study-practice-add", "study-practice-remove", "study-link-add", "study-link-close", "study-link-resume",
     "study-adjudicators",
+    "study-prolific-token", "study-prolific-tie", "study-prolific-fetch", "study-prolific-decide", "study-prolific-bonus", "study-prolific-queue",
 }
 
 
