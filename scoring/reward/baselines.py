@@ -29,7 +29,7 @@ from ..evaluation import DIMENSIONS
 from .features import PENALTY_KEYS, SIGNAL_KEYS
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, model_inputs
 
-BASELINES = ("majority", "judge_score", "best_feature", "logistic", "logistic_interactions")
+BASELINES = ("majority", "judge_score", "best_feature", "logistic", "logistic_interactions", "prompt_lowrank")
 LINEAR = ("logistic", "logistic_interactions")
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 COMPONENTS = 8

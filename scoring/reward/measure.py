@@ -17,11 +17,12 @@ import numpy as np
 
 from ..evaluation import DIMENSIONS, MAJORITY, VOTE, clustered_accuracy, paired_difference, prefer, unit_scores
 from . import baselines as base
+from .prompted import fit_prompt_lowrank
 from .data import Split
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, train
 from .stages import STAGE_MODELS, StageData, train_stages
 
-CANDIDATES = ("logistic", "logistic_interactions", "network")  # tie order: the simpler first
+CANDIDATES = ("logistic", "logistic_interactions", "prompt_lowrank", "network")  # tie order: the simpler first
 PREDICTORS = ("network", "registered", *base.BASELINES)
 VIEWS_MEASURED = (VOTE, MAJORITY)
 
@@ -76,6 +77,7 @@ def measure_split(
     linear_about = {}
     for name in base.LINEAR:
         models[name], linear_about[name] = base.fit_logistic(table, mean, std, train_v, val_v, interactions=name == "logistic_interactions", config=config, seed=seed)
+    models["prompt_lowrank"], linear_about["prompt_lowrank"] = fit_prompt_lowrank(table, mean, std, train_v, val_v, config=config, seed=seed)
     validation = {name: {dim: base.vote_accuracy(_margin(m, table, val_v)[:, j], val_v.target[:, j]) for j, dim in enumerate(DIMENSIONS)} for name, m in models.items()}
     picks = {}
     for dim in DIMENSIONS:
@@ -92,6 +94,7 @@ def measure_split(
         "registered": _margin(registered, table, test_v),
         "logistic": _margin(models["logistic"], table, test_v),
         "logistic_interactions": _margin(models["logistic_interactions"], table, test_v),
+        "prompt_lowrank": _margin(models["prompt_lowrank"], table, test_v),
         "best_feature": base.best_feature_margin(table, mean, std, test_v, chosen),
         "majority": np.tile([[1.0 if most[d] == 1.0 else -1.0 for d in DIMENSIONS]], (len(test_v), 1)),
     }
@@ -119,7 +122,7 @@ def measure_split(
                 row[f"{key}_{dim}"] = _label(m[i, j])
         test_rows.append(row)
     keys = {name: "pred" if name == "registered" else name for name in predictors}
-    test, differences = {}, {}
+    test, differences, registered_differences = {}, {}, {}
     for view in VIEWS_MEASURED:
         test[view] = {}
         for dim in DIMENSIONS:
@@ -127,6 +130,7 @@ def measure_split(
             test[view][dim] = {name: clustered_accuracy(units, keys[name], rounds=rounds, seed=seed) for name in predictors}
             if view == VOTE:
                 differences[dim] = {name: paired_difference(units, "network", keys[name], rounds=rounds, seed=seed) for name in predictors if name != "network"}
+                registered_differences[dim] = {name: paired_difference(units, "pred", keys[name], rounds=rounds, seed=seed) for name in predictors if name != "registered"}
     figures = {
         "split_seed": split.info["seed"],
         "split": split.info,
@@ -137,6 +141,7 @@ def measure_split(
         "majority": {d: "model_a" if most[d] == 1.0 else "model_b" for d in DIMENSIONS},
         "test": test,
         "differences": differences,
+        "registered_differences": registered_differences,
     }
     if staged is not None:
         figures["stages"] = {
