@@ -31,6 +31,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..evaluation import DIMENSIONS
 from .model import FeatureTable, RewardModel, TrainConfig, Votes
@@ -38,6 +39,7 @@ from .model import FeatureTable, RewardModel, TrainConfig, Votes
 RANKS = (1, 2, 3)
 C_GRID = (0.1, 1.0, 10.0)
 ROUNDS = 4
+MAX_COMPONENTS = 64  # of the context vector (a text tower's embedding may be wider than the conditions are many)
 
 
 def _labelled(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,59 +118,70 @@ def inputs(table: FeatureTable, mean, std, votes: Votes) -> tuple[np.ndarray, np
     return a - b, context
 
 
-def context_scaler(context: np.ndarray, condition: np.ndarray) -> tuple[np.ndarray, float]:
-    """(centre, scale) from the training conditions (each counted once): z = (c - centre) * scale has mean row norm 1."""
+def context_basis(context: np.ndarray, condition: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(centre, basis (e, k)) from the training conditions, each counted once: z = (c - centre) @ basis.
+
+    The basis spans the centred training conditions (at most MAX_COMPONENTS leading directions),
+    scaled so that z has mean row norm 1. Exact for the fit: an L2-penalised v lies in that span
+    anyway, and a held-out condition's part outside it could not have been learned from.
+    """
     _, first = np.unique(condition, return_index=True)
     rows = context[first]
     centre = rows.mean(axis=0)
-    spread = float(np.mean(np.linalg.norm(rows - centre, axis=1))) if len(rows) > 1 else 0.0
-    return centre, (1.0 / spread if spread > 1e-12 else 1.0)
+    _, s, vt = np.linalg.svd(rows - centre, full_matrices=False)
+    keep = max(1, min(MAX_COMPONENTS, int(np.sum(s > 1e-8 * max(s.max(initial=0.0), 1e-12)))))
+    basis = vt[:keep].T
+    spread = float(np.mean(np.linalg.norm((rows - centre) @ basis, axis=1))) if len(rows) > 1 else 0.0
+    return centre, basis / (spread if spread > 1e-12 else 1.0)
 
 
 def fit_prompt_lowrank(table: FeatureTable, mean, std, train_votes: Votes, val_votes: Votes, *, config: TrainConfig, seed: int) -> tuple[RewardModel, dict]:
     """The bilinear model per dimension as RewardModel weights, and what was chosen (rank and C per dimension, each tried)."""
     dx, context = inputs(table, mean, std, train_votes)
     val_dx, val_context = inputs(table, mean, std, val_votes)
-    centre, scale = context_scaler(context, train_votes.condition)
-    z, val_z = (context - centre) * scale, (val_context - centre) * scale
-    d, e = dx.shape[1], z.shape[1]
+    centre, basis = context_basis(context, train_votes.condition)
+    z, val_z = (context - centre) @ basis, (val_context - centre) @ basis
+    d, e, k = dx.shape[1], context.shape[1], basis.shape[1]
     clip_size = 2 * d + int(config.similarity) + d * config.crossed
     chosen, weights = {}, {}
     max_rank = max(RANKS)
-    for j, dim in enumerate(DIMENSIONS):
-        tried = []
-        for c in C_GRID:
-            rows, ys, ws = _labelled(train_votes.target[:, j])
-            w = _logistic(dx[rows], ys, ws, c, seed)
-            tried.append({"rank": 0, "C": c, "val_loss": _log_loss(val_dx @ w, val_votes.target[:, j]), "factors": (w, np.zeros((d, 1)), np.zeros((e, 1)))})
-        for rank in RANKS:
+    # Hundreds of small fits: BLAS threads only contend with each other here.
+    with threadpool_limits(limits=1):
+        for j, dim in enumerate(DIMENSIONS):
+            tried = []
             for c in C_GRID:
-                loss, factors = fit_factors(dx, z, train_votes.target[:, j], val_dx, val_z, val_votes.target[:, j], rank=rank, c=c, seed=seed)
-                tried.append({"rank": rank, "C": c, "val_loss": loss, "factors": factors})
-        # The lowest validation loss; ties (within rounding) go to the lower rank, then the stronger penalty.
-        best = min(tried, key=lambda t: (round(t["val_loss"], 9), t["rank"], t["C"]))
-        w, u, v = best["factors"]
-        linear = np.zeros(clip_size + e)
-        linear[:d] = w
-        clip_w, context_w = np.zeros((max_rank, clip_size)), np.zeros((max_rank, e))
-        r = u.shape[1]
-        clip_w[:r, :d] = u.T
-        context_w[:r] = (v * scale).T
-        # (u . x)(v . (c - centre) s): the centre's part is a plain linear term on the clip.
-        linear[:d] -= u @ (v.T @ centre * scale)
-        weights.update(
-            {
-                f"{dim}.linear.weight": linear[None, :],
-                f"{dim}.clip.weight": clip_w,
-                f"{dim}.context.weight": context_w,
-                f"{dim}.hidden.weight": np.zeros((1, clip_size + e)),
-                f"{dim}.hidden.bias": np.zeros(1),
-                f"{dim}.out.weight": np.zeros((1, 1)),
-                f"{dim}.out.bias": np.zeros(1),
-            }
-        )
-        chosen[dim] = {"rank": best["rank"], "C": best["C"], "val_loss": best["val_loss"], "tried": [{k: t[k] for k in ("rank", "C", "val_loss")} for t in tried]}
-    weights = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
+                rows, ys, ws = _labelled(train_votes.target[:, j])
+                w = _logistic(dx[rows], ys, ws, c, seed)
+                tried.append({"rank": 0, "C": c, "val_loss": _log_loss(val_dx @ w, val_votes.target[:, j]), "factors": (w, np.zeros((d, 1)), np.zeros((k, 1)))})
+            for rank in RANKS:
+                for c in C_GRID:
+                    loss, factors = fit_factors(dx, z, train_votes.target[:, j], val_dx, val_z, val_votes.target[:, j], rank=rank, c=c, seed=seed)
+                    tried.append({"rank": rank, "C": c, "val_loss": loss, "factors": factors})
+            # The lowest validation loss; ties (within rounding) go to the lower rank, then the stronger penalty.
+            best = min(tried, key=lambda t: (round(t["val_loss"], 9), t["rank"], t["C"]))
+            w, u, v = best["factors"]
+            linear = np.zeros(clip_size + e)
+            linear[:d] = w
+            clip_w, context_w = np.zeros((max_rank, clip_size)), np.zeros((max_rank, e))
+            r = u.shape[1]
+            clip_w[:r, :d] = u.T
+            on_context = basis @ v  # (e, r): v in the context's own columns
+            context_w[:r] = on_context.T
+            # (u . x)(v . (c - centre) B): the centre's part is a plain linear term on the clip.
+            linear[:d] -= u @ (on_context.T @ centre)
+            weights.update(
+                {
+                    f"{dim}.linear.weight": linear[None, :],
+                    f"{dim}.clip.weight": clip_w,
+                    f"{dim}.context.weight": context_w,
+                    f"{dim}.hidden.weight": np.zeros((1, clip_size + e)),
+                    f"{dim}.hidden.bias": np.zeros(1),
+                    f"{dim}.out.weight": np.zeros((1, 1)),
+                    f"{dim}.out.bias": np.zeros(1),
+                }
+            )
+            chosen[dim] = {"rank": best["rank"], "C": best["C"], "val_loss": best["val_loss"], "tried": [{k: t[k] for k in ("rank", "C", "val_loss")} for t in tried]}
+    weights = {name: np.asarray(v, dtype=np.float32) for name, v in weights.items()}
     cfg = dataclasses.replace(config, hidden=1, rank=max_rank)
     model = RewardModel(weights=weights, mean=mean, std=std, config=cfg, seed=seed, best_epoch={dim: 0 for dim in DIMENSIONS})
-    return model, {"context_columns": e, "chosen": chosen}
+    return model, {"context_columns": e, "components": k, "chosen": chosen}
