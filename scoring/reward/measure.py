@@ -17,9 +17,9 @@ import numpy as np
 
 from ..evaluation import DIMENSIONS, MAJORITY, VOTE, clustered_accuracy, paired_difference, prefer, unit_scores
 from . import baselines as base
-from .prompted import fit_prompt_lowrank
 from .data import Split
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, train
+from .prompted import fit_prompt_lowrank
 from .stages import STAGE_MODELS, StageData, train_stages
 
 CANDIDATES = ("logistic", "logistic_interactions", "prompt_lowrank", "network")  # tie order: the simpler first
