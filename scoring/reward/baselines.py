@@ -12,6 +12,9 @@
 - logistic_interactions: the same plus every feature difference times each of the condition's
   leading principal components (fitted on the training conditions) and, with prompt attributes
   (TrainConfig.crossed), times each attribute, so the preference may depend on the prompt.
+- prompt_lowrank: the low-rank clip x prompt logistic model of prompted.py (which prompt
+  directions matter is learned from the votes; rank 0, the prompt-blind model, is among the
+  choices), fitted in measure.py beside these.
 
 Both logistic models are written as RewardModel weights (the network's linear term, and its
 low-rank clip x condition term for the interactions), so either can be registered and scored by

@@ -1,8 +1,9 @@
 """One split measured: the network, the linear models and the baselines on the same rows (no database).
 
-`measure_split` trains the network (model.train) and both logistic models on the training votes,
-picks per dimension the one with the best validation accuracy (ties go to the simpler: logistic,
-then logistic with interactions, then the network), scores every predictor on the test votes under
+`measure_split` trains the network (model.train), both logistic models and the low-rank clip x
+prompt model (prompted.py) on the training votes, picks per dimension the one with the best
+validation accuracy (ties go to the simpler: logistic, then logistic with interactions, then the
+low-rank model, then the network), scores every predictor on the test votes under
 scoring.evaluation's rules, and takes the paired difference of the network to each baseline with an
 interval that resamples whole test conditions. `summarise` turns several split seeds into a mean
 and a spread per figure.
