@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scoring.reward.baselines import fit_logistic, vote_accuracy
 from scoring.reward.data import split_rows
-from scoring.reward.model import TrainConfig, _standardiser
+from scoring.reward.model import FeatureTable, TrainConfig, _standardiser
 from scoring.reward.prompted import fit_factors, fit_prompt_lowrank, inputs, margin_of
 from tests.scoring.reward_prompted import measured, study
 
@@ -107,3 +108,27 @@ def test_factors_recover_a_known_bilinear_truth():
     assert abs(product[0, 2]) > 1.2 and np.abs(np.delete(product.ravel(), 2)).max() < 0.4
     blind = np.mean(np.logaddexp(0.0, -(dx[1000:] @ w)) * target[1000:] + np.logaddexp(0.0, dx[1000:] @ w) * (1 - target[1000:]))
     assert loss < blind - 0.1
+
+
+def test_a_dense_prompt_embedding_as_a_text_tower_gives_carries_the_word_too():
+    # The model reads whatever the context vector holds: here a 16-number "text embedding" per prompt
+    # (the word's direction plus noise of the same size), with no hashed text and no attributes.
+    table, votes, rows = study("invented_word", conditions=48, clips=4, voters=2, seed=5)
+    rng = np.random.default_rng(5)
+    words = rng.standard_normal((2, 16))
+    table = FeatureTable(
+        clips=table.clips, conditions=np.stack([words[c % 2] + rng.standard_normal(16) for c in range(len(table.conditions))]), reference=table.reference
+    )
+    split = split_rows(rows, mode="condition", seed=0)
+    train_v, val_v, test_v = votes.subset(split.train), votes.subset(split.val), votes.subset(split.test)
+    mean, std = _standardiser(table.clips, np.concatenate([train_v.clip_a, train_v.clip_b]))
+    config = TrainConfig()
+    model, about = fit_prompt_lowrank(table, mean, std, train_v, val_v, config=config, seed=0)
+    blind, _ = fit_logistic(table, mean, std, train_v, val_v, interactions=False, config=config, seed=0)
+
+    def accuracy(m):
+        margin = m.scores(table, test_v.clip_a, test_v.condition) - m.scores(table, test_v.clip_b, test_v.condition)
+        return vote_accuracy(margin[:, 0], test_v.target[:, 0])
+
+    assert about["chosen"]["alignment"]["rank"] >= 1
+    assert accuracy(model) - accuracy(blind) > 0.08, (accuracy(model), accuracy(blind))
