@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/reward_prompt.py [--seeds 10] [--conditions 48] [--clips 4] [--voters 2]
         [--kinds invented_word,two_words,word_order,blind,quadratic,bright_dark] [--split condition] [--rounds 1000]
-        [--epochs 200] [--patience 20]
+        [--features 8] [--fillers 4] [--epochs 200] [--patience 20]
 
 Known-truth studies in memory (no audio, no database): tests/scoring/reward_prompted.py (the
 deciding words are invented, so the built-in prompt attributes are all zero; "blind" ignores the
@@ -47,9 +47,9 @@ BEFORE = tuple(name for name in CANDIDATES if name != "prompt_lowrank")
 ROWS = ("registered", "before", "network", "logistic", "prompt_lowrank")
 
 
-def _study(kind: str, seed: int, sizes: dict):
+def _study(kind: str, seed: int, sizes: dict, args):
     if kind in reward_prompted.KINDS:
-        return reward_prompted.study(kind, seed=seed, **sizes)
+        return reward_prompted.study(kind, seed=seed, features=args.features, fillers=args.fillers, **sizes)
     return reward_truth.study(kind, seed=seed, **sizes)
 
 
@@ -63,7 +63,7 @@ def _interval(values: list[float]) -> str:
 
 def one(kind: str, seed: int, args) -> dict:
     sizes = {"conditions": args.conditions, "clips": args.clips, "voters": args.voters}
-    table, votes, rows = _study(kind, seed, sizes)
+    table, votes, rows = _study(kind, seed, sizes, args)
     split = split_rows(rows, mode=args.split, seed=seed)
     config = TrainConfig(epochs=args.epochs, patience=args.patience, crossed=len(PROMPT_ATTRIBUTES))
     figures = measure_split(table, votes, rows, split, config=config, seed=0, judge_scores=None, feature_kind="truth", rounds=args.rounds).figures
@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="invented_word,two_words,word_order,blind,quadratic,bright_dark")
     parser.add_argument("--split", default="condition", choices=("condition", "prompt"))
     parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--features", type=int, default=reward_prompted.DIM, help="clip features of the invented-word studies (the truth reads 4)")
+    parser.add_argument("--fillers", type=int, default=4, help="filler words a prompt of the invented-word studies carries")
     parser.add_argument("--epochs", type=int, default=200, help="the network's epoch limit (early stopping reads validation)")
     parser.add_argument("--patience", type=int, default=20)
     args = parser.parse_args()
@@ -101,6 +103,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown kind(s) {', '.join(unknown)}; known: {', '.join(reward_prompted.KINDS + reward_truth.KINDS)}")
     print(f"# {args.seeds} seeds (study seed = split seed), {args.conditions} conditions x {args.clips} clips (every pair), {args.voters} votes a pair;")
+    print(f"# invented-word studies: {args.features} clip features, {args.fillers} filler words a prompt")
     print(f"# split by {args.split}; 95 % t intervals over seeds; per-seed intervals resample test conditions ({args.rounds} rounds)")
     for kind in kinds:
         started = time.perf_counter()

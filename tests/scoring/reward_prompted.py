@@ -44,9 +44,9 @@ FILLER = ("jazz", "rock", "folk", "lofi", "indie", "funk", "soul", "trance", "sw
 PREDICTORS = ("network", "registered", "logistic", "logistic_interactions", "prompt_lowrank")
 
 
-def _condition(kind: str, c: int, rng) -> tuple[str, callable]:
+def _condition(kind: str, c: int, rng, fillers: int = 4) -> tuple[str, callable]:
     """(prompt, truth): the prompt of condition c and its (alignment, musicality) utility of a clip."""
-    filler = " ".join(rng.choice(FILLER, 4, replace=False))
+    filler = " ".join(rng.choice(FILLER, fillers, replace=False))
     if kind in ("invented_word", "blind"):
         word = ("zorblat", "quintic")[c % 2]
         prompt = f"a {word} {filler} piece"
@@ -56,20 +56,25 @@ def _condition(kind: str, c: int, rng) -> tuple[str, callable]:
     if kind == "two_words":
         first, second = ("vell", "dorn")[c % 2], ("ishka", "tamu")[(c // 2) % 2]
         s1, s2 = (1.0 if first == "vell" else -1.0), (1.0 if second == "ishka" else -1.0)
-        return f"{filler.split()[0]} {first} {' '.join(filler.split()[1:3])} {second} {filler.split()[3]}", lambda x: (s1 * x[0] + s2 * x[3], x[2])
+        words = filler.split()
+        return f"{words[0]} {first} {' '.join(words[1:-1])} {second} {words[-1]}", lambda x: (s1 * x[0] + s2 * x[3], x[2])
     phrase, sign = (("glass river", 1.0), ("river glass", -1.0))[c % 2]
     return f"a {filler} piece of {phrase}", lambda x: (sign * x[0], x[2])
 
 
-def study(kind: str, *, conditions: int = 48, clips: int = 4, voters: int = 2, seed: int = 0):
-    """(table, votes, rows) of one study; every two clips of a condition are a pair."""
+def study(kind: str, *, conditions: int = 48, clips: int = 4, voters: int = 2, seed: int = 0, features: int = DIM, fillers: int = 4):
+    """(table, votes, rows) of one study; every two clips of a condition are a pair.
+
+    `features` (at least 4) widens the clip vectors with features the truth ignores (the signal
+    judge's vector has 19); `fillers` is the number of filler words a prompt carries.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}")
     rng = np.random.default_rng(seed)
-    points = rng.standard_normal((conditions * clips, DIM))
+    points = rng.standard_normal((conditions * clips, max(4, features)))
     prompts, rows, pair = [], [], 0
     for c in range(conditions):
-        prompt, truth = _condition(kind, c, rng)
+        prompt, truth = _condition(kind, c, rng, fillers)
         prompts.append(prompt)
         for a, b in itertools.combinations(range(clips), 2):
             pair += 1
