@@ -101,6 +101,7 @@ _PREDICTOR_NAMES = {
     "best_feature": "best single feature (chosen on train+val)",
     "logistic": "logistic regression",
     "logistic_interactions": "logistic regression × condition",
+    "prompt_lowrank": "low-rank clip × prompt (learned from the prompts)",
 }
 
 
@@ -127,7 +128,7 @@ def _baseline_rows(metrics: dict) -> list[dict]:
             diff = block["differences"][name]
             lines.append(
                 {
-                    "name": _PREDICTOR_NAMES[name] + (" (gives no score on this dimension)" if not block["coverage"][name][0]["answered"] else ""),
+                    "name": _PREDICTOR_NAMES.get(name, name) + (" (gives no score on this dimension)" if not block["coverage"][name][0]["answered"] else ""),
                     "accuracy": _spread_text(figure, single),
                     "difference": "—" if diff["mean"] is None else f"{diff['mean']:+.3f}",
                     "intervals": [f"[{_interval(ci, lambda v: f'{v:+.3f}')}]" for ci in diff["ci"] if ci and ci[0] is not None],

@@ -12,6 +12,9 @@
 - logistic_interactions: the same plus every feature difference times each of the condition's
   leading principal components (fitted on the training conditions) and, with prompt attributes
   (TrainConfig.crossed), times each attribute, so the preference may depend on the prompt.
+- prompt_lowrank: the low-rank clip x prompt logistic model of prompted.py (which prompt
+  directions matter is learned from the votes; rank 0, the prompt-blind model, is among the
+  choices), fitted in measure.py beside these.
 
 Both logistic models are written as RewardModel weights (the network's linear term, and its
 low-rank clip x condition term for the interactions), so either can be registered and scored by
@@ -29,7 +32,7 @@ from ..evaluation import DIMENSIONS
 from .features import PENALTY_KEYS, SIGNAL_KEYS
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, model_inputs
 
-BASELINES = ("majority", "judge_score", "best_feature", "logistic", "logistic_interactions")
+BASELINES = ("majority", "judge_score", "best_feature", "logistic", "logistic_interactions", "prompt_lowrank")
 LINEAR = ("logistic", "logistic_interactions")
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 COMPONENTS = 8

@@ -1,8 +1,9 @@
 """One split measured: the network, the linear models and the baselines on the same rows (no database).
 
-`measure_split` trains the network (model.train) and both logistic models on the training votes,
-picks per dimension the one with the best validation accuracy (ties go to the simpler: logistic,
-then logistic with interactions, then the network), scores every predictor on the test votes under
+`measure_split` trains the network (model.train), both logistic models and the low-rank clip x
+prompt model (prompted.py) on the training votes, picks per dimension the one with the best
+validation accuracy (ties go to the simpler: logistic, then logistic with interactions, then the
+low-rank model, then the network), scores every predictor on the test votes under
 scoring.evaluation's rules, and takes the paired difference of the network to each baseline with an
 interval that resamples whole test conditions. `summarise` turns several split seeds into a mean
 and a spread per figure.
@@ -19,9 +20,10 @@ from ..evaluation import DIMENSIONS, MAJORITY, VOTE, clustered_accuracy, paired_
 from . import baselines as base
 from .data import Split
 from .model import FeatureTable, RewardModel, TrainConfig, Votes, train
+from .prompted import fit_prompt_lowrank
 from .stages import STAGE_MODELS, StageData, train_stages
 
-CANDIDATES = ("logistic", "logistic_interactions", "network")  # tie order: the simpler first
+CANDIDATES = ("logistic", "logistic_interactions", "prompt_lowrank", "network")  # tie order: the simpler first
 PREDICTORS = ("network", "registered", *base.BASELINES)
 VIEWS_MEASURED = (VOTE, MAJORITY)
 
@@ -76,6 +78,7 @@ def measure_split(
     linear_about = {}
     for name in base.LINEAR:
         models[name], linear_about[name] = base.fit_logistic(table, mean, std, train_v, val_v, interactions=name == "logistic_interactions", config=config, seed=seed)
+    models["prompt_lowrank"], linear_about["prompt_lowrank"] = fit_prompt_lowrank(table, mean, std, train_v, val_v, config=config, seed=seed)
     validation = {name: {dim: base.vote_accuracy(_margin(m, table, val_v)[:, j], val_v.target[:, j]) for j, dim in enumerate(DIMENSIONS)} for name, m in models.items()}
     picks = {}
     for dim in DIMENSIONS:
@@ -92,6 +95,7 @@ def measure_split(
         "registered": _margin(registered, table, test_v),
         "logistic": _margin(models["logistic"], table, test_v),
         "logistic_interactions": _margin(models["logistic_interactions"], table, test_v),
+        "prompt_lowrank": _margin(models["prompt_lowrank"], table, test_v),
         "best_feature": base.best_feature_margin(table, mean, std, test_v, chosen),
         "majority": np.tile([[1.0 if most[d] == 1.0 else -1.0 for d in DIMENSIONS]], (len(test_v), 1)),
     }
@@ -119,7 +123,7 @@ def measure_split(
                 row[f"{key}_{dim}"] = _label(m[i, j])
         test_rows.append(row)
     keys = {name: "pred" if name == "registered" else name for name in predictors}
-    test, differences = {}, {}
+    test, differences, registered_differences = {}, {}, {}
     for view in VIEWS_MEASURED:
         test[view] = {}
         for dim in DIMENSIONS:
@@ -127,6 +131,7 @@ def measure_split(
             test[view][dim] = {name: clustered_accuracy(units, keys[name], rounds=rounds, seed=seed) for name in predictors}
             if view == VOTE:
                 differences[dim] = {name: paired_difference(units, "network", keys[name], rounds=rounds, seed=seed) for name in predictors if name != "network"}
+                registered_differences[dim] = {name: paired_difference(units, "pred", keys[name], rounds=rounds, seed=seed) for name in predictors if name != "registered"}
     figures = {
         "split_seed": split.info["seed"],
         "split": split.info,
@@ -137,6 +142,7 @@ def measure_split(
         "majority": {d: "model_a" if most[d] == 1.0 else "model_b" for d in DIMENSIONS},
         "test": test,
         "differences": differences,
+        "registered_differences": registered_differences,
     }
     if staged is not None:
         figures["stages"] = {

@@ -334,7 +334,7 @@ def _train_and_register(run: TrainingRun, progress: _Progress) -> dict:
     registered = {
         "split_seed": split.info["seed"],
         "picks": measured.picks,
-        "rule": "per dimension, the best validation accuracy among the network and the two logistic models (ties to the simpler)",
+        "rule": "per dimension, the best validation accuracy among the two logistic models, the low-rank clip x prompt model and the network (ties to the simpler)",
         "validation": per_seed[0]["validation"],
     }
     card = model_card(
@@ -417,7 +417,7 @@ def _code_hash() -> str:
     """Hash of the reward model's own source files: which code trained a model, without relying on git."""
     folder = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in ("data.py", "features.py", "model.py", "baselines.py", "measure.py"):
+    for name in ("data.py", "features.py", "model.py", "baselines.py", "measure.py", "prompted.py"):
         digest.update((folder / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -471,7 +471,10 @@ def model_card(
                 "device": device, "best_epoch": network.best_epoch, "epochs_run": _epochs_run(network), "best": best,
                 # Weight decay and width per dimension, chosen on the validation loss among what was tried.
                 "capacity": network.capacity,
-                "prompt_inputs": {"crossed_attributes": list(PROMPT_ATTRIBUTES) if network.config.crossed else [], "text_audio_similarity": network.config.similarity},
+                "prompt_inputs": {
+                    "crossed_attributes": list(PROMPT_ATTRIBUTES) if network.config.crossed else [], "text_audio_similarity": network.config.similarity,
+                    "learned": _learned_prompt(featurizer, per_seed or [], registered or {}),
+                },
             },
             "registered": registered or {},
             "metrics": {
@@ -488,6 +491,20 @@ def model_card(
             "training_run": run.pk,
         }
     )
+
+
+def _learned_prompt(featurizer: Featurizer, per_seed: list, registered: dict) -> dict:
+    """What the low-rank clip x prompt model read and, per dimension, the rank and C validation chose (first split)."""
+    fitted = ((per_seed[0] if per_seed else {}).get("linear") or {}).get("prompt_lowrank") or {}
+    source = "the feature judge's text-tower embedding of the prompt" if featurizer.text == "judge" else "the prompt's hashed words and bigrams"
+    return {
+        "model": "prompt_lowrank",
+        "representation": f"{source}, with lyrics, flags and reference (the whole context vector), centred on the training conditions",
+        "context_columns": fitted.get("context_columns"),
+        "chosen": {dim: {k: v for k, v in block.items() if k != "tried"} for dim, block in (fitted.get("chosen") or {}).items()},
+        "tried": {dim: block.get("tried", []) for dim, block in (fitted.get("chosen") or {}).items()},
+        "registered": [dim for dim, pick in (registered.get("picks") or {}).items() if pick == "prompt_lowrank"],
+    }
 
 
 def _seen_clips(rows, split) -> dict:

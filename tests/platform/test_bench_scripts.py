@@ -36,6 +36,7 @@ SMOKE = {
     "profile_report": ["300", "--profile"],
     "ratings_report": ["--ratings", "2000", "--bootstrap", "20", "--repeat", "1", "--skip-pairwise"],
     "report": ["--votes", "300", "--bootstrap", "20", "--repeat", "1", "--naive-rounds", "1"],
+    "reward_prompt": ["--seeds", "1", "--conditions", "12", "--clips", "3", "--voters", "1", "--kinds", "two_words,quadratic", "--rounds", "20", "--epochs", "3", "--patience", "2"],
     "scoring": [
         "--device", "cpu", "--size", "tiny", "--clap-clips", "2", "--host-clips", "1", "--aqa-clips", "2", "--aqa-batch", "2", "--pairs", "2",
         "--single-pairs", "1", "--pair-batch", "2", "--new-tokens", "2", "--decode-clips", "2", "--files-clips", "1", "--cores", "1",

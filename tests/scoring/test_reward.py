@@ -455,12 +455,12 @@ class SeveralSplitSeedsTests(TestCase):
             block = self.result["dimensions"][dim]
             self.assertEqual(len(block["model"]["values"]), 5)
             self.assertIsNotNone(block["model"]["sd"])
-            self.assertEqual(set(block["baselines"]), {"majority", "judge_score", "best_feature", "logistic", "logistic_interactions"})
+            self.assertEqual(set(block["baselines"]), {"majority", "judge_score", "best_feature", "logistic", "logistic_interactions", "prompt_lowrank"})
             for name, diff in block["difference_to"].items():
                 self.assertEqual(len(diff["ci"]), 5, name)
                 if name != "judge_score" or dim == "musicality":
                     self.assertTrue(all(lo <= hi for lo, hi in diff["ci"]), (dim, name))
-            self.assertIn(block["registered"]["model"], ("network", "logistic", "logistic_interactions"))
+            self.assertIn(block["registered"]["model"], ("network", "logistic", "logistic_interactions", "prompt_lowrank"))
             self.assertEqual(block["coverage"]["network"][0]["share"], 1.0)
         # The signal judge scores musicality only: its alignment baseline answers nothing, and says so.
         self.assertEqual(self.result["dimensions"]["alignment"]["coverage"]["judge_score"][0]["answered"], 0)
@@ -478,6 +478,13 @@ class SeveralSplitSeedsTests(TestCase):
         self.assertEqual(card["split"]["refuses"], "clips")
         self.assertEqual(len(card["baselines"]["per_seed"]), 5)
         self.assertIn("intervals", card["metrics"])
+        # Which prompt representation the low-rank model read, and per dimension the rank and C validation chose.
+        learned = card["training"]["prompt_inputs"]["learned"]
+        self.assertIn("hashed words and bigrams", learned["representation"])
+        for dim in ("alignment", "musicality"):
+            chosen = learned["chosen"][dim]
+            self.assertIn(chosen["rank"], (0, 1, 2, 3))
+            self.assertAlmostEqual(chosen["val_loss"], min(t["val_loss"] for t in learned["tried"][dim]), places=6)
         # No clip of a held-out system was seen in training or validation.
         from annotation.models import Clip
 
