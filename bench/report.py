@@ -149,12 +149,17 @@ def crowdkit_point_fits(seed: int = 0):
     """Replacements for common.crowd's numpy point fits that call crowd-kit instead, with the report's old settings."""
     from common import crowd
 
+    def ds_params(codes):
+        _, errors, prior1 = crowd.ds_state(codes)
+        return errors[:, 0, 0], errors[:, 1, 1], prior1
+
     def frame(codes):
         return pd.DataFrame({"worker": codes["worker_names"][codes["worker"]], "task": codes["item_names"][codes["item"]], "label": codes["label"]})
 
+    # The interval's parameters (third value) stay numpy's: only the point fits are swapped.
     return {
-        "_dawid_skene": lambda codes: crowd.ds_crowdkit(frame(codes)),
-        "_mace": lambda codes: crowd.mace_crowdkit(frame(codes), seed, restarts=3, iterations=50),
+        "_dawid_skene": lambda codes: (*crowd.ds_crowdkit(frame(codes)), ds_params(codes)),
+        "_mace": lambda codes: (*crowd.mace_crowdkit(frame(codes), seed, restarts=3, iterations=50), crowd.mace_fit(codes, strategy=True)[3]),
     }
 
 
@@ -191,8 +196,8 @@ def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, pr
         two = two_valued[two_valued[f"pref_{dim}"].notna()]
         codes = crowd._codes(crowd._frame(two["annotator_id"].to_numpy(), two["pair_id"].to_numpy(), two[f"pref_{dim}"].to_numpy()))
         for name, fit in crowdkit_point_fits(seed).items():
-            p_ck, rel_ck = fit(codes)
-            p_np, rel_np = numpy_fits[name](codes)
+            p_ck, rel_ck, _ = fit(codes)
+            p_np, rel_np, _ = numpy_fits[name](codes)
             label_ck, label_np = crowd._label(p_ck), crowd._label(p_np)
             differ = int((label_ck.fillna(-1) != label_np.reindex(label_ck.index).fillna(-1)).sum())
             print(f"  {dim} {name.strip('_')}: max |P(first) numpy - crowd-kit| {np.abs(p_np.reindex(p_ck.index) - p_ck).max():.2e}, "
@@ -200,7 +205,7 @@ def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, pr
             if name == "_mace":
                 # crowd-kit's MACE draws its start by the annotators' order of appearance: the same votes, rows reversed.
                 reverse = {key: (value[::-1] if key in ("item", "worker", "label") else value) for key, value in codes.items()}
-                p_rev, rel_rev = fit(reverse)
+                p_rev, rel_rev, _ = fit(reverse)
                 differ = int((label_ck.fillna(-1) != crowd._label(p_rev).reindex(label_ck.index).fillna(-1)).sum())
                 print(f"  {dim} mace, crowd-kit against itself on the rows reversed: max |P(first) diff| {np.abs(p_rev.reindex(p_ck.index) - p_ck).max():.2e}, "
                       f"max |reliability diff| {np.abs(rel_rev.reindex(rel_ck.index) - rel_ck).max():.2e}, labels differ on {differ} of {len(label_ck)} pairs")
