@@ -37,6 +37,18 @@ BOUNDARY = 1e-6
 COVARIANCE = {"dawid_skene": "sandwich", "mace": "opg"}
 
 
+def _inverse(matrix: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric information matrix: by Cholesky where it is positive definite (a few ms
+    for 600 parameters), else the pseudo-inverse, so that a direction the votes do not pin down (a MACE
+    annotator who never guesses says nothing of its strategy) adds no variance rather than an overflow."""
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    try:
+        return cho_solve(cho_factor(matrix, lower=True), np.eye(len(matrix)))
+    except LinAlgError:
+        return np.linalg.pinv(matrix, rcond=1e-12, hermitian=True)
+
+
 def _solve_sandwich(H: np.ndarray, B: np.ndarray, free: np.ndarray, kind: str = "sandwich") -> np.ndarray:
     """H⁻¹ B H⁻¹ (or B⁻¹ with kind "opg") on the free parameters, zero on the fixed ones."""
     size = len(H)
@@ -45,13 +57,8 @@ def _solve_sandwich(H: np.ndarray, B: np.ndarray, free: np.ndarray, kind: str = 
     if len(idx) == 0:
         return cov
     h, b = H[np.ix_(idx, idx)], B[np.ix_(idx, idx)]
-    # pinv, not solve: a direction the votes do not pin down (a MACE annotator who never guesses has no
-    # information on its strategy) gets no variance from it rather than an overflow.
-    if kind == "opg":
-        cov[np.ix_(idx, idx)] = np.linalg.pinv(b, rcond=1e-12, hermitian=True)
-        return cov
-    inverse = np.linalg.pinv(h, rcond=1e-12, hermitian=True)
-    cov[np.ix_(idx, idx)] = inverse @ b @ inverse
+    inverse = _inverse(b if kind == "opg" else h)
+    cov[np.ix_(idx, idx)] = inverse if kind == "opg" else inverse @ b @ inverse
     return cov
 
 
@@ -111,6 +118,17 @@ def ds_matrices(codes: dict, q1: np.ndarray, a: np.ndarray, b: np.ndarray, prior
     return H, B
 
 
+def _binomial_floor(codes: dict, weight: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Per worker p~(1 - p~) / (n + 1), p~ = (k + 0.5) / (n + 1): n the votes on items of a class (weighted by
+    the posterior of that class), k those that answered it."""
+    W, worker = codes["workers"], codes["worker"]
+    w = weight[codes["item"]]
+    n = np.bincount(worker, weights=w, minlength=W)
+    k = np.bincount(worker, weights=w * right, minlength=W)
+    p = (k + 0.5) / (n + 1.0)
+    return p * (1.0 - p) / (n + 1.0)
+
+
 def ds_interval(codes: dict, a: np.ndarray, b: np.ndarray, prior1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, standard error) of each annotator's Dawid–Skene reliability (a + b) / 2."""
     W = codes["workers"]
@@ -118,7 +136,13 @@ def ds_interval(codes: dict, a: np.ndarray, b: np.ndarray, prior1: float) -> tup
     free = np.r_[(a > BOUNDARY) & (a < 1 - BOUNDARY), (b > BOUNDARY) & (b < 1 - BOUNDARY), BOUNDARY < prior1 < 1 - BOUNDARY]
     cov = _solve_sandwich(H, B, free, COVARIANCE["dawid_skene"])
     idx = np.arange(W)
-    variance = (cov[idx, idx] + cov[W + idx, W + idx] + 2 * cov[idx, W + idx]) / 4
+    # Each confusion probability's variance is at least a binomial one on its soft counts, half a vote added each
+    # way: on the boundary the information says nothing (an annotator right on all of a few votes would get
+    # [1, 1]), and with a handful of votes the curvature is too sure of itself.
+    q1 = ds_posterior(codes, a, b, prior1)
+    floor = np.r_[_binomial_floor(codes, 1.0 - q1, codes["label"] == 0), _binomial_floor(codes, q1, codes["label"] == 1)]
+    diag = np.maximum(np.diag(cov)[: 2 * W], floor)
+    variance = (diag[idx] + diag[W + idx] + 2 * cov[idx, W + idx]) / 4
     low, high = _interval((a + b) / 2, variance)
     return low, high, np.sqrt(np.maximum(variance, 0.0))
 

@@ -6,7 +6,8 @@ spammer flips a coin. The true Dawid–Skene reliability r is the mean of P(righ
 P(right | truth B); for binary labels MACE's competence is P(right | A) + P(right | B) - 1 = 2r - 1.
 Four crowds: the honest-and-spammer crowd of the project's tests with no spammers and with 40 %
 spammers, one whose errors depend on the true answer (right 75-98 % when A won, 55-80 % when B
-won), and one with per-item difficulty that neither model assumes. The interval is the one
+won), one with per-item difficulty that neither model assumes, and one as sparse as the benchmark's
+votes (most items one vote, each annotator a few dozen). The interval is the one
 `common.crowd.aggregate` reports (analytic, common.crowd_intervals).
 """
 
@@ -19,16 +20,18 @@ from common.crowd import _codes, _frame, _percentiles, aggregate, ds_refit
 
 SEEDS = 12
 ROUNDS = 200
-CROWDS = [{"spam": 0}, {"honest": 6, "spam": 4}, {"dependent": True}, {"difficulty": True}]
-CROWD_IDS = ["no-spammers", "40-percent-spammers", "answer-dependent-errors", "item-difficulty"]
+CROWDS = [{"spam": 0}, {"honest": 6, "spam": 4}, {"dependent": True}, {"difficulty": True}, {"sparse": True, "items": 400, "honest": 30}]
+CROWD_IDS = ["no-spammers", "40-percent-spammers", "answer-dependent-errors", "item-difficulty", "sparse-votes"]
 
 
-def crowd(seed: int, *, items: int = 150, honest: int = 10, spam: int = 0, per_item: int = 4, dependent: bool = False, difficulty: bool = False):
+def crowd(seed: int, *, items: int = 150, honest: int = 10, spam: int = 0, per_item: int = 4, dependent: bool = False, difficulty: bool = False, sparse: bool = False):
     """(workers, items, labels, true reliability per worker).
 
     With `difficulty`, a model neither fit assumes: each item has a difficulty d ~ U(0, 1) that
     pulls every annotator towards a coin on it, P(right) = 0.5 + (p - 0.5)(1 - d); the true
-    reliability is then the annotator's P(right) averaged over the items' difficulties."""
+    reliability is then the annotator's P(right) averaged over the items' difficulties. With `sparse`,
+    the benchmark's shape (bench/report.py): 1, 2, 3 or 5 votes per item (55/20/15/10 %), so most
+    items have one vote and each annotator gives a few dozen."""
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, 2, items)
     hardness = rng.uniform(0, 1, items) if difficulty else np.zeros(items)
@@ -38,7 +41,8 @@ def crowd(seed: int, *, items: int = 150, honest: int = 10, spam: int = 0, per_i
         right_a = right_b = np.r_[rng.uniform(0.7, 0.95, honest), np.full(spam, 0.5)]
     workers, tasks, labels = [], [], []
     for t in range(items):
-        for w in rng.choice(honest + spam, per_item, replace=False):
+        size = int(rng.choice([1, 2, 3, 5], p=[0.55, 0.2, 0.15, 0.1])) if sparse else per_item
+        for w in rng.choice(honest + spam, size, replace=False):
             p = 0.5 + ((right_a[w] if truth[t] == 1 else right_b[w]) - 0.5) * (1 - hardness[t])
             workers.append(int(w)), tasks.append(t), labels.append(int(truth[t]) if rng.random() < p else 1 - int(truth[t]))
     return np.array(workers), np.array(tasks), np.array(labels), 0.5 + ((right_a + right_b) / 2 - 0.5) * (1 - hardness.mean())
