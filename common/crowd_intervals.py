@@ -50,7 +50,7 @@ def _inverse(matrix: np.ndarray) -> np.ndarray:
 
 
 def _solve_sandwich(H: np.ndarray, B: np.ndarray, free: np.ndarray, kind: str = "sandwich") -> np.ndarray:
-    """H⁻¹ B H⁻¹ (or B⁻¹ with kind "opg") on the free parameters, zero on the fixed ones."""
+    """H⁻¹ B H⁻¹ (kind "sandwich"), B⁻¹ ("opg") or H⁻¹ ("information") on the free parameters, zero on the fixed ones."""
     size = len(H)
     cov = np.zeros((size, size))
     idx = np.flatnonzero(free)
@@ -58,12 +58,23 @@ def _solve_sandwich(H: np.ndarray, B: np.ndarray, free: np.ndarray, kind: str = 
         return cov
     h, b = H[np.ix_(idx, idx)], B[np.ix_(idx, idx)]
     inverse = _inverse(b if kind == "opg" else h)
-    cov[np.ix_(idx, idx)] = inverse if kind == "opg" else inverse @ b @ inverse
+    cov[np.ix_(idx, idx)] = inverse if kind in ("opg", "information") else inverse @ b @ inverse
     return cov
 
 
-def _interval(estimate: np.ndarray, variance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+# Chosen by coverage (docs/crowd.md): on log-odds Dawid–Skene covered 0.955–0.985 on the five simulated crowds,
+# above the nominal rate and wider; on the raw scale 0.905–0.97.
+SCALE = {"dawid_skene": "raw", "mace": "raw"}
+
+
+def _interval(estimate: np.ndarray, variance: np.ndarray, scale: str = "raw", votes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     se = np.sqrt(np.maximum(variance, 0.0))
+    if scale == "logit":
+        # On the log-odds scale (delta method): the interval bends away from 0 and 1 as a probability's does.
+        margin = 0.5 / (votes + 1.0)
+        p = np.clip(estimate, margin, 1 - margin)
+        centre, half = np.log(p / (1 - p)), Z95 * se / (p * (1 - p))
+        return 1 / (1 + np.exp(-(centre - half))), 1 / (1 + np.exp(-(centre + half)))
     return np.clip(estimate - Z95 * se, 0.0, 1.0), np.clip(estimate + Z95 * se, 0.0, 1.0)
 
 
@@ -143,7 +154,7 @@ def ds_interval(codes: dict, a: np.ndarray, b: np.ndarray, prior1: float) -> tup
     floor = np.r_[_binomial_floor(codes, 1.0 - q1, codes["label"] == 0), _binomial_floor(codes, q1, codes["label"] == 1)]
     diag = np.maximum(np.diag(cov)[: 2 * W], floor)
     variance = (diag[idx] + diag[W + idx] + 2 * cov[idx, W + idx]) / 4
-    low, high = _interval((a + b) / 2, variance)
+    low, high = _interval((a + b) / 2, variance, SCALE["dawid_skene"], np.bincount(codes["worker"], minlength=W))
     return low, high, np.sqrt(np.maximum(variance, 0.0))
 
 
@@ -187,5 +198,5 @@ def mace_interval(codes: dict, s: np.ndarray, theta1: np.ndarray, estimate: np.n
     free = np.r_[(s > BOUNDARY) & (s < 1 - BOUNDARY), (theta1 > BOUNDARY) & (theta1 < 1 - BOUNDARY)]
     cov = _solve_sandwich(H, B, free, COVARIANCE["mace"])
     variance = np.diag(cov)[:W]
-    low, high = _interval(estimate, variance)
+    low, high = _interval(estimate, variance, SCALE["mace"], np.bincount(codes["worker"], minlength=W))
     return low, high, np.sqrt(np.maximum(variance, 0.0))
