@@ -234,8 +234,8 @@ def differences(old, new, path="") -> list[tuple[str, object, object]]:
 
 def compare_legacy(compute, options, repeat: int) -> None:
     """CPU of the report computed the old way and the default way in this process, and which figures moved, by how much."""
-    from dataclasses import replace
     import re
+    from dataclasses import replace
 
     cpu_old, wall_old, (old, _) = median_cpu(lambda: compute(replace(options, legacy=True)), 1)
     cpu_new, wall_new, (new, _) = median_cpu(lambda: compute(options), repeat)

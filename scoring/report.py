@@ -23,10 +23,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.dataset.keys import export_path_names
-from common.crowd import INTERVALS
-from common.errors import ServiceError
 from annotation.models import AnnotatorProfile, Judgment, Pair, Study
 from annotation.ratings.models import RatingSubmission
+from common.crowd import INTERVALS
+from common.errors import ServiceError
 
 from . import compare
 from .agreement import (

@@ -9,7 +9,7 @@ from scipy.differentiate import hessian, jacobian
 
 from common import crowd, crowd_intervals
 
-from .test_crowd_coverage import crowd as simulated
+from .simulated_crowds import crowd as simulated
 
 
 def _small(seed=0):
