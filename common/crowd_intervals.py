@@ -152,7 +152,10 @@ def ds_interval(codes: dict, a: np.ndarray, b: np.ndarray, prior1: float) -> tup
     # [1, 1]), and with a handful of votes the curvature is too sure of itself.
     q1 = ds_posterior(codes, a, b, prior1)
     floor = np.r_[_binomial_floor(codes, 1.0 - q1, codes["label"] == 0), _binomial_floor(codes, q1, codes["label"] == 1)]
-    diag = np.maximum(np.diag(cov)[: 2 * W], floor)
+    # An annotator who gave one label only answers it on every resample too: nothing to floor there.
+    both = np.bincount(codes["worker"], weights=codes["label"], minlength=W)
+    both = (both > 0) & (both < np.bincount(codes["worker"], minlength=W))
+    diag = np.maximum(np.diag(cov)[: 2 * W], np.where(np.r_[both, both], floor, 0.0))
     variance = (diag[idx] + diag[W + idx] + 2 * cov[idx, W + idx]) / 4
     low, high = _interval((a + b) / 2, variance, SCALE["dawid_skene"], np.bincount(codes["worker"], minlength=W))
     return low, high, np.sqrt(np.maximum(variance, 0.0))
