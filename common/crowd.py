@@ -424,10 +424,14 @@ def mace_fit(
 
     def e_step(knowing, guessing, theta):
         """Item posteriors P(truth 1), the log-likelihood, and per vote P(vote | guessed) and P(known)."""
-        noise, k = guessing[worker] * theta.ravel()[cell], knowing[worker]
-        hit, miss = np.log(noise + k), np.log(noise)  # P(vote | truth = its label), P(vote | the other truth)
-        log1 = np.bincount(item, weights=np.where(is1, hit, miss), minlength=n_items)
-        log0 = np.bincount(item, weights=np.where(is1, miss, hit), minlength=n_items)
+        # Everything but the item's posterior depends on the vote's (worker, label) cell only: the logs are taken
+        # once per cell and gathered, the same numbers as per vote at a fraction of the cost.
+        noise_cell, k_cell = np.repeat(guessing, 2) * theta.ravel(), np.repeat(knowing, 2)
+        hit, miss = np.log(noise_cell + k_cell), np.log(noise_cell)  # P(vote | truth = its label), P(vote | the other truth)
+        cell_is1 = np.tile([False, True], n_workers)
+        log1 = np.bincount(item, weights=np.where(cell_is1, hit, miss)[cell], minlength=n_items)
+        log0 = np.bincount(item, weights=np.where(cell_is1, miss, hit)[cell], minlength=n_items)
+        noise, k = noise_cell[cell], k_cell[cell]
         q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
         return q1, float((np.logaddexp(log0, log1) - np.log(2.0)).sum()), noise, k
 
