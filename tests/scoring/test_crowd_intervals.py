@@ -4,6 +4,7 @@ of the marginal log-likelihood, and the intervals against the bootstrap on a sam
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.differentiate import hessian, jacobian
 
@@ -108,3 +109,13 @@ def test_analytic_intervals_against_the_bootstrap_on_a_sample_study():
 def test_an_unknown_interval_method_is_refused():
     with pytest.raises(ValueError, match="interval must be one of analytic, bootstrap"):
         crowd.aggregate([1, 2], [1, 1], [0, 1], interval="sandwich")
+
+
+def test_squarem_mace_reaches_the_plain_ems_fit():
+    workers, tasks, labels, _ = simulated(4, sparse=True, items=400, honest=30)
+    codes = crowd._codes(crowd._frame(workers, tasks, labels))
+    q_plain, know_plain, loglik_plain = crowd.mace_fit(codes)
+    q_fast, know_fast, loglik_fast = crowd.mace_fit(codes, accelerate=True)
+    assert np.abs(q_fast - q_plain).max() < 1e-3 and np.abs(know_fast - know_plain).max() < 1e-3
+    assert abs(loglik_fast - loglik_plain) < 1e-3 * abs(loglik_plain)
+    assert np.array_equal(crowd._label(pd.Series(q_fast)).fillna(-1), crowd._label(pd.Series(q_plain)).fillna(-1))
