@@ -12,7 +12,11 @@ What is timed:
      naive loop re-run on a resample of pairs (a few rounds, divided).
   3. the whole report computation (agreement with bootstrap, confidence, position bias, annotators,
      two judges with breakdowns) on frames; with --db, report_build from the database as well.
-  4. with --crowdkit, instead of 1-3 (it runs on a handful of votes too): the whole report with the Dawid–Skene and MACE point fits done by crowd-kit (as
+  4. the whole report computed the old way (ReportOptions(legacy=True): crowd intervals from 200
+     refits per model and dimension, MACE by plain EM, the judges' pair-level interval drawn pair
+     by pair) beside the default, CPU seconds of both, and every figure that differs between them
+     (--no-legacy skips it: the old way takes minutes at 100,000 votes).
+  5. with --crowdkit, instead of 1-4 (it runs on a handful of votes too): the whole report with the Dawid–Skene and MACE point fits done by crowd-kit (as
      the report did before common.crowd fitted them in numpy), CPU seconds of both, and how far the two
      fits' P(first clip), reliability and labels lie apart on this data.
 Baseline and subject run in the same process on the same data; medians of --repeat runs.
@@ -149,12 +153,17 @@ def crowdkit_point_fits(seed: int = 0):
     """Replacements for common.crowd's numpy point fits that call crowd-kit instead, with the report's old settings."""
     from common import crowd
 
+    def ds_params(codes):
+        _, errors, prior1 = crowd.ds_state(codes)
+        return errors[:, 0, 0], errors[:, 1, 1], prior1
+
     def frame(codes):
         return pd.DataFrame({"worker": codes["worker_names"][codes["worker"]], "task": codes["item_names"][codes["item"]], "label": codes["label"]})
 
+    # The interval's parameters (third value) stay numpy's: only the point fits are swapped.
     return {
-        "_dawid_skene": lambda codes: crowd.ds_crowdkit(frame(codes)),
-        "_mace": lambda codes: crowd.mace_crowdkit(frame(codes), seed, restarts=3, iterations=50),
+        "_dawid_skene": lambda codes: (*crowd.ds_crowdkit(frame(codes)), ds_params(codes)),
+        "_mace": lambda codes, **_: (*crowd.mace_crowdkit(frame(codes), seed, restarts=3, iterations=50), crowd.mace_fit(codes, strategy=True)[3]),
     }
 
 
@@ -191,8 +200,8 @@ def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, pr
         two = two_valued[two_valued[f"pref_{dim}"].notna()]
         codes = crowd._codes(crowd._frame(two["annotator_id"].to_numpy(), two["pair_id"].to_numpy(), two[f"pref_{dim}"].to_numpy()))
         for name, fit in crowdkit_point_fits(seed).items():
-            p_ck, rel_ck = fit(codes)
-            p_np, rel_np = numpy_fits[name](codes)
+            p_ck, rel_ck, _ = fit(codes)
+            p_np, rel_np, _ = numpy_fits[name](codes)
             label_ck, label_np = crowd._label(p_ck), crowd._label(p_np)
             differ = int((label_ck.fillna(-1) != label_np.reindex(label_ck.index).fillna(-1)).sum())
             print(f"  {dim} {name.strip('_')}: max |P(first) numpy - crowd-kit| {np.abs(p_np.reindex(p_ck.index) - p_ck).max():.2e}, "
@@ -200,7 +209,7 @@ def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, pr
             if name == "_mace":
                 # crowd-kit's MACE draws its start by the annotators' order of appearance: the same votes, rows reversed.
                 reverse = {key: (value[::-1] if key in ("item", "worker", "label") else value) for key, value in codes.items()}
-                p_rev, rel_rev = fit(reverse)
+                p_rev, rel_rev, _ = fit(reverse)
                 differ = int((label_ck.fillna(-1) != crowd._label(p_rev).reindex(label_ck.index).fillna(-1)).sum())
                 print(f"  {dim} mace, crowd-kit against itself on the rows reversed: max |P(first) diff| {np.abs(p_rev.reindex(p_ck.index) - p_ck).max():.2e}, "
                       f"max |reliability diff| {np.abs(rel_rev.reindex(rel_ck.index) - rel_ck).max():.2e}, labels differ on {differ} of {len(label_ck)} pairs")
@@ -214,6 +223,36 @@ def crowdkit_comparison(votes: pd.DataFrame, compute, seed: int, repeat: int, pr
                       f"crowd-kit's start {loglik_ck:.3f}, majority start {loglik_np:.3f}")
 
 
+def differences(old, new, path="") -> list[tuple[str, object, object]]:
+    """Every leaf where two JSON-like reports differ: (path, old, new)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for key in sorted(set(old) | set(new), key=str) for d in differences(old.get(key), new.get(key), f"{path}.{key}")]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new, strict=True)) for d in differences(a, b, f"{path}[{i}]")]
+    return [] if old == new else [(path, old, new)]
+
+
+def compare_legacy(compute, options, repeat: int) -> None:
+    """CPU of the report computed the old way and the default way in this process, and which figures moved, by how much."""
+    import re
+    from dataclasses import replace
+
+    cpu_old, wall_old, (old, _) = median_cpu(lambda: compute(replace(options, legacy=True)), 1)
+    cpu_new, wall_new, (new, _) = median_cpu(lambda: compute(options), repeat)
+    print(f"full report on frames, old path (ReportOptions(legacy=True): bootstrap crowd intervals, plain-EM MACE, pair-by-pair judge draws): "
+          f"{cpu_old:.2f} s CPU ({wall_old:.2f} s wall); default: {cpu_new:.2f} s CPU ({wall_new:.2f} s wall) -> {cpu_old / cpu_new:.1f}x")
+    groups: dict[str, list] = defaultdict(list)
+    for path, a, b in differences(old, new):
+        # Group by the path with list positions and annotator / pair ids taken out: one line per kind of figure.
+        groups[re.sub(r"\[\d+\]", "[]", path)].append((a, b))
+    same = not groups
+    print("  figures that differ between the two:" + (" none" if same else ""))
+    for key, pairs in sorted(groups.items()):
+        gaps = [abs(a - b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+        gap = f"max |old - new| {max(gaps):.4f}, mean {statistics.mean(gaps):.4f}" if gaps else "not numbers: " + repr(pairs[:2])
+        print(f"    {key}: {len(pairs)} values, {gap}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--votes", type=int, default=100_000)
@@ -222,6 +261,7 @@ def main() -> None:
     parser.add_argument("--naive-rounds", type=int, default=5, help="bootstrap rounds the naive loop runs (each is a full pass)")
     parser.add_argument("--crowdkit", action="store_true", help="instead: the report with crowd-kit's Dawid-Skene and MACE point fits vs numpy's (slow: a few thousand votes at most)")
     parser.add_argument("--profile", action="store_true", help="with --crowdkit: cProfile each report run (CPU figures then include the profiler)")
+    parser.add_argument("--no-legacy", action="store_true", help="skip timing the report the old way (ReportOptions.legacy) beside the default")
     parser.add_argument("--db", action="store_true", help="also time report_build from a scratch database (BENCH_DATABASE_URL, default local PostgreSQL)")
     args = parser.parse_args()
 
@@ -299,6 +339,10 @@ def main() -> None:
     t_naive_report = t_naive + args.bootstrap * per_naive
     print(f"full report on frames ({args.bootstrap} bootstrap rounds, {len(body[0]['annotators'])} annotators, 2 judges): {t_full:.2f} s; "
           f"the naive loop needs {t_naive_report:.0f} s for the agreement figures alone ({args.bootstrap} x {per_naive * 1000:.0f} ms, from the rounds measured above) -> {t_naive_report / t_full:.0f}x")
+
+    # 4. The same report the old way (ReportOptions.legacy) and the default, CPU seconds, and where their figures differ.
+    if not args.no_legacy:
+        compare_legacy(lambda opts: report.report_compute(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, options=opts), options, args.repeat)
 
     if args.db:
         time_from_database(raw_votes, pairs, verdicts, options, args.repeat)

@@ -8,6 +8,8 @@ stored clip_a won.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -16,7 +18,7 @@ from common.crowd import CONFIDENCE_LEVELS, aggregate, calibration
 from .evaluation import DIMENSIONS
 from .stats import num
 
-# Resamples of each annotator's answers for the reliability intervals (common.crowd.aggregate).
+# Resamples of the items for the bootstrap reliability intervals (common.crowd.aggregate, interval="bootstrap").
 ROUNDS = 200
 
 
@@ -26,17 +28,30 @@ def _label(value) -> str | None:
     return "clip_a" if value >= 0.5 else "clip_b"
 
 
-def crowd_report(votes: pd.DataFrame, *, seed: int = 0, rounds: int | None = None) -> dict:
-    """Everything the report's aggregation section and its CSV tables need, JSON-safe."""
+def _labels_out(value: np.ndarray) -> list:
+    return np.where(np.isfinite(value), np.where(value >= 0.5, "clip_a", "clip_b"), None).tolist()
+
+
+def _rounded(value: np.ndarray, digits: int) -> list:
+    # num() for a whole column: NaN and infinities become None, Python's round as num's.
+    return [round(v, digits) if math.isfinite(v) else None for v in value.tolist()]
+
+
+def crowd_report(votes: pd.DataFrame, *, seed: int = 0, rounds: int | None = None, interval: str = "analytic", accelerate: bool = True) -> dict:
+    """Everything the report's aggregation section and its CSV tables need, JSON-safe.
+
+    interval: "analytic" (the full fit's sandwich covariance, common.crowd_intervals) or "bootstrap"
+    (`rounds` resamples of the pairs, each refitted: the report's intervals before, seconds per thousand votes).
+    accelerate: MACE's EM with SQUAREM steps (common.crowd.mace_fit), the same fixed point in a tenth of the steps."""
     votes = votes[~votes["excluded"]]
     rounds = ROUNDS if rounds is None else rounds
-    out: dict = {"rounds": rounds, "dimensions": {}, "annotators": [], "labels": []}
+    out: dict = {"rounds": rounds if interval == "bootstrap" else 0, "interval": interval, "dimensions": {}, "annotators": [], "labels": []}
     if votes.empty:
         return out
     names = votes.groupby("annotator_id")["pseudonym"].first()
     people: dict[int, dict] = {int(a): {"pseudonym": names[a], "votes": 0, "dimensions": {}} for a in names.index}
     for dim in DIMENSIONS:
-        result = aggregate(votes["annotator_id"].to_numpy(), votes["pair_id"].to_numpy(), votes[f"pref_{dim}"].to_numpy(), rounds=rounds, seed=seed)
+        result = aggregate(votes["annotator_id"].to_numpy(), votes["pair_id"].to_numpy(), votes[f"pref_{dim}"].to_numpy(), rounds=rounds, seed=seed, interval=interval, accelerate=accelerate)
         labels = result.labels
         overlap = labels["votes"] >= 2
         summary = {"pairs": int(len(labels)), "overlap_pairs": int(overlap.sum()), "majority_ties": int(labels["majority"].isna().sum())}
@@ -45,19 +60,21 @@ def crowd_report(votes: pd.DataFrame, *, seed: int = 0, rounds: int | None = Non
             summary[f"{method}_differs"] = int((labels.loc[decided, method] != labels.loc[decided, "majority"]).sum())
             summary[f"{method}_breaks_ties"] = int((overlap & labels["majority"].isna() & labels[method].notna()).sum())
         out["dimensions"][dim] = summary
-        for pair_id, row in labels.iterrows():
-            out["labels"].append(
-                {
-                    "pair_id": int(pair_id),
-                    "dimension": dim,
-                    "votes": int(row["votes"]),
-                    "majority": _label(row["majority"]),
-                    "dawid_skene": _label(row["dawid_skene"]),
-                    "p_clip_a_dawid_skene": num(row["p_dawid_skene"], 4),
-                    "mace": _label(row["mace"]),
-                    "p_clip_a_mace": num(row["p_mace"], 4),
-                }
-            )
+        # Column by column: a Python loop over rows took seconds at 100,000 votes.
+        columns = zip(
+            labels.index.astype(int).tolist(),
+            labels["votes"].astype(int).tolist(),
+            _labels_out(labels["majority"].to_numpy(float)),
+            _labels_out(labels["dawid_skene"].to_numpy(float)),
+            _rounded(labels["p_dawid_skene"].to_numpy(float), 4),
+            _labels_out(labels["mace"].to_numpy(float)),
+            _rounded(labels["p_mace"].to_numpy(float), 4),
+            strict=True,
+        )
+        out["labels"].extend(
+            {"pair_id": p, "dimension": dim, "votes": n, "majority": m, "dawid_skene": ds, "p_clip_a_dawid_skene": p_ds, "mace": mace, "p_clip_a_mace": p_mace}
+            for p, n, m, ds, p_ds, mace, p_mace in columns
+        )
         calib = calibration(votes["annotator_id"], votes["pair_id"], votes[f"pref_{dim}"], votes[f"{dim}_confidence"], labels["dawid_skene"])
         for annotator, rel in result.reliability.iterrows():
             person = people[int(annotator)]

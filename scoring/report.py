@@ -27,6 +27,8 @@ from annotation.models import AnnotatorProfile, Judgment, Pair, Study
 from annotation.questionnaire_models import QuestionnaireResponse
 from annotation.questionnaire_selectors import annotators_answering, answer_filters_parse
 from annotation.ratings.models import RatingSubmission
+from common.crowd import INTERVALS
+from common.errors import ServiceError
 
 from . import compare
 from .agreement import (
@@ -42,7 +44,23 @@ from .agreement import (
 )
 from .crowd import crowd_report
 from .drift import drift_section
-from .evaluation import BOTH, BUCKETS, CODE, DIMENSIONS, MODALITIES, MODEL_A, MODEL_B, NO_LABEL, breakdown, cluster_ci, match_scores, mean_or_none, pair_majority, prefers_a
+from .evaluation import (
+    BOTH,
+    BUCKETS,
+    CODE,
+    DIMENSIONS,
+    MODALITIES,
+    MODEL_A,
+    MODEL_B,
+    NO_LABEL,
+    breakdown,
+    cluster_ci,
+    interval_method,
+    match_scores,
+    mean_or_none,
+    pair_majority,
+    prefers_a,
+)
 from .judge_diagnostics import judge_diagnostics_section
 from .models import ExternalResultRow, ExternalResultSet, ScoringRun, Verdict
 from .passes import passes_section
@@ -65,9 +83,22 @@ class ReportOptions:
     include_seeded: bool = False  # the demo's seeded votes (no one listened): left out unless asked for
     # `q.<question>=<value>`: only the votes of annotators who answered so (annotation.questionnaire_selectors).
     answers: tuple = ()
+    # The reliability intervals of the aggregation section (common.crowd.INTERVALS): the full fit's information
+    # (milliseconds), or 200 refits per model and dimension (the older figures; seconds per thousand votes).
+    crowd_interval: str = "analytic"
+    # The slower arithmetic the report used before, for the benchmark to time beside the default in one run:
+    # bootstrap crowd intervals, MACE by plain EM, the judges' pair-level interval drawn pair by pair.
+    legacy: bool = False
 
     def as_dict(self) -> dict:
-        shown = {"thresholds": self.thresholds.as_dict(), "bootstrap": self.rounds, "seed": self.seed, "triage": self.triage, "include_seeded": self.include_seeded}
+        shown = {
+            "thresholds": self.thresholds.as_dict(),
+            "bootstrap": self.rounds,
+            "seed": self.seed,
+            "triage": self.triage,
+            "include_seeded": self.include_seeded,
+            "crowd_interval": self.crowd_interval,
+        }
         return shown | ({"answers": {qid: list(values) for qid, values in self.answers}} if self.answers else {})
 
 
@@ -81,7 +112,15 @@ def report_options_parse(values) -> ReportOptions:
         triage=_parse_number(values.get("triage", defaults.triage), "triage", int, 0, 500),
         include_seeded=str(values.get("include_seeded", "")).strip().lower() in ("1", "true", "yes", "on"),
         answers=answer_filters_parse(values),
+        crowd_interval=_crowd_interval_parse(values.get("crowd_interval", defaults.crowd_interval)),
     )
+
+
+def _crowd_interval_parse(raw) -> str:
+    value = str(raw).strip().lower()
+    if value not in INTERVALS:
+        raise ServiceError(f"crowd_interval={raw!r} is not known; use {' or '.join(INTERVALS)}.", code="bad_option")
+    return value
 
 
 # --- Loading ---------------------------------------------------------------------------------
@@ -258,7 +297,7 @@ def _alpha_counts(counts: np.ndarray) -> float | None:
 
 
 def judges_report(
-    *, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], rounds: int, seed: int
+    *, votes: pd.DataFrame, verdicts: pd.DataFrame, pairs: pd.DataFrame, sources: list[dict], rounds: int, seed: int, legacy: bool = False
 ) -> tuple[list[dict], dict[int, pd.DataFrame]]:
     """Per judge run (or linked external set): coverage, accuracy per dimension, alpha with the judge as a rater.
 
@@ -295,7 +334,7 @@ def judges_report(
             scored["correct"] = match_scores(_label_codes(scored["judge"]), _label_codes(scored["majority"]))
             scored["modality"] = pairs["modality"].reindex(scored.index).to_numpy()
             block = accuracy_breakdown(scored, rounds=rounds, seed=seed)
-            block.update(_cluster_interval(scored, pairs, rounds=rounds, seed=seed))
+            block.update(_cluster_interval(scored, pairs, rounds=rounds, seed=seed, pair_ci=None if legacy else block["ci"]))
             block["coverage"] = num(len(judged) / total) if total else None
             block["ties_dropped"] = int(covered["majority"].isna().sum())
             block["alpha_with_judge"] = _alpha_counts(counts)
@@ -316,8 +355,13 @@ def judges_report(
     return results, disagreements
 
 
-def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int, seed: int) -> dict:
-    """The accuracy interval resampling whole conditions (pairs when each condition has one), not pairs."""
+def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int, seed: int, pair_ci: list | None = None) -> dict:
+    """The accuracy interval resampling whole conditions (pairs when each condition has one), not pairs.
+
+    Where every cluster is one pair, `pair_ci` (the breakdown's interval: the same percentile bootstrap of
+    the same pairs, `rounds` rounds, drawn as counts of the distinct scores) is that interval: drawing
+    55,000 pair indices 1,000 times gives the same distribution at a hundred times the cost. The two
+    differ by Monte Carlo error only (bench/results/report-cpu.txt)."""
     if "condition" in pairs:
         clusters = pairs["condition"].reindex(scored.index).to_numpy()
         clusters = np.where(pd.isna(clusters), -np.arange(1, len(clusters) + 1), clusters)
@@ -326,7 +370,10 @@ def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int,
     _, codes, sizes = np.unique(clusters.astype(str), return_inverse=True, return_counts=True)
     resamples = "condition" if len(sizes) and sizes.max() > 1 else "pair"
     correct = scored["correct"].to_numpy(float)
-    ci = cluster_ci(correct, codes.reshape(-1), rounds=rounds, seed=seed) if rounds else [None, None]
+    if resamples == "pair" and pair_ci is not None and interval_method(len(sizes)) == "bootstrap":
+        ci = pair_ci if rounds else [None, None]
+    else:
+        ci = cluster_ci(correct, codes.reshape(-1), rounds=rounds, seed=seed) if rounds else [None, None]
     return {"ci": ci, "interval": {"resamples": resamples, "clusters": int(len(sizes)), "rounds": rounds}}
 
 
@@ -448,7 +495,7 @@ def report_compute(
     options: ReportOptions,
 ) -> tuple[dict, dict[int, pd.DataFrame]]:
     """Everything that is arithmetic on frames (no database): what the benchmark times."""
-    judges, disagreements = judges_report(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed)
+    judges, disagreements = judges_report(votes=votes, verdicts=verdicts, pairs=pairs, sources=sources, rounds=options.rounds, seed=options.seed, legacy=options.legacy)
     # Agreement, position and annotator statistics are over two values (clip_a, clip_b): votes that
     # name neither clip (imported both / neither) are left out of them; judge accuracy keeps them.
     two_valued = votes[~votes["tie_any"]]
@@ -458,7 +505,7 @@ def report_compute(
         "position_bias": position_bias(two_valued),
         "annotators": annotator_table(two_valued, thresholds=options.thresholds),
         "judges": judges,
-        "crowd": crowd_report(two_valued, seed=options.seed),
+        "crowd": crowd_report(two_valued, seed=options.seed, interval="bootstrap" if options.legacy else options.crowd_interval, accelerate=not options.legacy),
     }
     return report, disagreements
 

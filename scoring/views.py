@@ -381,7 +381,7 @@ def crowd_context(crowd: dict | None) -> dict | None:
                 }
             )
         people.append({"pseudonym": person["pseudonym"], "votes": person["votes"], "dims": dims})
-    return {"rounds": crowd["rounds"], "dimensions": [{"dimension": d, **crowd["dimensions"][d]} for d in DIMENSIONS if d in crowd["dimensions"]], "annotators": people}
+    return {"rounds": crowd["rounds"], "interval": crowd.get("interval", "bootstrap"), "dimensions": [{"dimension": d, **crowd["dimensions"][d]} for d in DIMENSIONS if d in crowd["dimensions"]], "annotators": people}
 
 
 def _triage_groups(items: list[dict]) -> list[dict]:

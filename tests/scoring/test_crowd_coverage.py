@@ -1,12 +1,14 @@
-"""Per-annotator reliability intervals cover the true reliability (Dawid–Skene, nominal 95 %).
+"""Per-annotator reliability intervals cover the true reliability (Dawid–Skene and MACE, nominal 95 %).
 
 Simulated crowds with a known reliability per annotator: each item (a pair) gets four votes from
 annotators drawn at random; an honest annotator answers right with their own probability, a
-spammer flips a coin. The true Dawid–Skene reliability is the mean of P(right | truth A) and
-P(right | truth B). Three crowds: the honest-and-spammer crowd of the project's tests with no
-spammers and with 40 % spammers, and one whose errors depend on the true answer (an annotator
-right 75-98 % of the time when A won but 55-80 % when B won). The interval is the one
-`common.crowd.aggregate` reports (items resampled, model refitted each round).
+spammer flips a coin. The true Dawid–Skene reliability r is the mean of P(right | truth A) and
+P(right | truth B); for binary labels MACE's competence is P(right | A) + P(right | B) - 1 = 2r - 1.
+Four crowds: the honest-and-spammer crowd of the project's tests with no spammers and with 40 %
+spammers, one whose errors depend on the true answer (right 75-98 % when A won, 55-80 % when B
+won), one with per-item difficulty that neither model assumes, and one as sparse as the benchmark's
+votes (most items one vote, each annotator a few dozen). The interval is the one
+`common.crowd.aggregate` reports (analytic, common.crowd_intervals).
 """
 
 from __future__ import annotations
@@ -16,52 +18,36 @@ import pytest
 
 from common.crowd import _codes, _frame, _percentiles, aggregate, ds_refit
 
+from .simulated_crowds import crowd
+
 SEEDS = 12
 ROUNDS = 200
+CROWDS = [{"spam": 0}, {"honest": 6, "spam": 4}, {"dependent": True}, {"difficulty": True}, {"sparse": True, "items": 400, "honest": 30}]
+CROWD_IDS = ["no-spammers", "40-percent-spammers", "answer-dependent-errors", "item-difficulty", "sparse-votes"]
 
 
-def crowd(seed: int, *, items: int = 150, honest: int = 10, spam: int = 0, per_item: int = 4, dependent: bool = False):
-    """(workers, items, labels, true reliability per worker)."""
-    rng = np.random.default_rng(seed)
-    truth = rng.integers(0, 2, items)
-    if dependent:
-        right_a, right_b = np.r_[rng.uniform(0.75, 0.98, honest), np.full(spam, 0.5)], np.r_[rng.uniform(0.55, 0.8, honest), np.full(spam, 0.5)]
-    else:
-        right_a = right_b = np.r_[rng.uniform(0.7, 0.95, honest), np.full(spam, 0.5)]
-    workers, tasks, labels = [], [], []
-    for t in range(items):
-        for w in rng.choice(honest + spam, per_item, replace=False):
-            p = right_a[w] if truth[t] == 1 else right_b[w]
-            workers.append(int(w)), tasks.append(t), labels.append(int(truth[t]) if rng.random() < p else 1 - int(truth[t]))
-    return np.array(workers), np.array(tasks), np.array(labels), (right_a + right_b) / 2
-
-
-def _coverage(**kind) -> float:
+def _coverage(method: str, **kind) -> float:
     hits = total = 0
     for seed in range(SEEDS):
         workers, tasks, labels, reliability = crowd(seed, **kind)
-        codes = _codes(_frame(workers, tasks, labels))
-        weights = np.random.default_rng(seed).multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=ROUNDS).astype(float)
-        low, high = _percentiles(ds_refit(codes, weights), codes)
-        for worker in low.index:
+        result = aggregate(workers, tasks, labels, methods=(method,)).reliability
+        truth = reliability if method == "dawid_skene" else np.clip(2 * reliability - 1, 0, 1)
+        for worker, row in result.iterrows():
             total += 1
-            hits += low[worker] <= reliability[worker] <= high[worker]
+            hits += row[f"{method}_low"] - 1e-12 <= truth[worker] <= row[f"{method}_high"] + 1e-12
     return hits / total
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [{"spam": 0}, {"honest": 6, "spam": 4}, {"dependent": True}],
-    ids=["no-spammers", "40-percent-spammers", "answer-dependent-errors"],
-)
-def test_dawid_skene_intervals_cover_the_true_reliability(kind):
-    assert _coverage(**kind) >= 0.90
+@pytest.mark.parametrize("kind", CROWDS, ids=CROWD_IDS)
+@pytest.mark.parametrize("method", ["dawid_skene", "mace"])
+def test_intervals_cover_the_true_reliability(method, kind):
+    assert _coverage(method, **kind) >= 0.90
 
 
 @pytest.mark.filterwarnings("ignore::Warning")  # crowd-kit's own pandas deprecations
-def test_aggregate_reports_the_refitted_interval_around_crowd_kits_estimate():
+def test_the_bootstrap_interval_is_the_refitted_one_around_crowd_kits_estimate():
     workers, tasks, labels, reliability = crowd(0, honest=6, spam=4)
-    result = aggregate(workers, tasks, labels, rounds=ROUNDS, seed=0, methods=("dawid_skene",)).reliability
+    result = aggregate(workers, tasks, labels, rounds=ROUNDS, seed=0, methods=("dawid_skene",), interval="bootstrap").reliability
     codes = _codes(_frame(workers, tasks, labels))
     weights = np.random.default_rng(0).multinomial(codes["items"], np.full(codes["items"], 1.0 / codes["items"]), size=ROUNDS).astype(float)
     low, high = _percentiles(ds_refit(codes, weights), codes)
