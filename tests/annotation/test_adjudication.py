@@ -147,7 +147,7 @@ def test_export_marks_each_pair_with_its_provenance(client, tmp_path, world):
     decision = Adjudication.objects.get()
     dataset_export(out_dir=tmp_path / "out", studies=[study])
     rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
-    assert all(list(r)[: len(EXPORT_KEYS)] == list(EXPORT_KEYS) and list(r)[-len(PROVENANCE_KEYS) :] == list(PROVENANCE_KEYS) for r in rows)
+    assert all(list(r)[: len(EXPORT_KEYS)] == list(EXPORT_KEYS) and list(r)[-len(PROVENANCE_KEYS) - 1 :] == [*PROVENANCE_KEYS, "dimension_passes"] for r in rows)
     split_rows = [r for r in rows if r["feedback"].endswith("on split")]
     assert len(split_rows) == 3
     pseudonym = world["adjudicator"].annotator_profile.pseudonym
