@@ -20,8 +20,8 @@ import numpy as np
 
 from .runtime import cached_model
 
-from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks
-from .device import decode_processes, decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
+from .base import ALIGNMENT, ClipAudio, ConditionInput, JudgeAdapter, chunks
+from .device import OnDevice, decode_processes, decode_workers, prefetch_audio, torch_dtype
 from .features import ClapMel, UnsupportedExtractor
 
 SAMPLE_RATE = 48000
@@ -37,7 +37,7 @@ def _load(path: str, device: str, dtype: str):
     return model, processor
 
 
-class ClapJudge(JudgeAdapter):
+class ClapJudge(OnDevice, JudgeAdapter):
     kind = "clap"
     title = "CLAP similarity"
     measures = (
@@ -51,18 +51,6 @@ class ClapJudge(JudgeAdapter):
 
     encode_calls = 0
 
-    def device(self) -> str:
-        return judge_device(self.options, key=self.config.key)
-
-    def dtype(self) -> str:
-        return dtype_name(self.options.get("dtype"), self.device(), cuda_default=self.cuda_dtype)
-
-    def cache_version(self) -> str:
-        # bf16 and fp32 embeddings differ in the third decimal: keep them apart in the clip cache.
-        try:
-            return f"{super().cache_version()}.{self.dtype()}"
-        except JudgeUnavailable:
-            return f"{super().cache_version()}.unavailable"  # nothing is computed; the job records why
 
     def model_key(self) -> tuple:
         return ("clap", self.require(), self.device(), self.dtype())

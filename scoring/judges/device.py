@@ -197,3 +197,23 @@ def split_on_oom(run: Callable[[list], list], batch: list) -> list:
         torch.cuda.empty_cache()
     half = len(batch) // 2
     return split_on_oom(run, batch[:half]) + split_on_oom(run, batch[half:])
+
+
+class OnDevice:
+    """Device, dtype and a cache version that keeps each dtype's numbers apart, for judges that run a model.
+
+    Mixed in before JudgeAdapter: embeddings and transcripts differ between bf16/fp16 and fp32, so the clip
+    cache is keyed by the dtype, and a judge that cannot resolve one (no torch, a bad option) still gets a key.
+    """
+
+    def device(self) -> str:
+        return judge_device(self.options, key=self.config.key)
+
+    def dtype(self) -> str:
+        return dtype_name(self.options.get("dtype"), self.device(), cuda_default=self.cuda_dtype)
+
+    def cache_version(self) -> str:
+        try:
+            return f"{super().cache_version()}.{self.dtype()}"
+        except JudgeUnavailable:
+            return f"{super().cache_version()}.unavailable"  # nothing is computed; the job records why

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from .base import ALIGNMENT, BOTH, ClipAudio, ConditionInput, JudgeAdapter, JudgeUnavailable, chunks, prefer, store_fill
-from .device import decode_processes, decode_workers, dtype_name, judge_device, prefetch_audio, torch_dtype
+from .base import ALIGNMENT, BOTH, ClipAudio, ConditionInput, JudgeAdapter, chunks, prefer, store_fill
+from .device import OnDevice, decode_processes, decode_workers, prefetch_audio, torch_dtype
 from .runtime import cached_model
 
 SAMPLE_RATE = 16000
@@ -130,7 +130,7 @@ def _load(path: str, device: str, dtype: str):
     return model, processor
 
 
-class LyricsJudge(JudgeAdapter):
+class LyricsJudge(OnDevice, JudgeAdapter):
     kind = "lyrics"
     title = "Lyrics error rate (Whisper ASR)"
     measures = (
@@ -147,17 +147,6 @@ class LyricsJudge(JudgeAdapter):
 
     transcribe_calls = 0
 
-    def device(self) -> str:
-        return judge_device(self.options, key=self.config.key)
-
-    def dtype(self) -> str:
-        return dtype_name(self.options.get("dtype"), self.device(), cuda_default=self.cuda_dtype)
-
-    def cache_version(self) -> str:
-        try:
-            return f"{super().cache_version()}.{self.dtype()}"
-        except JudgeUnavailable:
-            return f"{super().cache_version()}.unavailable"
 
     def availability(self):
         from .base import Availability
