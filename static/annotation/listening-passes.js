@@ -30,6 +30,8 @@
     function show(task) {
       const p = info(task);
       for (const q of ["alignment", "musicality"]) $(`q-${q}`).hidden = !asks(task, q);
+      // The keys legend lists only the keys this screen answers to.
+      for (const row of document.querySelectorAll("[data-shortcut-question]")) row.hidden = !asks(task, row.dataset.shortcutQuestion);
       el.questions.classList.toggle("one", Boolean(p));
       el.rationaleBlock.hidden = !last(task);
       el.passStep.hidden = !p;
