@@ -342,17 +342,18 @@ def ds_state(codes: dict, *, iterations: int = DS_ITERATIONS, tol: float = DS_TO
         counts = np.where(gave[:, :, None], np.maximum(counts, DS_EPS), 0.0)
         return counts / counts.sum(axis=1, keepdims=True)
 
-    def e_step(prior, errors):
+    def vote_logs(errors):
+        # log P(vote | truth) per vote and truth: the bound of one iteration and the E-step of the next read the same.
         with np.errstate(divide="ignore"):
-            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+            return np.log(errors.reshape(2 * n_workers, 2))[cell]
+
+    def e_step(prior, log_errors):
         logs = np.stack([np.bincount(item, weights=log_errors[:, c], minlength=n_items) for c in (0, 1)], axis=1) + np.log(np.maximum(prior, DS_EPS))
         logs -= logs.max(axis=1, keepdims=True)
         q = np.exp(logs)
         return q / q.sum(axis=1, keepdims=True)
 
-    def lower_bound(q, prior, errors):
-        with np.errstate(divide="ignore"):
-            log_errors = np.log(errors.reshape(2 * n_workers, 2))[cell]
+    def lower_bound(q, prior, log_errors):
         joint = (q[item] * (log_errors + np.log(np.maximum(prior, DS_EPS)))).sum()
         q = np.maximum(q, DS_EPS)
         return float(joint - (q * np.log(q)).sum()) / len(label)
@@ -360,12 +361,14 @@ def ds_state(codes: dict, *, iterations: int = DS_ITERATIONS, tol: float = DS_TO
     share = np.bincount(item, weights=label.astype(float), minlength=n_items) / per_item
     q = np.stack([1.0 - share, share], axis=1)
     prior, errors = q.mean(axis=0), m_step(q)
+    log_errors = vote_logs(errors)
     bound = -np.inf
     for _ in range(iterations):
-        q = e_step(prior, errors)
+        q = e_step(prior, log_errors)
         prior = q.mean(axis=0)
         errors = m_step(q)
-        new_bound = lower_bound(q, prior, errors)
+        log_errors = vote_logs(errors)
+        new_bound = lower_bound(q, prior, log_errors)
         if new_bound - bound < tol:
             break
         bound = new_bound
@@ -422,8 +425,9 @@ def mace_fit(
     def per_worker(values):
         return np.bincount(worker, weights=values, minlength=n_workers)
 
-    def e_step(knowing, guessing, theta):
-        """Item posteriors P(truth 1), the log-likelihood, and per vote P(vote | guessed) and P(known)."""
+    def e_step(knowing, guessing, theta, likelihood: bool = False):
+        """Item posteriors P(truth 1), the log-likelihood (with `likelihood`, else None: nothing in the loop reads it),
+        and per vote P(vote | guessed) and P(known)."""
         # Everything but the item's posterior depends on the vote's (worker, label) cell only: the logs are taken
         # once per cell and gathered, the same numbers as per vote at a fraction of the cost.
         noise_cell, k_cell = np.repeat(guessing, 2) * theta.ravel(), np.repeat(knowing, 2)
@@ -433,7 +437,7 @@ def mace_fit(
         log0 = np.bincount(item, weights=np.where(cell_is1, miss, hit)[cell], minlength=n_items)
         noise, k = noise_cell[cell], k_cell[cell]
         q1 = 1.0 / (1.0 + np.exp(np.clip(log0 - log1, -700, 700)))
-        return q1, float((np.logaddexp(log0, log1) - np.log(2.0)).sum()), noise, k
+        return q1, float((np.logaddexp(log0, log1) - np.log(2.0)).sum()) if likelihood else None, noise, k
 
     if start is None:
         q1 = np.bincount(item, weights=is1.astype(float), minlength=n_items) / np.bincount(item, minlength=n_items)
@@ -441,7 +445,7 @@ def mace_fit(
         noise, k, loglik = np.full(len(label), 0.25), np.full(len(label), 0.5), -np.inf
     else:
         knowing, guessing, theta = (np.array(a, dtype=float) for a in start)
-        q1, loglik, noise, k = e_step(knowing, guessing, theta)
+        q1, loglik, noise, k = e_step(knowing, guessing, theta, likelihood=True)
     alpha, beta = MACE_KNOW_PRIOR
 
     def m_step(q1, noise, k):
@@ -480,6 +484,9 @@ def mace_fit(
         q1, knowing = new_q1, new_knowing
         if moved < tol:
             break
+    if guessing is not None:
+        # The last E-step again, for its log-likelihood only (the same posteriors).
+        loglik = e_step(knowing, guessing, theta, likelihood=True)[1]
     if strategy:
         return q1, knowing, loglik, (knowing / (knowing + guessing), theta[:, 1] / theta.sum(axis=1))
     return q1, knowing, loglik

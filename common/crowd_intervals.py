@@ -143,14 +143,14 @@ def _binomial_floor(codes: dict, weight: np.ndarray, right: np.ndarray) -> np.nd
 def ds_interval(codes: dict, a: np.ndarray, b: np.ndarray, prior1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, standard error) of each annotator's Dawid–Skene reliability (a + b) / 2."""
     W = codes["workers"]
-    H, B = ds_matrices(codes, ds_posterior(codes, a, b, prior1), a, b, prior1)
+    q1 = ds_posterior(codes, a, b, prior1)
+    H, B = ds_matrices(codes, q1, a, b, prior1)
     free = np.r_[(a > BOUNDARY) & (a < 1 - BOUNDARY), (b > BOUNDARY) & (b < 1 - BOUNDARY), BOUNDARY < prior1 < 1 - BOUNDARY]
     cov = _solve_sandwich(H, B, free, COVARIANCE["dawid_skene"])
     idx = np.arange(W)
     # Each confusion probability's variance is at least a binomial one on its soft counts, half a vote added each
     # way: on the boundary the information says nothing (an annotator right on all of a few votes would get
     # [1, 1]), and with a handful of votes the curvature is too sure of itself.
-    q1 = ds_posterior(codes, a, b, prior1)
     floor = np.r_[_binomial_floor(codes, 1.0 - q1, codes["label"] == 0), _binomial_floor(codes, q1, codes["label"] == 1)]
     # An annotator who gave one label only answers it on every resample too: nothing to floor there.
     both = np.bincount(codes["worker"], weights=codes["label"], minlength=W)

@@ -367,7 +367,7 @@ def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int,
         clusters = np.where(pd.isna(clusters), -np.arange(1, len(clusters) + 1), clusters)
     else:
         clusters = scored.index.to_numpy()
-    _, codes, sizes = np.unique(clusters.astype(str), return_inverse=True, return_counts=True)
+    codes, sizes = _codes_by_name(clusters)
     resamples = "condition" if len(sizes) and sizes.max() > 1 else "pair"
     correct = scored["correct"].to_numpy(float)
     if resamples == "pair" and pair_ci is not None and interval_method(len(sizes)) == "bootstrap":
@@ -375,6 +375,17 @@ def _cluster_interval(scored: pd.DataFrame, pairs: pd.DataFrame, *, rounds: int,
     else:
         ci = cluster_ci(correct, codes.reshape(-1), rounds=rounds, seed=seed) if rounds else [None, None]
     return {"ci": ci, "interval": {"resamples": resamples, "clusters": int(len(sizes)), "rounds": rounds}}
+
+
+def _codes_by_name(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values.astype(str), return_inverse=True, return_counts=True)[1:]: the codes follow the values'
+    names in sorted order (the resampling draws by code), but only the distinct values are turned into names
+    and sorted, not every pair's."""
+    first, distinct = pd.factorize(values)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[np.argsort(np.asarray(distinct).astype(str), kind="stable")] = np.arange(len(distinct))
+    codes = rank[first]
+    return codes, np.bincount(codes, minlength=len(distinct))
 
 
 def _score_margins(rows: pd.DataFrame, dim: str) -> pd.Series:

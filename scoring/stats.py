@@ -30,10 +30,19 @@ def bootstrap_sums(stats: np.ndarray, *, rounds: int, seed: int) -> np.ndarray:
     units, width = stats.shape
     if units == 0 or rounds == 0:
         return np.full((rounds, width), np.nan)
-    distinct, counts = np.unique(stats, axis=0, return_counts=True)
+    distinct, counts = _distinct_rows(stats) if np.isfinite(stats).all() else np.unique(stats, axis=0, return_counts=True)
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(units, counts / units, size=rounds).astype(float)
     return weights @ distinct
+
+
+def _distinct_rows(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(stats, axis=0, return_counts=True) for finite rows, in the same (lexicographic) order: a lexsort
+    of the columns, where np.unique sorts whole rows as records (a sixth of the time at 100,000 votes)."""
+    order = np.lexsort(stats.T[::-1])
+    ordered = stats[order]
+    starts = np.flatnonzero(np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)])
+    return ordered[starts], np.diff(np.r_[starts, len(ordered)])
 
 
 def percentile_ci(samples: np.ndarray) -> list:
