@@ -11,8 +11,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.crowd_models import ExternalParticipant
 from annotation.models import Assignment, DimensionPasses, Judgment, ListeningEvent
-from tests.annotation.cycle_page import CyclePage, make_pairs
-from tests.annotation.test_dimension_passes import PassesPage
+from tests.annotation.cycle_page import CyclePage, PassesPage, make_pairs
 from tests.factories import StudyFactory
 from tests.listening import Clock
 
