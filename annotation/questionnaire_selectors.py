@@ -36,16 +36,22 @@ def questionnaire_pending(*, study, annotator, phase: str) -> Questionnaire | No
 # questionnaires (or an annotator who answered) costs no query.
 def questionnaire_blocks(*, study, annotator, phase: str) -> bool:
     """questionnaire_pending as a yes or no, through the cache."""
-    asked, answered = questionnaire_cache.asked_key(study.pk, phase), questionnaire_cache.answered_key(study.pk, phase, annotator.pk)
+    return questionnaire_blocks_ids(study_id=study.pk, annotator_id=annotator.pk, phase=phase)
+
+
+def questionnaire_blocks_ids(*, study_id: int, annotator_id: int, phase: str) -> bool:
+    """questionnaire_blocks from the ids alone, for the APIs' submits that hold no study row (their locking query
+    reads the study's id): once cached, no query at all."""
+    asked, answered = questionnaire_cache.asked_key(study_id, phase), questionnaire_cache.answered_key(study_id, phase, annotator_id)
     found = cache_get_many(asked, answered)
     current = found.get(asked)
     if current is None:
-        questionnaire = questionnaire_current(study=study, phase=phase)
+        questionnaire = questionnaire_current(study=study_id, phase=phase)
         current = questionnaire.pk if questionnaire is not None else 0
         cache_set_many({asked: current}, questionnaire_cache.SECONDS)
     if not current or found.get(answered):
         return False
-    done = QuestionnaireResponse.objects.filter(study=study, phase=phase, annotator=annotator).exists()
+    done = QuestionnaireResponse.objects.filter(study_id=study_id, phase=phase, annotator_id=annotator_id).exists()
     if done:
         cache_set_many({answered: True}, questionnaire_cache.SECONDS)
     return not done

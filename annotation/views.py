@@ -229,6 +229,8 @@ def annotate(request: HttpRequest, name: str) -> HttpResponse:
         "listeningUrl": api_url_template("api-listening-events", arg_name="assignment_id"),
         "skipUrl": api_url_template("api-assignment-skip", arg_name="assignment_id"),
         "consentUrl": f"{reverse('consent')}?next={request.path}",
+        # Where a refusal for unanswered questions before the study sends the page (services.questionnaire_gate_check).
+        "questionnaireUrl": reverse("questionnaire-pre", kwargs={"name": study.name}),
         "homeUrl": reverse("home"),
     }
     finish_url = reverse("recruitment-done", kwargs={"name": study.name}) if hasattr(request.user, "external_participant") else None

@@ -19,7 +19,7 @@ more than one row; refusals raise `common.errors.ServiceError`.
 
 from .assignment import assignment_next, assignment_skip, planner_stats_refresh
 from .audio import SUPPORTED_AUDIO, AudioError, AudioInfo, LoudnessBackfill, audio_probe, clip_ingest, clip_ingest_array, clip_loudness_backfill, file_sha256, system_get_or_create
-from .gate import crowd_gate_check, crowd_step, screening_pending
+from .gate import crowd_gate_check, crowd_step, questionnaire_gate_check, screening_pending
 from .judgments import LOG_FIELDS, judgment_listeners, judgment_submit, listening_log_clean
 from .listening import audio_fetch_record, listening_events_record
 from .pairs import condition_content_key, condition_get_or_create, pair_get_or_create, pair_overlap_for
@@ -51,6 +51,7 @@ __all__ = [
     "dimension_answer_submit",
     "passes_state",
     "crowd_gate_check",
+    "questionnaire_gate_check",
     "crowd_step",
     "screening_pending",
     "questionnaire_answer",

@@ -3,7 +3,8 @@ before the study, then pairs or items. The questionnaire comes last so that no o
 about themselves, and its answers describe the people whose votes count.
 
 The listening and rating pages send an annotator to the step this names; the APIs that hand out work refuse
-while the screen stands in the way, so a client that skips the pages meets the same rule.
+while the screen or the questions before the study stand in the way, and the APIs that store answers refuse
+while the questions do, so a client that skips the pages meets the same rule.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from common.errors import ServiceError
 
 from ..questionnaire_models import Phase
-from ..questionnaire_selectors import questionnaire_blocks
+from ..questionnaire_selectors import questionnaire_blocks, questionnaire_blocks_ids
 from .practice import practice_next
 from .screening import screening_status
 
@@ -37,8 +38,25 @@ def crowd_step(*, study, annotator) -> str | None:
 
 
 def crowd_gate_check(*, study, annotator) -> None:
-    """Refuse (403, nothing handed out) while the annotator has the screen to pass."""
-    # The practice round and the questions before the study are the pages' steps, as the listening page enforces
-    # them; only the screen, which decides who may give data at all, is refused here as well.
+    """Refuse (nothing handed out) while the annotator has the screen to pass (403) or the questions before the study
+    to answer (409)."""
+    # The practice round stays the pages' step (it only teaches); the screen decides who may give data at all, and
+    # the questions describe the people whose votes count, so both are refused here as well.
     if screening_pending(study=study, annotator=annotator):
         raise ServiceError("Pass the headphone check of this study first (open the study's page).", code="screening_required", status=403)
+    questionnaire_gate_check(study_id=study.pk, annotator_id=annotator.pk)
+
+
+def questionnaire_gate_check(*, study_id: int, annotator_id: int) -> None:
+    """Refuse (409) while the study's questions before the study are unanswered: the next pair and every answer.
+
+    From the cache (questionnaire_blocks_ids): a study that asks nothing, or an annotator who answered, costs no query
+    once known, so the submits' query budgets stay as they were."""
+    if questionnaire_blocks_ids(study_id=study_id, annotator_id=annotator_id, phase=Phase.PRE):
+        raise ServiceError(
+            "Answer this study's questions before the study first (the step after the headphone check and the practice "
+            "round; the study's page takes you there). Nothing was stored.",
+            code="questionnaire_required",
+            status=409,
+            extra={"step": QUESTIONNAIRE_PRE},
+        )

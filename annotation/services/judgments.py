@@ -20,6 +20,7 @@ from common.errors import ServiceError
 from common.precompiled import Precompiled, PrecompiledInsert, PreparedSQL
 
 from ..models import Assignment, DimensionPasses, Judgment, Pair
+from .gate import questionnaire_gate_check
 from .listening import LISTENING_CLIPS, assignment_lock_query, listening_batch_store, listening_require_recounted
 
 
@@ -149,6 +150,9 @@ def judgment_submit(
                 return _judgment_answer(_replay(idempotency_key=idempotency_key, annotator=annotator, assignment_id=assignment_id)), False
             if assignment.state == Assignment.State.SKIPPED:
                 raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
+            # A pair served before the study's questions were added (or to a client that skipped the page) is not
+            # judged until they are answered; the study's id comes with the lock, the answer from the cache.
+            questionnaire_gate_check(study_id=assignment.pair.study_id, annotator_id=annotator.pk)
             if assignment.dimension_passes == DimensionPasses.SEPARATE and passes is None:
                 raise ServiceError(
                     "This study asks the two questions on separate screens: send one dimension at a time "

@@ -21,6 +21,7 @@ from common.deferred import deferred_rows
 from common.errors import ServiceError
 
 from ..models import PASS_ORDER, Assignment, Dimension, DimensionPasses, Judgment, Pair
+from .gate import questionnaire_gate_check
 from .judgments import _batch_clean, _confidence, judgment_submit, listening_log_clean
 from .listening import LISTENING_CLIPS, SIDES, assignment_lock_query, listening_batch_store, listening_require_recounted
 
@@ -108,6 +109,7 @@ def dimension_answer_submit(
             return _replay_done(assignment=assignment, idempotency_key=idempotency_key), False
         if assignment.state == Assignment.State.SKIPPED:
             raise ServiceError("You skipped this pair; it cannot be judged now.", code="skipped", status=409)
+        questionnaire_gate_check(study_id=assignment.study_pk, annotator_id=annotator.pk)
         if assignment.dimension_passes != DimensionPasses.SEPARATE:
             raise ServiceError(
                 "This study asks both questions on one screen: send both dimensions together to the judgment endpoint.", code="together_study", status=409

@@ -186,6 +186,11 @@
       window.location.href = cfg.consentUrl;
       return;
     }
+    // The study's questions before the study came in while the page was open: they come first.
+    if (res.status === 409 && res.data && res.data.code === "questionnaire_required") {
+      window.location.href = cfg.questionnaireUrl;
+      return;
+    }
     if (!res.ok) {
       showError((res.data && res.data.detail) || `The next pair could not be loaded (HTTP ${res.status}).`);
       return;
@@ -511,6 +516,10 @@
       store.clear(mine.assignment.id);
       transport.pause();
       showError(detail, { label: "Take the next pair", run: loadNext });
+    } else if (code === "questionnaire_required") {
+      // The answers stay on this device (persist) and come back with the pair after the questions.
+      transport.pause();
+      showError(detail, { label: "Answer the questions", run: () => { window.location.href = cfg.questionnaireUrl; } });
     } else {
       showError(detail);
     }

@@ -86,3 +86,18 @@ class CyclePage:
         self.play("B", 3, first="switch")
         self.clock.advance(0.4)
         self.record("pause", "B")
+
+
+class PassesPage(CyclePage):
+    """The page on a separate-screens study: one dimension per request, the listening riding with each."""
+
+    def answer_url(self, assignment_id=None) -> str:
+        return reverse("api-dimension-answer", kwargs={"name": self.study.name, "assignment_id": assignment_id or self.assignment["id"]})
+
+    def answer(self, dimension: str, choice: str, *, key: str, confidence=3, rationale: str = "", listening=None):
+        batch = {"events": self.events, "receipts": self.receipts, "client_now": self.ms()} if listening is None else listening
+        body = {"idempotency_key": key, "dimension": dimension, "choice": choice, "confidence": confidence, "rationale": rationale, "listening": batch}
+        response = self.post(self.answer_url(), body)
+        if response.status_code in (200, 201):
+            self.events, self.receipts = [], []
+        return response
