@@ -484,9 +484,8 @@ def mace_fit(
         q1, knowing = new_q1, new_knowing
         if moved < tol:
             break
-    if guessing is not None:
-        # The last E-step again, for its log-likelihood only (the same posteriors).
-        loglik = e_step(knowing, guessing, theta, likelihood=True)[1]
+    # The last E-step again, for its log-likelihood only (the same posteriors).
+    loglik = e_step(knowing, guessing, theta, likelihood=True)[1]
     if strategy:
         return q1, knowing, loglik, (knowing / (knowing + guessing), theta[:, 1] / theta.sum(axis=1))
     return q1, knowing, loglik
